@@ -1,0 +1,48 @@
+# dynascope: two commands on a fresh machine.
+#   make lab   install into .venv (torch 2.13.0 CPU, graphviz's dot) and open JupyterLab on the quickstart
+#   make test  install, then run every test (unit, capture, viz, notebooks via nbval, browser end-to-end)
+# Both are idempotent and quiet when everything is already installed.
+
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+PIP     := $(BIN)/pip -q --disable-pip-version-check
+STAMP   := $(VENV)/.stamp-install
+SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT     := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get
+
+.PHONY: lab test bench install system-deps dot chromium clean
+
+install: $(STAMP) dot
+
+$(BIN)/python:
+	@$(PY) -m venv $(VENV)
+
+# torch first, pinned: the CPU wheel on disk. Any other spec would pull gigabytes of CUDA.
+$(STAMP): pyproject.toml | $(BIN)/python
+	@echo "installing dynascope into $(VENV) (torch==2.13.0 CPU, test extras, JupyterLab)..."
+	@$(PIP) install torch==2.13.0 2>&1 | grep -v '^WARNING: Location' || true
+	@$(BIN)/python -c "import torch" || { echo "torch failed to install"; exit 1; }
+	@$(PIP) install -e '.[test]' jupyterlab 2>&1 | grep -v '^WARNING: Location' || true
+	@$(BIN)/python -c "import tracer, viz, nbval, anywidget" || { echo "dynascope failed to install"; exit 1; }
+	@touch $@
+
+dot:
+	@command -v dot >/dev/null 2>&1 || { echo "installing graphviz (dot) with apt..."; \
+		$(APT) update -qq >/dev/null && $(APT) install -y -qq graphviz >/dev/null; }
+
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { echo "installing chromium with apt (browser tests)..."; \
+		$(APT) update -qq >/dev/null && $(APT) install -y -qq chromium >/dev/null; }
+
+lab: install
+	@$(BIN)/jupyter lab notebooks/00_quickstart.ipynb
+
+test: install chromium
+	@$(BIN)/python -m pytest -q -p no:cacheprovider tests notebooks --nbval --nbval-sanitize-with notebooks/sanitize.cfg
+
+bench: install
+	@$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) *.egg-info

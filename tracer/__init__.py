@@ -1,0 +1,54 @@
+"""dynascope's capture side: run the real torch.compile front half and record it as plain data.
+
+>>> import torch, tracer
+>>> cap = tracer.capture(lambda x: x.sin() + 1, torch.randn(3))
+>>> [f.compile_id for f in cap.frames]
+['0/0']
+"""
+
+from tracer.capture import capture
+from tracer.model import (
+    Aot,
+    AotInput,
+    AotOutput,
+    Capture,
+    Frame,
+    Graph,
+    GraphBreak,
+    Guard,
+    Node,
+    Recompile,
+    SavedTensorHooks,
+    SavedValue,
+    Speculation,
+    Subgraph,
+    SubgraphInput,
+    validate,
+)
+from tracer.session import LocalVar, PausedState, Session, TracerState, pause, trace
+
+__all__ = [
+    "Aot",
+    "AotInput",
+    "AotOutput",
+    "Capture",
+    "Frame",
+    "Graph",
+    "GraphBreak",
+    "Guard",
+    "LocalVar",
+    "Node",
+    "PausedState",
+    "Recompile",
+    "SavedTensorHooks",
+    "SavedValue",
+    "Session",
+    "Speculation",
+    "Subgraph",
+    "SubgraphInput",
+    "TracerState",
+    "capture",
+    "pause",
+    "trace",
+    "validate",
+]
