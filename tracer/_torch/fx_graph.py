@@ -1,0 +1,305 @@
+"""torch.fx GraphModule/Graph -> ``tracer.model.Graph``: the one converter every recorder uses.
+
+Invariant: the result holds no torch object (only str/int/float/bool/None/list/dict), and
+conversion never raises on an opaque value: it records ``{"kind": "opaque", "type": ...}``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Optional
+
+import torch
+import torch.fx
+
+from tracer.model import Graph, Node
+
+__all__ = ["graph_from_fx", "meta_of", "display", "source_of"]
+
+
+# -- values -> meta ---------------------------------------------------------------------------
+
+
+def _size(s: Any) -> Any:
+    """An int, or a symbolic size's expression as a string ("s0", "2*s0")."""
+    if isinstance(s, int) and not isinstance(s, bool):
+        return s
+    if isinstance(s, torch.SymInt):
+        node = s.node
+        if node.is_constant() if hasattr(node, "is_constant") else False:
+            try:
+                return int(node.constant_value() if hasattr(node, "constant_value") else s)
+            except Exception:
+                pass
+        try:
+            return str(node.expr)
+        except Exception:
+            return str(s)
+    try:
+        return int(s)
+    except Exception:
+        return str(s)
+
+
+def _dtype(d: Any) -> str:
+    return str(d).removeprefix("torch.")
+
+
+def _tensor_meta(t: torch.Tensor) -> dict[str, Any]:
+    meta: dict[str, Any] = {"kind": "tensor"}
+    try:
+        meta["shape"] = [_size(s) for s in t.shape]
+    except Exception:
+        meta["shape"] = []
+    try:
+        meta["stride"] = [_size(s) for s in t.stride()]
+    except Exception:  # sparse / nested tensors have no strides
+        pass
+    meta["dtype"] = _dtype(t.dtype)
+    try:
+        meta["device"] = str(t.device)
+    except Exception:
+        pass
+    try:
+        meta["requires_grad"] = bool(t.requires_grad)
+    except Exception:
+        pass
+    # FakeTensor and FunctionalTensor are how a graph *holds* a value, not a user subclass.
+    cls = type(t)
+    if cls is not torch.Tensor and cls is not torch.nn.Parameter and cls.__name__ not in _PLAIN_TENSOR_TYPES:
+        meta["subclass"] = cls.__name__
+    elif cls is torch.nn.Parameter:
+        meta["parameter"] = True
+    return meta
+
+
+_PLAIN_TENSOR_TYPES = {"FakeTensor", "FunctionalTensor", "Tensor"}
+
+
+def meta_of(value: Any) -> dict[str, Any]:
+    """Meta dict (Note [Node.meta keys] in tracer/model.py) for one value; never raises."""
+    try:
+        return _meta_of(value, 0)
+    except Exception as e:  # a broken __repr__/__len__ must never break a capture
+        return {"kind": "opaque", "type": type(value).__name__, "error": f"{type(e).__name__}: {e}"[:200]}
+
+
+def _meta_of(value: Any, depth: int) -> dict[str, Any]:
+    if value is None:
+        return {"kind": "none", "value": "None"}
+    if isinstance(value, torch.Tensor):
+        return _tensor_meta(value)
+    if isinstance(value, bool):
+        return {"kind": "bool", "value": repr(value)}
+    if isinstance(value, int):
+        return {"kind": "int", "value": repr(value)}
+    if isinstance(value, float):
+        return {"kind": "float", "value": repr(value)}
+    if isinstance(value, torch.SymInt):
+        return {"kind": "symint", "value": str(_size(value))}
+    if isinstance(value, torch.SymFloat):
+        return {"kind": "symfloat", "value": _sym_expr(value)}
+    if isinstance(value, torch.SymBool):
+        return {"kind": "symbool", "value": _sym_expr(value)}
+    if isinstance(value, (tuple, list)) and depth < 4:
+        return {"kind": "tuple" if isinstance(value, tuple) else "list",
+                "items": [_meta_of(v, depth + 1) for v in list(value)[:64]]}
+    if isinstance(value, str):
+        return {"kind": "str", "value": repr(value)[:200]}
+    if isinstance(value, (torch.dtype, torch.device, torch.memory_format, torch.layout)):
+        return {"kind": type(value).__name__, "value": str(value)}
+    return {"kind": "opaque", "type": type(value).__name__}
+
+
+def _sym_expr(v: Any) -> str:
+    try:
+        return str(v.node.expr)
+    except Exception:
+        return str(v)
+
+
+# -- node args -> display strings ------------------------------------------------------------
+
+
+def display(a: Any, depth: int = 0) -> str:
+    """fx-like display form of one argument: node names as-is, constants as repr."""
+    if isinstance(a, torch.fx.Node):
+        return a.name
+    if isinstance(a, tuple) and depth < 6:
+        inner = ", ".join(display(x, depth + 1) for x in a)
+        return f"({inner},)" if len(a) == 1 else f"({inner})"
+    if isinstance(a, list) and depth < 6:
+        return "[" + ", ".join(display(x, depth + 1) for x in a) + "]"
+    if isinstance(a, dict) and depth < 6:
+        return "{" + ", ".join(f"{k!r}: {display(v, depth + 1)}" for k, v in a.items()) + "}"
+    if isinstance(a, (torch.dtype, torch.device, torch.memory_format, torch.layout)):
+        return str(a)
+    if isinstance(a, (int, float, bool, str, type(None), slice)):
+        return repr(a)
+    if isinstance(a, torch.Tensor):
+        return f"<{type(a).__name__} {_dtype(a.dtype)}{list(a.shape)}>"
+    try:
+        text = repr(a)
+    except Exception:
+        text = f"<{type(a).__name__}>"
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def target_str(node: torch.fx.Node) -> str:
+    """"aten.mm.default", "torch.sin", "operator.add", "wrap_body_0", "sin" (a method name)."""
+    t = node.target
+    if isinstance(t, str):
+        return t
+    try:
+        if isinstance(t, torch._ops.OpOverload):  # aten.mm.default
+            return str(t)
+        if isinstance(t, torch._ops.OpOverloadPacket):
+            return str(t)
+        if isinstance(t, torch._ops.HigherOrderOperator):
+            return t.name()
+    except Exception:
+        pass
+    mod = getattr(t, "__module__", None) or ""
+    name = getattr(t, "__qualname__", None) or getattr(t, "__name__", None)
+    if name is None:
+        return display(t)
+    if mod in ("torch", "_operator", "operator", "builtins", "math") or mod.startswith("torch"):
+        short = {"_operator": "operator", "torch._C._nn": "torch._C._nn"}.get(mod, mod)
+        if mod.startswith("torch._C._VariableFunctions") or mod == "torch._C":
+            short = "torch"
+        return f"{short}.{name}" if short != "builtins" else name
+    return f"{mod}.{name}" if mod else name
+
+
+# -- source locations -----------------------------------------------------------------------------
+
+_FRAME_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>[^\n]+)\n(?P<code>[^\n]*)')
+
+
+def source_of(stack_trace: Optional[str]) -> Optional[dict[str, Any]]:
+    """The innermost user frame of an fx ``stack_trace``: {file, line, fn, code}."""
+    if not stack_trace:
+        return None
+    frames = list(_FRAME_RE.finditer(stack_trace))
+    if not frames:
+        return None
+    user = [m for m in frames if "/torch/" not in m.group("file") and "/site-packages/torch" not in m.group("file")]
+    m = (user or frames)[-1]
+    return {"file": m.group("file"), "line": int(m.group("line")), "fn": m.group("fn").strip(),
+            "code": m.group("code").strip()}
+
+
+def _module_stack(stack: Any) -> list[list[str]]:
+    out: list[list[str]] = []
+    if not isinstance(stack, dict):
+        return out
+    for key, v in stack.items():
+        try:
+            path, typ = v
+        except Exception:
+            path, typ = key, v
+        if isinstance(typ, type):
+            typ = f"{typ.__module__}.{typ.__qualname__}"
+        out.append([str(path), str(typ)])
+    return out
+
+
+def node_meta(node: torch.fx.Node) -> dict[str, Any]:
+    """Meta dict of one fx node (value meta + source + nn_module_stack)."""
+    fx_meta = node.meta
+    value = fx_meta.get("example_value", fx_meta.get("val", _MISSING))
+    meta: dict[str, Any] = {} if value is _MISSING else meta_of(value)
+    if node.op == "output" and value is _MISSING:
+        meta = {}
+    st = fx_meta.get("stack_trace")
+    if isinstance(st, str) and st:
+        meta["stack_trace"] = st
+        src = source_of(st)
+        if src:
+            meta["source"] = src
+    stack = _module_stack(fx_meta.get("nn_module_stack"))
+    if stack:
+        meta["nn_module_stack"] = stack
+    return meta
+
+
+_MISSING = object()
+
+
+# -- graphs --------------------------------------------------------------------------------------
+
+
+def readable_code(gm: Any) -> str:
+    """``print_readable`` text without ANSI colours; "" when the object has none."""
+    if not isinstance(gm, torch.fx.GraphModule):
+        try:
+            return str(gm.python_code("self").src)
+        except Exception:
+            return ""
+    try:
+        return gm.print_readable(print_output=False, colored=False)
+    except TypeError:
+        try:
+            return gm.print_readable(print_output=False)
+        except Exception:
+            return ""
+    except Exception:
+        try:
+            return gm.code
+        except Exception:
+            return ""
+
+
+def graph_from_fx(gm_or_graph: Any, name: str = "", *, role_of: Optional[Callable[[Node], Optional[str]]] = None) -> Graph:
+    """Convert an fx GraphModule or Graph to a plain :class:`tracer.model.Graph`.
+
+    ``role_of(node) -> role | None`` may assign a role per Note [Closed sets of kinds]; the default
+    roles are "output" for the output node, "param" for get_attr of a non-module, and "op" else.
+    """
+    fx_graph = gm_or_graph.graph if isinstance(gm_or_graph, torch.fx.GraphModule) else gm_or_graph
+    gm = gm_or_graph if isinstance(gm_or_graph, torch.fx.GraphModule) else getattr(fx_graph, "owning_module", None)
+    nodes: list[Node] = []
+    for n in fx_graph.nodes:
+        inputs = [a.name for a in n.all_input_nodes]
+        node = Node(
+            name=n.name,
+            op=n.op,
+            target=target_str(n),
+            args=[display(a) for a in n.args],
+            kwargs={str(k): display(v) for k, v in n.kwargs.items()},
+            inputs=inputs,
+            users=[u.name for u in n.users],
+            meta=node_meta(n),
+        )
+        node.role = _default_role(n, gm)
+        if role_of is not None:
+            try:
+                r = role_of(node)
+            except Exception:
+                r = None
+            if r:
+                node.role = r
+        nodes.append(node)
+    return Graph(nodes=nodes, code=readable_code(gm if gm is not None else fx_graph), name=name)
+
+
+def _default_role(n: torch.fx.Node, gm: Any) -> str:
+    if n.op == "output":
+        return "output"
+    if n.op == "get_attr":
+        try:
+            obj = getattr(gm, n.target) if gm is not None and "." not in n.target else _getattr_path(gm, n.target)
+        except Exception:
+            obj = None
+        if isinstance(obj, torch.fx.GraphModule):
+            return "op"
+        return "param"
+    if n.op == "placeholder":
+        return "operand"
+    return "op"
+
+
+def _getattr_path(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
