@@ -1,0 +1,174 @@
+"""Dynamo-side hooks of a Session: per-line stepping in the InstructionTranslator, HOP body starts, comptime.
+
+Invariant: ``pause_hooks(agent)`` patches ``InstructionTranslatorBase.step`` only between its enter and
+exit (also when the trace raises), and the patched step acts only in the session's worker thread; every
+other thread (and every other time) sees Dynamo unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sysconfig
+import threading
+import weakref
+from typing import Any, Callable, Iterator, Optional, Protocol
+
+import torch
+from torch._dynamo.comptime import comptime
+from torch._dynamo.symbolic_convert import InstructionTranslatorBase
+
+from tracer._torch.pause_snapshot import snapshot
+
+__all__ = ["Agent", "comptime_pause", "hooks_installed", "pause_hooks"]
+
+
+class Agent(Protocol):
+    """What the hooks need from a session's worker (implemented by ``tracer.session``)."""
+
+    thread_id: Optional[int]
+
+    def check_abort(self) -> None: ...  # raises when the session was aborted
+
+    def wants(self, file: str, line: Optional[int], is_user: bool, new_hop: Optional[str]
+              ) -> Optional[tuple[str, str]]: ...  # (reason, label) to pause here, or None
+
+    def pause(self, reason: str, label: str, take_snapshot: Callable[[], dict[str, Any]]) -> None: ...
+
+
+# The agent whose hooks are installed; one session traces at a time (tracer.session enforces it).
+_agent: Optional[Agent] = None
+
+
+# Note [Which lines are user lines]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Dynamo inlines torch's own Python (pytree, cond's wrappers) and some stdlib; ``step()`` would wander
+# through hundreds of those lines. A line counts as the user's unless its file is under torch, under
+# dynascope's ``tracer`` package, or in the standard library. ``break_at`` ignores this: it matches any
+# file, so one can still stop inside torch's Python on purpose.
+_NOT_USER = tuple(
+    os.path.normcase(os.path.realpath(p)) + os.sep
+    for p in (
+        os.path.dirname(torch.__file__),
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # the tracer package
+        sysconfig.get_paths()["stdlib"],
+    )
+)
+_user_cache: dict[str, bool] = {}
+
+
+def is_user_file(file: str) -> bool:
+    hit = _user_cache.get(file)
+    if hit is None:
+        norm = os.path.normcase(os.path.realpath(file)) if not file.startswith("<") else file
+        hit = _user_cache[file] = not (file.startswith("<frozen") or norm.startswith(_NOT_USER))
+    return hit
+
+
+def is_dynascope_file(file: str) -> bool:
+    return os.path.normcase(os.path.realpath(file)).startswith(_NOT_USER[1])
+
+
+def hop_name(tracer: Any) -> str:
+    """The HOP a SubgraphTracer traces a body for: "cond", "wrap", ... ("" for the root tracer)."""
+    target = getattr(tracer, "source_target", None)
+    if target is None:
+        return ""
+    if isinstance(target, torch._ops.HigherOrderOperator):
+        return target.name()
+    return str(getattr(target, "__name__", target))
+
+
+@contextlib.contextmanager
+def pause_hooks(agent: Agent) -> Iterator[None]:
+    """Patch ``InstructionTranslatorBase.step`` for one trace so ``agent`` sees every new line and body."""
+    global _agent
+    if _agent is not None:
+        raise RuntimeError("dynascope pause hooks are already installed for another session")
+    original = InstructionTranslatorBase.__dict__["step"]
+    seen_tracers: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def step(self: InstructionTranslatorBase) -> bool:
+        if threading.get_ident() == agent.thread_id:
+            _before_step(self, agent, seen_tracers)
+        return original(self)
+
+    step.__wrapped__ = original  # type: ignore[attr-defined]
+    InstructionTranslatorBase.step = step
+    _agent = agent
+    try:
+        yield
+    finally:
+        InstructionTranslatorBase.step = original
+        _agent = None
+
+
+def hooks_installed() -> bool:
+    """True while some session's hooks patch Dynamo (tests check it is False after every session)."""
+    return _agent is not None or "__wrapped__" in vars(InstructionTranslatorBase.__dict__["step"])
+
+
+def _before_step(tx: InstructionTranslatorBase, agent: Agent, seen_tracers: weakref.WeakSet[Any]) -> None:
+    agent.check_abort()
+    ip = tx.instruction_pointer
+    if ip is None or ip >= len(tx.instructions):
+        return
+    inst = tx.instructions[ip]
+    # A new SubgraphTracer on top of the stack: a HOP body speculation just started (seed 003).
+    new_hop = None
+    current = tx.output.current_tracer
+    if current.parent is not None and current not in seen_tracers:
+        seen_tracers.add(current)
+        new_hop = hop_name(current)
+    line = inst.starts_line if inst.starts_line and inst.starts_line != tx.lineno else None
+    if line is None and new_hop is None:
+        return
+    file = tx.f_code.co_filename
+    hit = agent.wants(file, line, is_user_file(file), new_hop)
+    if hit is not None:
+        reason, label = hit
+        agent.pause(reason, label, lambda: snapshot(tx, inst, line or tx.lineno))
+
+
+# -- the comptime-style marker ------------------------------------------------------------------
+
+
+def comptime_pause(label: str) -> None:
+    """Body of ``tracer.pause``: under Dynamo, call ``_on_comptime`` at trace time; a no-op in eager."""
+    comptime(_on_comptime)
+
+
+def _on_comptime(ctx: Any) -> None:
+    # Runs inside Dynamo, in the thread that traces: see Note [comptime callbacks] in tracer/session.py.
+    agent = _agent
+    if agent is None or threading.get_ident() != agent.thread_id:
+        return
+    tx = ctx._i_will_not_complain_if_bc_breaks_InstructionTranslator()
+    label = ""
+    vt = tx.symbolic_locals.get("label")
+    try:
+        if vt is not None and vt.is_python_constant():
+            label = str(vt.as_python_constant())
+    except Exception:
+        label = ""
+    user_tx = tx
+    while getattr(user_tx, "parent", None) is not None and is_dynascope_file(user_tx.f_code.co_filename):
+        user_tx = user_tx.parent
+    inst = user_tx.current_instruction
+    agent.check_abort()
+    agent.pause("pause", label, lambda: snapshot(user_tx, inst, user_tx.lineno))
+
+
+def eager_fallback_capture(fn: Callable, args: tuple, kwargs: dict, *, extra_hooks: tuple = (),
+                           fullgraph: bool = False, dynamic: Optional[bool] = None, **options: Any) -> Any:
+    """Stand-in for ``tracer.capture._run_capture`` until the capture core lands: compile with the
+    eager backend under ``extra_hooks`` and return an empty Capture holding the result."""
+    from tracer.model import Capture
+
+    with contextlib.ExitStack() as stack:
+        for hook in extra_hooks:
+            stack.enter_context(hook())
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="eager", fullgraph=fullgraph, dynamic=dynamic)
+        result = compiled(*args, **kwargs)
+    return Capture(fn=getattr(fn, "__qualname__", type(fn).__name__), result=result)

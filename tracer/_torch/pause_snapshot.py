@@ -1,0 +1,161 @@
+"""A paused InstructionTranslator -> plain PausedState parts (location, locals, tracer stack, guards).
+
+Invariant: runs in the tracing thread while Dynamo is stopped, only reads Dynamo's state (it never
+realizes a lazy variable, never loads a cell through SideEffects, never adds a guard), and returns
+no torch object.
+"""
+
+from __future__ import annotations
+
+import linecache
+from typing import Any, Optional
+
+import torch
+
+from tracer._torch.fx_graph import graph_from_fx, meta_of
+from tracer.model import Graph, Guard
+from tracer.paused import LocalVar, Location, TracerState, value_text
+
+__all__ = ["snapshot"]
+
+
+def snapshot(tx: Any, inst: Any, line: int) -> dict[str, Any]:
+    """Everything a PausedState holds except session/index/reason/label, read from ``tx``."""
+    from tracer._torch.pause import hop_name
+
+    frames = []
+    t = tx.parent if getattr(tx, "parent", None) is not None else None
+    while t is not None:
+        frames.append(_location(t, t.current_instruction, t.lineno))
+        t = getattr(t, "parent", None)
+    frames.reverse()
+    location = _location(tx, inst, line)
+    frames.append(location)
+    tracers = []
+    for tracer in list(tx.output.tracers):
+        hop = hop_name(tracer)
+        tracers.append(TracerState(
+            hop=hop,
+            description=str(tracer.description or ""),
+            depth=int(tracer.debug_level),
+            graph=_graph(tracer.graph, name=str(tracer.description or hop)),
+            lifted=[_proxy_name(p) for p in tracer.lifted_freevars.values()],
+            lifted_from=[_proxy_name(p) for p in tracer.lifted_freevars.keys()],
+        ))
+    return {
+        "location": location,
+        "frames": frames,
+        "locals": {str(k): describe(str(k), v, tx) for k, v in list(tx.symbolic_locals.items())},
+        "tracers": tracers,
+        "guards": _guards(tx),
+    }
+
+
+def _location(tx: Any, inst: Any, line: Optional[int]) -> Location:
+    code = tx.f_code
+    lineno = int(line) if line and line > 0 else int(code.co_firstlineno)
+    offset = getattr(inst, "offset", None)
+    argrepr = getattr(inst, "argrepr", "") or ("" if getattr(inst, "argval", None) is None else repr(inst.argval))
+    return Location(
+        file=code.co_filename,
+        line=lineno,
+        function=code.co_name,
+        code=linecache.getline(code.co_filename, lineno).strip(),
+        offset=int(offset) if isinstance(offset, int) else -1,
+        instruction=f"{getattr(inst, 'opname', '?')} {argrepr}".strip()[:120],
+    )
+
+
+def _graph(fx_graph: torch.fx.Graph, name: str) -> Graph:
+    try:
+        return graph_from_fx(fx_graph, name=name)
+    except Exception as e:  # a half-built graph must never break the pause
+        return Graph(nodes=[], code=f"<graph unavailable: {type(e).__name__}: {e}>"[:300], name=name)
+
+
+def _proxy_name(p: Any) -> str:
+    node = getattr(p, "node", None)
+    return str(getattr(node, "name", p))
+
+
+def describe(name: str, vt: Any, tx: Any, depth: int = 0) -> LocalVar:
+    """One VariableTracker as a LocalVar, without realizing or loading anything."""
+    from torch._dynamo.variables import CellVariable
+    from torch._dynamo.variables.lazy import LazyVariableTracker
+
+    if isinstance(vt, LazyVariableTracker):
+        if not vt.is_realized():
+            # Note [Lazy locals]: realizing would install guards and graph inputs, changing the trace.
+            try:
+                value = vt.peek_value()
+                meta = meta_of(value)
+                meta["lazy"] = True
+                text = value_text(meta) or type(value).__name__
+            except Exception:
+                meta, text = {"lazy": True}, ""
+            return LocalVar(name=name, kind="LazyVariableTracker", value=f"{text} (not yet realized)".strip(),
+                            meta=meta)
+        vt = vt.unwrap()
+    kind = type(vt).__name__
+    if isinstance(vt, CellVariable):
+        contents = None
+        if depth < 3:
+            inner = _cell_contents(vt, tx)
+            if inner is not None:
+                contents = describe(name, inner, tx, depth + 1)
+        return LocalVar(name=name, kind=kind, is_cell=True, cell_contents=contents)
+    proxy = None
+    try:
+        proxy = vt.as_proxy() if hasattr(vt, "proxy") else None
+    except Exception:
+        proxy = None
+    node = getattr(proxy, "node", None)
+    if isinstance(node, torch.fx.Node):
+        example = node.meta.get("example_value")
+        meta = meta_of(example) if example is not None else {}
+        return LocalVar(name=name, kind=kind, value=value_text(meta), meta=meta, node=node.name)
+    try:
+        if vt.is_python_constant():
+            const = vt.as_python_constant()
+            meta = meta_of(const)
+            return LocalVar(name=name, kind=kind, value=_short(repr(const)), meta=meta)
+    except Exception:
+        pass
+    value = getattr(vt, "value", None)
+    text = type(value).__name__ if value is not None else ""
+    return LocalVar(name=name, kind=kind, value=text)
+
+
+def _cell_contents(cell: Any, tx: Any) -> Any:
+    side_effects = tx.output.side_effects
+    mutations = getattr(side_effects, "store_attr_mutations", {})
+    try:
+        pending = mutations.get(cell, {})
+    except Exception:
+        pending = {}
+    if "cell_contents" in pending:
+        return pending["cell_contents"]
+    return getattr(cell, "pre_existing_contents", None)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _guards(tx: Any) -> list[Guard]:
+    out = []
+    for g in list(tx.output.guards):
+        try:
+            kind = g.create_fn_name()
+        except Exception:
+            kind = "?"
+        try:
+            source = str(g.name)
+        except Exception:
+            source = ""
+        stack = []
+        for fs in list(g.user_stack or [])[-8:]:
+            stack.append(f"{fs.filename}:{fs.lineno} in {fs.name}")
+        out.append(Guard(kind=kind, source=source, user_stack=stack))
+    out.sort(key=lambda g: (g.source, g.kind))
+    return out

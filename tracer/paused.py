@@ -1,0 +1,135 @@
+"""PausedState, LocalVar, TracerState, Location: what a paused Dynamo trace looked like, as plain data.
+
+Invariant: these are snapshots taken in the tracing thread before the notebook is told about the pause,
+so they hold no torch object (only str/int/bool/None/list/dict and ``tracer.model`` dataclasses) and
+stay valid after the trace moves on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from tracer.model import Graph, Guard, format_meta
+
+__all__ = ["LocalVar", "Location", "PausedState", "TracerState", "PAUSE_REASONS"]
+
+# Note [Pause reasons]
+# ~~~~~~~~~~~~~~~~~~~~
+# Why the trace stopped, a closed set like the model's kinds:
+#   "pause"         ``tracer.pause(label)`` in user code (the comptime-style marker)
+#   "break_at"      ``Session.break_at("file.py:LINE")``: Dynamo is about to trace that line
+#   "break_on_hop"  ``Session.break_on_hop(name)``: a HOP body's SubgraphTracer just started
+#   "step"          ``Session.step()``: Dynamo is about to trace the next user source line
+PAUSE_REASONS = ("pause", "break_at", "break_on_hop", "step")
+
+
+@dataclass
+class Location:
+    """One frame Dynamo is tracing, and the instruction it is at."""
+
+    file: str  # co_filename of the traced code
+    line: int  # the source line Dynamo is about to trace (or tracing, for a pause marker)
+    function: str  # co_name
+    code: str = ""  # that source line, stripped
+    offset: int = -1  # bytecode offset of the instruction
+    instruction: str = ""  # "LOAD_FAST x", "CALL 1", ...
+
+    def __str__(self) -> str:
+        return f"{self.short_file}:{self.line} in {self.function}"
+
+    @property
+    def short_file(self) -> str:
+        return self.file.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+@dataclass
+class LocalVar:
+    """One entry of ``symbolic_locals``: how Dynamo models a local at this point of the trace."""
+
+    name: str
+    kind: str  # the VariableTracker class: TensorVariable, CellVariable, ConstantVariable, ...
+    value: str = ""  # a constant's repr, a tensor's fake meta ("f32[3]"), or a short description
+    meta: dict[str, Any] = field(default_factory=dict)  # Note [Node.meta keys] of the example value, if any
+    node: str = ""  # name of the graph node holding it, when it is a proxy ("" otherwise)
+    is_cell: bool = False  # a closure cell (seed 002: every cell is a cell VariableTracker)
+    cell_contents: Optional[LocalVar] = None  # what the cell holds now (None: empty or not a cell)
+
+    def __str__(self) -> str:
+        text = f"{self.name}: {self.kind}"
+        if self.is_cell:
+            inner = self.cell_contents
+            return text + (f" -> {inner.kind} {inner.value}".rstrip() if inner else " (empty)")
+        if self.value:
+            text += f" {self.value}"
+        if self.node:
+            text += f" (%{self.node})"
+        return text
+
+
+@dataclass
+class TracerState:
+    """One SubgraphTracer of ``OutputGraph.tracers``, root first."""
+
+    hop: str  # the HOP whose body it traces ("" for the root tracer)
+    description: str  # Dynamo's description ("wrap", "torch.cond", ...; "" for the root)
+    depth: int  # 0 for the root tracer, 1 for a body under it, ...
+    graph: Graph = field(default_factory=Graph)  # the partial graph traced so far
+    lifted: list[str] = field(default_factory=list)  # lifted_freevars so far: placeholder names, in order
+    lifted_from: list[str] = field(default_factory=list)  # the parent-graph node each one was lifted from
+
+    def __str__(self) -> str:
+        ops = sum(1 for n in self.graph.nodes if n.op not in ("placeholder", "output"))
+        head = "root" if not self.hop else f"{self.hop} ({self.description})"
+        lifted = f", lifted: {', '.join(self.lifted)}" if self.lifted else ""
+        return f"{'  ' * self.depth}{head}: {len(self.graph.nodes)} nodes, {ops} ops{lifted}"
+
+
+@dataclass
+class PausedState:
+    """Where a Session's Dynamo trace is paused and what it had built so far.
+
+    Displaying it renders the session panel (source, tracer stack, partial graph, locals, buttons).
+    """
+
+    session: str  # the session's name ("Session #1 of f")
+    index: int  # 1 for the session's first pause, 2 for the next, ...
+    reason: str  # one of PAUSE_REASONS, see Note [Pause reasons]
+    label: str  # the pause label, the breakpoint ("model.py:42") or the HOP name
+    location: Location = field(default_factory=lambda: Location("", 0, ""))
+    frames: list[Location] = field(default_factory=list)  # the inlining stack, root frame first
+    locals: dict[str, LocalVar] = field(default_factory=dict)  # symbolic_locals of the paused frame
+    tracers: list[TracerState] = field(default_factory=list)  # the SubgraphTracer stack, root first
+    guards: list[Guard] = field(default_factory=list)  # guards installed so far
+    _controller: Any = field(default=None, repr=False, compare=False)  # the session's worker (buttons)
+
+    @property
+    def graph(self) -> Graph:
+        """The partial graph of the innermost tracer (``tracers[-1].graph``)."""
+        return self.tracers[-1].graph if self.tracers else Graph()
+
+    def __str__(self) -> str:
+        lines = [f"{self.session}: pause {self.index} ({self.reason}{': ' + self.label if self.label else ''})",
+                 f"  at {self.location}: {self.location.code}"]
+        lines.append("  tracers:")
+        lines.extend("    " + str(t) for t in self.tracers)
+        if self.graph.nodes:
+            lines.append("  graph:")
+            lines.extend(f"    {n}" for n in self.graph.nodes)
+        lines.append("  locals:")
+        lines.extend(f"    {v}" for v in self.locals.values())
+        lines.append(f"  guards: {len(self.guards)}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"PausedState({self.session!r}, {self.reason}, at {self.location})"
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        from viz.session_panel import mimebundle
+
+        return mimebundle(self, include=include, exclude=exclude)
+
+
+def value_text(meta: dict[str, Any]) -> str:
+    """Short type text of a value meta, shared by LocalVar and the panel."""
+    return format_meta(meta) if meta.get("kind") else ""
