@@ -1,0 +1,58 @@
+"""The inspector panel: one node's facts (a ``viz.node_info`` dict) as an HTML table.
+
+Invariant: renders any JSON-friendly dict; every key and value is escaped, nested values are shown
+as indented JSON, so a new key from ``node_info`` shows up without a change here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tracer.model import Graph, format_meta
+from viz.panels import esc, panel
+
+__all__ = ["graph_node_info", "inspector_html"]
+
+# Keys shown first, in this order; any other key follows in the dict's own order.
+_FIRST = ("name", "graph", "op", "role", "target", "value", "args", "kwargs", "inputs", "users", "calls",
+          "source", "nn_module", "nn_module_stack", "lifted_from", "lifted_chain")
+
+
+def graph_node_info(graph: Graph, name: str) -> dict[str, Any]:
+    """The facts of a node that need no frame around it (used for AOT graphs, which have no subgraphs)."""
+    n = graph.node(name)
+    info: dict[str, Any] = {
+        "name": n.name,
+        "graph": graph.name,
+        "op": n.op,
+        "role": n.role,
+        "target": n.target,
+        "value": format_meta(n.meta),
+        "args": list(n.args),
+        "kwargs": dict(n.kwargs),
+        "users": list(n.users),
+    }
+    src = n.meta.get("source")
+    if isinstance(src, dict):
+        info["source"] = f"{src.get('file', '?')}:{src.get('line', '?')}  {str(src.get('code', '')).strip()}"
+    info["meta"] = dict(n.meta)
+    return info
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, str):
+        return f"<pre>{esc(value)}</pre>" if "\n" in value else esc(value)
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float)) for v in value):
+        return esc(", ".join(str(v) for v in value)) or "<span class='ds-muted'>(none)</span>"
+    return f"<pre>{esc(json.dumps(value, indent=1, sort_keys=True, default=str))}</pre>"
+
+
+def inspector_html(info: dict[str, Any] | None, *, note: str = "") -> str:
+    """The inspector: a two-column table of ``info``; a hint when nothing is selected."""
+    if not info:
+        return panel("<div class='ds-muted'>Click a node to inspect it. Click a HOP call to open its body.</div>")
+    keys = [k for k in _FIRST if k in info] + [k for k in info if k not in _FIRST]
+    rows = "".join(f"<tr><th>{esc(k)}</th><td>{_cell(info[k])}</td></tr>" for k in keys)
+    head = f"<h4>{esc(info.get('name', '?'))}</h4>" + (f"<div class='ds-muted'>{esc(note)}</div>" if note else "")
+    return panel(f"{head}<table class='ds-inspector'>{rows}</table>")

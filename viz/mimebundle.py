@@ -1,0 +1,39 @@
+"""What a Capture shows when a cell evaluates it: the explorer widget, static HTML, and a text tree.
+
+Invariant: ``text/plain`` is ``str(cap)`` (deterministic: no ids, no addresses, no timings) and is
+always present; ``text/html`` is self-contained (no kernel, no script needed) for nbconvert and
+GitHub; the widget view is added when it is wanted, and a frontend with widgets prefers it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container
+from typing import Any
+
+from tracer.model import Capture
+
+__all__ = ["WIDGET_MIME", "mimebundle"]
+
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def mimebundle(cap: Capture, include: Container[str] | None = None,
+               exclude: Container[str] | None = None) -> dict[str, Any]:
+    """The ``_repr_mimebundle_`` of a Capture, honouring IPython's ``include``/``exclude``."""
+
+    def wanted(mime: str) -> bool:
+        return (not include or mime in include) and (not exclude or mime not in exclude)
+
+    bundle: dict[str, Any] = {}
+    if wanted(WIDGET_MIME):
+        from viz.explorer import Explorer
+
+        view = Explorer(cap).widget._repr_mimebundle_()
+        if WIDGET_MIME in view:
+            bundle[WIDGET_MIME] = view[WIDGET_MIME]
+    if wanted("text/html"):
+        from viz.html import capture_html
+
+        bundle["text/html"] = capture_html(cap)
+    bundle["text/plain"] = str(cap)
+    return bundle
