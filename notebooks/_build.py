@@ -1,0 +1,112 @@
+"""Build the tutorial notebooks from their sources and execute them in a fresh kernel.
+
+Each notebook ``notebooks/NN_name.ipynb`` is generated from ``notebooks/src/NN_name.py``, a Python
+file in the percent format (``# %%`` starts a code cell, ``# %% [markdown]`` a prose cell whose
+lines are ``#``-comments). Invariant: a committed notebook is exactly what this script produced
+from its source, executed top to bottom in a fresh ``python3`` kernel, so ``pytest --nbval``
+reproduces every stored output.
+
+Usage (from the repository root)::
+
+    .venv/bin/python notebooks/_build.py               # every notebook
+    .venv/bin/python notebooks/_build.py 00 03         # the ones whose name starts with 00 or 03
+    .venv/bin/python notebooks/_build.py --no-execute  # write cells only (no outputs)
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE / "src"
+KERNEL = "python3"  # the venv's ipykernel; jupyter_client runs it with this interpreter
+TIMEOUT = 120  # seconds per cell: a hung cell fails the build instead of blocking it
+
+_CELL = re.compile(r"^# %%(?P<md> \[markdown\])?[ \t]*$")
+
+
+def parse(text: str) -> list[nbformat.NotebookNode]:
+    """Split a percent-format source into notebook cells (text before the first marker is dropped)."""
+    cells: list[nbformat.NotebookNode] = []
+    kind: str | None = None
+    lines: list[str] = []
+
+    def flush() -> None:
+        if kind is None:
+            return
+        body = "\n".join(lines).strip("\n")
+        if not body:
+            return
+        if kind == "markdown":
+            md = [re.sub(r"^# ?", "", ln) if ln.startswith("#") else ln for ln in body.splitlines()]
+            cells.append(nbformat.v4.new_markdown_cell("\n".join(md)))
+        else:
+            cells.append(nbformat.v4.new_code_cell(body))
+
+    for line in text.splitlines():
+        m = _CELL.match(line)
+        if m:
+            flush()
+            kind, lines = ("markdown" if m.group("md") else "code"), []
+        else:
+            lines.append(line)
+    flush()
+    return cells
+
+
+def build(src: Path, execute: bool = True) -> Path:
+    """Generate (and execute) the notebook for one source file; returns the notebook path."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = parse(src.read_text())
+    for i, cell in enumerate(nb.cells):
+        cell.id = f"{src.stem[:2]}-{i:02d}"  # stable ids: a rebuild changes only what really changed
+    nb.metadata = {
+        "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": KERNEL},
+        "language_info": {"name": "python"},
+    }
+    if execute:
+        client = NotebookClient(
+            nb,
+            kernel_name=KERNEL,
+            timeout=TIMEOUT,
+            record_timing=False,  # no wall-clock metadata in the stored file
+            resources={"metadata": {"path": str(HERE)}},
+        )
+        client.execute()
+        nb.metadata = {
+            "kernelspec": nb.metadata["kernelspec"],
+            "language_info": {"name": "python"},
+        }
+    out = HERE / f"{src.stem}.ipynb"
+    nbformat.validate(nb)
+    nbformat.write(nb, out)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("names", nargs="*", help="prefixes of the notebooks to build (default: all)")
+    ap.add_argument("--no-execute", action="store_true", help="write the cells without running them")
+    args = ap.parse_args(argv)
+    sources = sorted(SRC.glob("[0-9][0-9]_*.py"))
+    if args.names:
+        sources = [s for s in sources if any(s.stem.startswith(n) for n in args.names)]
+        if not sources:
+            known = [s.stem for s in sorted(SRC.glob("[0-9][0-9]_*.py"))]
+            ap.error(f"no notebook source matches {args.names} (sources: {known})")
+    for src in sources:
+        t0 = time.monotonic()
+        out = build(src, execute=not args.no_execute)
+        print(f"{out.relative_to(HERE.parent)}  ({time.monotonic() - t0:.1f}s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
