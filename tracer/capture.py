@@ -1,10 +1,213 @@
 """capture(): install the recording hooks, run torch.compile once, tear down, return a Capture.
 
-PLACEHOLDER: owned by the capture-core work (issue 2).
+Invariant: nothing ``capture`` installs or changes outlives the call (hooks, configs, Dynamo
+cache entries on the user's code), also when the function or the compile raises; the partial
+Capture then rides on the exception as ``err.capture``.
 """
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import warnings
+from typing import Any, Callable, Iterable, Optional
 
 from tracer.model import Capture
 
+__all__ = ["capture"]
 
-def capture(fn, *args, fullgraph=False, dynamic=None, **kwargs) -> Capture:
-    raise NotImplementedError("capture core not written yet")
+PARTITIONERS = ("min_cut", "default")
+
+# One capture at a time: Dynamo's compile is process-global and our hooks are too.
+_ACTIVE = threading.Lock()
+
+
+def capture(
+    fn: Callable[..., Any],
+    *args: Any,
+    fullgraph: bool = False,
+    dynamic: Optional[bool] = None,
+    more_calls: Iterable[tuple] = (),
+    partitioner: str = "min_cut",
+    backward: Optional[bool] = None,
+    capture_scalar_outputs: Optional[bool] = None,
+    dynamo_config: Optional[dict[str, Any]] = None,
+    **kwargs: Any,
+) -> Capture:
+    """Run ``fn(*args, **kwargs)`` once through ``torch.compile`` with a recording backend.
+
+    Returns a :class:`tracer.Capture`: one Frame per compiled frame (Dynamo graph, HOP subgraph
+    tree with lifted inputs, speculations, guards, the AOTAutograd graphs), the graph breaks and
+    the recompiles; ``cap.result`` is the function's own return value.
+
+    Options (every other keyword argument is passed to ``fn``):
+
+    - ``fullgraph``, ``dynamic``: as for ``torch.compile``.
+    - ``more_calls``: argument tuples to call the *same* compiled function with afterwards,
+      inside this capture, e.g. ``more_calls=[(torch.randn(5),)]`` after a call with a 3-element
+      tensor: the guards fail, Dynamo recompiles, and ``cap.recompiles`` gets the failed guard
+      (``"0/1"`` with reason ``size mismatch ...``). ``kwargs`` are passed to these calls too.
+    - ``partitioner``: ``"min_cut"`` (aot_eager's default) or ``"default"``.
+    - ``backward``: run ``.backward()`` on the sum of the outputs so the backward graph really
+      compiles. ``None`` (default): only when an input tensor requires grad.
+    - ``capture_scalar_outputs``: set ``torch._dynamo.config.capture_scalar_outputs`` for this
+      capture (``.item()`` becomes an unbacked symbol ``u0`` instead of a graph break).
+    - ``dynamo_config``: other ``torch._dynamo.config`` values for this capture only.
+
+    An ``nn.Module`` is captured through its ``forward`` (module hooks are not run). Each capture
+    compiles a fresh copy of the function's code (see Note [Fresh code per capture]), so
+    capturing the same function many times gives complete captures and leaves no cache entries.
+
+    >>> import torch, tracer
+    >>> cap = tracer.capture(lambda x: torch.sin(x) + 1, torch.randn(3))
+    >>> [f.compile_id for f in cap.frames]
+    ['0/0']
+    """
+    return _run_capture(
+        fn, args, kwargs, fullgraph=fullgraph, dynamic=dynamic, more_calls=more_calls, partitioner=partitioner,
+        backward=backward, capture_scalar_outputs=capture_scalar_outputs, dynamo_config=dynamo_config,
+    )
+
+
+def _check(fn: Any, more_calls: Any, partitioner: str, backward: Any, dynamic: Any, fullgraph: Any) -> list[tuple]:
+    if not callable(fn):
+        raise TypeError(f"tracer.capture() needs a callable (a function or an nn.Module), got {type(fn).__name__}")
+    if partitioner not in PARTITIONERS:
+        raise ValueError(f"unknown partitioner {partitioner!r} (must be one of {list(PARTITIONERS)})")
+    if backward not in (None, True, False):
+        raise TypeError(f"backward must be None, True or False, got {backward!r}")
+    if dynamic not in (None, True, False):
+        raise TypeError(f"dynamic must be None, True or False, got {dynamic!r}")
+    if fullgraph not in (True, False):
+        raise TypeError(f"fullgraph must be True or False, got {fullgraph!r}")
+    calls = []
+    for c in more_calls or ():
+        if not isinstance(c, (tuple, list)):
+            raise TypeError(f"more_calls must be a list of argument tuples, e.g. [(x2,)], got an item {type(c).__name__}")
+        calls.append(tuple(c))
+    return calls
+
+
+def _run_capture(
+    fn: Callable[..., Any],
+    args: tuple,
+    kwargs: dict[str, Any],
+    *,
+    extra_hooks: Iterable[Callable[[], Any]] = (),
+    fullgraph: bool = False,
+    dynamic: Optional[bool] = None,
+    more_calls: Iterable[tuple] = (),
+    partitioner: str = "min_cut",
+    backward: Optional[bool] = None,
+    capture_scalar_outputs: Optional[bool] = None,
+    dynamo_config: Optional[dict[str, Any]] = None,
+) -> Capture:
+    """The capture pipeline; ``extra_hooks`` are context-manager factories (called with no
+    arguments) entered after the recording hooks, around the compiled call(s), and exited after
+    them, even on error. Used by ``tracer.trace`` to run the same pipeline with a pause hook."""
+    calls = _check(fn, more_calls, partitioner, backward, dynamic, fullgraph)
+    if not _ACTIVE.acquire(blocking=False):
+        raise RuntimeError(
+            "tracer.capture() is already running (a capture inside a captured function, or two threads): "
+            "one capture at a time; call it again after the running one returns"
+        )
+    try:
+        import torch
+
+        from tracer._torch.backend import Recorder
+        from tracer._torch.isolation import describe_callable, fresh_callable
+        from tracer._torch.isolation import dynamo_config as scoped_config
+
+        config = dict(dynamo_config or {})
+        if capture_scalar_outputs is not None:
+            config["capture_scalar_outputs"] = bool(capture_scalar_outputs)
+        target, made = fresh_callable(fn)
+        rec = Recorder(partitioner=partitioner, fresh_codes=made)
+        cap = Capture(fn=describe_callable(fn), meta={
+            "torch": torch.__version__,
+            "options": {"fullgraph": fullgraph, "dynamic": dynamic, "partitioner": partitioner, "backward": backward,
+                        "more_calls": len(calls), "dynamo_config": {k: repr(v) for k, v in config.items()}},
+        })
+        try:
+            try:
+                with contextlib.ExitStack() as stack:
+                    stack.enter_context(scoped_config(**config))
+                    stack.enter_context(rec.hooks())
+                    for factory in extra_hooks:
+                        stack.enter_context(factory())
+                    compiled = _compile(target, rec, fullgraph=fullgraph, dynamic=dynamic)
+                    rec.region = getattr(compiled, "_isolate_recompiles_id", None)
+                    result = compiled(*args, **kwargs)
+                    cap.meta["backward_ran"] = _maybe_backward(result, backward, (args, kwargs))
+                    for call_args in calls:
+                        compiled(*call_args, **kwargs)
+                cap.result = result
+            finally:
+                rec.finish(cap)
+        except BaseException as e:
+            _attach(e, cap)
+            raise
+        finally:
+            cap.meta["reset_codes"] = rec.codes.reset()
+        return cap
+    finally:
+        _ACTIVE.release()
+
+
+def _compile(target: Callable[..., Any], rec: Any, *, fullgraph: bool, dynamic: Optional[bool]) -> Callable[..., Any]:
+    import torch._dynamo
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch._dynamo.optimize is the entry point with guard_export_fn
+        return torch._dynamo.optimize(
+            rec.backend,
+            nopython=fullgraph,
+            dynamic=dynamic,
+            guard_export_fn=rec.guard_export_fn,
+            isolate_recompiles=True,
+        )(target)
+
+
+def _attach(e: BaseException, cap: Capture) -> None:
+    try:
+        e.capture = cap  # type: ignore[attr-defined]
+        e.add_note(
+            f"tracer.capture({cap.fn}): raised while capturing; the partial capture "
+            f"({len(cap.frames)} frame(s), {len(cap.graph_breaks)} graph break(s)) is on err.capture"
+        )
+    except Exception:  # an exception type that refuses attributes still propagates unchanged
+        pass
+
+
+def _tensors(obj: Any, depth: int = 0) -> list[Any]:
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if depth > 4:
+        return []
+    if isinstance(obj, (list, tuple)):
+        return [t for x in obj for t in _tensors(x, depth + 1)]
+    if isinstance(obj, dict):
+        return [t for x in obj.values() for t in _tensors(x, depth + 1)]
+    return []
+
+
+def _maybe_backward(result: Any, backward: Optional[bool], inputs: Any = ()) -> bool:
+    """Run ``sum(outputs).backward()`` so the compiled backward graph really gets compiled.
+
+    When ``backward`` is True, or None and an input tensor requires grad, and the result holds
+    tensors requiring grad. Returns whether backward ran.
+    """
+    if backward is False:
+        return False
+    if backward is None and not any(t.requires_grad for t in _tensors(inputs)):
+        return False
+    outs = [t for t in _tensors(result) if t.requires_grad and t.is_floating_point()]
+    if not outs:
+        if backward:
+            raise ValueError("backward=True but the result holds no tensor that requires grad")
+        return False
+    total = sum(o.sum() for o in outs)
+    total.backward()
+    return True

@@ -1,0 +1,78 @@
+"""Dynamo guards -> ``tracer.model.Guard``: from the guard export hook and the cache entries.
+
+Invariant: every Guard recorded is one Dynamo installed (from ``guard_export_fn``'s GuardsSet)
+or one it checks on the cache entry it made (BACKEND_MATCH); nothing is invented.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any, Optional
+
+from tracer._torch.breaks import format_stack
+from tracer.model import Guard
+
+__all__ = ["guards_from_set", "backend_match_guards"]
+
+
+def _sort_key(g: Any) -> Any:
+    try:
+        return g.sort_key()
+    except Exception:
+        return (str(getattr(g, "name", "")),)
+
+
+def guards_from_set(guards: Any) -> list[Guard]:
+    """Guards of one frame from Dynamo's GuardsSet, in Dynamo's own sort order."""
+    out: list[Guard] = []
+    try:
+        items = sorted(guards, key=_sort_key)
+    except Exception:
+        items = list(guards)
+    for g in items:
+        try:
+            kind = g.create_fn_name()
+        except Exception:
+            kind = type(g).__name__
+        try:
+            source = str(g.name)
+        except Exception:
+            source = ""
+        code = [str(c) for c in (getattr(g, "code_list", None) or [])]
+        out.append(Guard(kind=str(kind), source=source, code=code, user_stack=format_stack(getattr(g, "user_stack", None))))
+    return out
+
+
+# Note [BACKEND_MATCH in torch 2.13]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Older Dynamo put a BACKEND_MATCH guard in the GuardsSet. In 2.13 the backend is stored on the
+# cache entry itself (``CacheEntry.backend``) and eval_frame compares it on lookup; a mismatch is
+# reported as "BACKEND_MATCH failure" among recompile reasons (torch/_dynamo/guards.py). It is
+# still a guard on the frame, just not an exported one, so we read it from the real cache entry
+# that carries the frame's compile id and record it with that name.
+def backend_match_guards(codes: list[types.CodeType], region: Optional[int]) -> dict[str, Guard]:
+    """str(CompileId) -> the BACKEND_MATCH guard of the cache entry compiled under that id."""
+    from torch._C._dynamo.eval_frame import _debug_get_cache_entry_list, _get_cache_entries_for_region
+
+    out: dict[str, Guard] = {}
+    for code in codes:
+        try:
+            entries = (
+                _get_cache_entries_for_region(code, region) if region is not None else _debug_get_cache_entry_list(code)
+            )
+        except Exception:
+            continue
+        for e in entries:
+            try:
+                backend = e.backend
+                name = getattr(backend, "__qualname__", None) or type(backend).__qualname__
+                cid = str(e.compile_id)
+            except Exception:
+                continue
+            out[cid] = Guard(
+                kind="BACKEND_MATCH",
+                source="",
+                code=[f"cache entry backend is {name} (checked by eval_frame on lookup)"],
+                user_stack=[],
+            )
+    return out

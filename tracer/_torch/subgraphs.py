@@ -1,0 +1,262 @@
+"""The HOP subgraph tree of one Dynamo output graph: bodies, their inputs, node roles.
+
+Invariant: the tree is read from the GraphModule Dynamo handed to the backend (bodies are its
+submodules, called by HOP nodes through get_attr); speculation records only decide *why* a
+body input exists (operand vs lifted), never which inputs exist or where they come from.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import torch
+import torch.fx
+
+from tracer._torch.fx_graph import graph_from_fx
+from tracer._torch.subtracer import SpecRecord
+from tracer.model import Graph, Node, Subgraph, SubgraphInput
+
+__all__ = ["BodyInfo", "walk_bodies", "convert_tree"]
+
+
+@dataclass(eq=False)
+class BodyInfo:
+    name: str  # qualified module name
+    hop: str
+    parent: str
+    call_node: torch.fx.Node
+    module: torch.fx.GraphModule
+    sources: list[Optional[torch.fx.Node]] = field(default_factory=list)  # per placeholder: the parent node feeding it
+
+
+def _hop_target_name(target: Any) -> str:
+    try:
+        return str(target.name())
+    except Exception:
+        return str(getattr(target, "__name__", target))
+
+
+def _flatten(a: Any, out: list[Any]) -> None:
+    if isinstance(a, (list, tuple)):
+        for x in a:
+            _flatten(x, out)
+    elif isinstance(a, dict):
+        for x in a.values():
+            _flatten(x, out)
+    else:
+        out.append(a)
+
+
+def _submodule(gm: torch.nn.Module, target: str) -> Any:
+    try:
+        return gm.get_submodule(target)
+    except Exception:
+        return None
+
+
+def is_hop_call(n: torch.fx.Node) -> bool:
+    from torch._ops import HigherOrderOperator
+
+    return n.op == "call_function" and isinstance(n.target, HigherOrderOperator)
+
+
+# Note [Body operands by position]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Every HOP Dynamo emits passes a body's inputs after the body itself: wrap(body, *xs),
+# cond(pred, t, f, (xs)), map_impl(body, xs, extra), invoke_subgraph(body, id, *xs),
+# tag_activation_checkpoint(body, *xs), while_loop(c, b, carried, extra), ... So the fx Nodes
+# among the flattened arguments after the last body are the body's inputs in placeholder order.
+# When the counts differ (a HOP with extra non-tensor placeholders), we align from the end,
+# where Dynamo puts the lifted inputs (Note [Lifted inputs ordering] in output_graph.py), and
+# leave the unmatched leading placeholders with source "".
+def _sources(call: torch.fx.Node, placeholders: list[torch.fx.Node], last_body: int, flat: list[Any]) -> list[Optional[torch.fx.Node]]:
+    after = [a for a in flat[last_body + 1:] if isinstance(a, torch.fx.Node)]
+    n = len(placeholders)
+    if len(after) == n:
+        return list(after)
+    if len(after) > n:
+        return list(after[len(after) - n:]) if n else []
+    return [None] * (n - len(after)) + list(after)
+
+
+def walk_bodies(gm: torch.fx.GraphModule) -> list[BodyInfo]:
+    """Every HOP body reachable from ``gm``, parents before children, with their input sources."""
+    out: list[BodyInfo] = []
+    seen: set[str] = set()
+    queue: list[tuple[str, torch.fx.GraphModule]] = [("", gm)]
+    while queue:
+        qual, mod = queue.pop(0)
+        for n in mod.graph.nodes:
+            if not is_hop_call(n):
+                continue
+            flat: list[Any] = []
+            _flatten(n.args, flat)
+            _flatten(n.kwargs, flat)
+            bodies = [
+                (i, a) for i, a in enumerate(flat)
+                if isinstance(a, torch.fx.Node) and a.op == "get_attr"
+                and isinstance(_submodule(mod, a.target), torch.fx.GraphModule)
+            ]
+            if not bodies:
+                continue
+            last = bodies[-1][0]
+            for _, a in bodies:
+                body = _submodule(mod, a.target)
+                name = f"{qual}.{a.target}" if qual else str(a.target)
+                if name in seen:
+                    continue
+                seen.add(name)
+                phs = [p for p in body.graph.nodes if p.op == "placeholder"]
+                info = BodyInfo(name, _hop_target_name(n.target), qual, n, body, _sources(n, phs, last, flat))
+                out.append(info)
+                queue.append((name, body))
+    return out
+
+
+def _value(node: torch.fx.Node) -> Any:
+    return node.meta.get("example_value", node.meta.get("val"))
+
+
+def _is_symbolic(v: Any) -> bool:
+    return isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool))
+
+
+# Note [Operand or lifted]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# Dynamo builds most bodies with set_subgraph_inputs="automatic": the user's operands are *not*
+# made placeholders up front; they are lifted on first use exactly like closure variables, and
+# placeholders end up in first-use order. So neither position nor SubgraphTracer.lifted_freevars
+# tells operands from free variables. We classify by what the user passed: the speculation
+# record keeps the fx nodes behind the HOP's sub_args. A body placeholder is an "operand" if it
+# was made from sub_args directly (manual modes) or if the parent node feeding it is, or was
+# itself lifted from (following sources up the tree), one of those nodes. Otherwise it is
+# "lifted_symbol" when its value is a SymInt/SymFloat/SymBool (a free symbol bound with a
+# tensor, seed 002) and "lifted_freevar" for everything else.
+def _classify(ph: torch.fx.Node, source: Optional[torch.fx.Node], spec: Optional[SpecRecord],
+              lifted_from: dict[torch.fx.Node, Optional[torch.fx.Node]]) -> tuple[str, bool]:
+    """(kind, guessed): guessed is True when no speculation record was found for the body."""
+    symbolic = _is_symbolic(_value(ph))
+    if spec is None:
+        return ("lifted_symbol" if symbolic else "operand"), True
+    if ph in spec.explicit_nodes:
+        return "operand", False
+    operands = set(spec.operand_nodes)
+    node, hops = source, 0
+    while node is not None and hops < 64:
+        if node in operands:
+            return "operand", False
+        node, hops = lifted_from.get(node), hops + 1
+    return ("lifted_symbol" if symbolic else "lifted_freevar"), False
+
+
+_LOCAL_ARG = re.compile(r"^L\['(?P<name>[^']+)'\](\[[^\]]+\])*$")
+
+
+def _graph_arg_source(node: torch.fx.Node) -> str:
+    ga = node.meta.get("grapharg")
+    src = getattr(ga, "source", None)
+    if src is None:
+        return ""
+    name = getattr(src, "name", "")
+    try:
+        return str(name() if callable(name) else name)
+    except Exception:
+        return ""
+
+
+def _root_role(node: torch.fx.Node, arg_names: set[str]) -> str:
+    """Role of a root-graph placeholder (Note [Closed sets of kinds] in tracer/model.py)."""
+    if _is_symbolic(_value(node)):
+        return "lifted_symbol"
+    ga = node.meta.get("grapharg")
+    try:
+        example = getattr(ga, "example", None)
+    except Exception:
+        example = None
+    src = _graph_arg_source(node)
+    if isinstance(example, torch.nn.Parameter) or "._parameters[" in src or "._buffers[" in src:
+        return "param"
+    m = _LOCAL_ARG.match(src)
+    if m and m.group("name") in arg_names:
+        return "operand"
+    return "lifted_freevar"
+
+
+def _arg_names(code: Optional[types.CodeType]) -> set[str]:
+    if code is None:
+        return set()
+    n = code.co_argcount + code.co_kwonlyargcount
+    n += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)  # *args, **kwargs
+    return set(code.co_varnames[:n])
+
+
+def convert_tree(gm: torch.fx.GraphModule, specs: list[SpecRecord], code: Optional[types.CodeType]
+                 ) -> tuple[Graph, dict[str, Subgraph], dict[int, str]]:
+    """Root Graph, subgraphs by qualified name, and id(fx.Graph) -> qualified name."""
+    bodies = walk_bodies(gm)
+    graph_names: dict[int, str] = {id(gm.graph): ""}
+    for b in bodies:
+        graph_names.setdefault(id(b.module.graph), b.name)
+    spec_by_graph: dict[int, SpecRecord] = {}
+    for s in specs:
+        if s.ok and s.graph is not None:
+            spec_by_graph[id(s.graph)] = s  # the latest successful speculation that built this graph
+    calls: dict[int, list[str]] = {}
+    for b in bodies:
+        calls.setdefault(id(b.call_node), []).append(b.name)
+
+    lifted_from: dict[torch.fx.Node, Optional[torch.fx.Node]] = {}
+    subgraphs: dict[str, Subgraph] = {}
+    arg_names = _arg_names(code)
+
+    root_roles = {}
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            root_roles[n.name] = _root_role(n, arg_names)
+    root = graph_from_fx(gm, "", role_of=_role_fn(gm.graph, root_roles, calls))
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            src = _graph_arg_source(n)
+            if src:
+                root.node(n.name).meta["graph_arg_source"] = src
+
+    for b in bodies:
+        spec = spec_by_graph.get(id(b.module.graph))
+        phs = [p for p in b.module.graph.nodes if p.op == "placeholder"]
+        inputs: list[SubgraphInput] = []
+        roles: dict[str, str] = {}
+        guessed = False
+        for ph, src in zip(phs, b.sources, strict=True):
+            lifted_from[ph] = src
+            kind, g = _classify(ph, src, spec, lifted_from)
+            guessed = guessed or g
+            roles[ph.name] = kind
+            inputs.append(SubgraphInput(name=ph.name, kind=kind, source=src.name if src is not None else ""))
+        graph = graph_from_fx(b.module, b.name, role_of=_role_fn(b.module.graph, roles, calls))
+        for i in inputs:
+            i.meta = {k: v for k, v in graph.node(i.name).meta.items() if k not in ("stack_trace", "source")}
+        sg = Subgraph(name=b.name, hop=b.hop, parent=b.parent, call_node=b.call_node.name, graph=graph, inputs=inputs)
+        if guessed:
+            graph.nodes[0].meta.setdefault("note", "no speculation record for this body; input kinds guessed")
+        subgraphs[b.name] = sg
+    return root, subgraphs, graph_names
+
+
+def _role_fn(fx_graph: torch.fx.Graph, placeholder_roles: dict[str, str], calls: dict[int, list[str]]):
+    by_name = {n.name: n for n in fx_graph.nodes}
+
+    def role_of(node: Node) -> Optional[str]:
+        fx_node = by_name.get(node.name)
+        if fx_node is None:
+            return None
+        if node.op == "placeholder":
+            return placeholder_roles.get(node.name)
+        if is_hop_call(fx_node):
+            node.calls = list(calls.get(id(fx_node), []))
+            return "hop"
+        return None
+
+    return role_of
