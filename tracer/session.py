@@ -148,6 +148,7 @@ class _Worker:
                     )
                     break
                 self.cond.wait(remaining)
+            self.status = "running"  # set by resume()/step() already; not by an abort or a timeout
             self.check_abort()
             self.step_mode = self.command == "step"
             self.command = None

@@ -1,0 +1,351 @@
+"""tracer.trace / Session / tracer.pause: pausing real Dynamo mid-trace and reading its state."""
+
+from __future__ import annotations
+
+import gc
+import inspect
+import os
+import threading
+
+import pytest
+import torch
+from torch._higher_order_ops.wrap import wrap  # test input only: the HOP whose body we pause in
+
+import tracer
+from tracer._torch.pause import hooks_installed
+from tracer.session import TraceAborted, _raise_if_paused
+
+pytestmark = pytest.mark.timeout(600)
+
+FILE = os.path.basename(__file__)
+
+
+def line_of(fn, marker: str) -> int:
+    """Absolute line number of the line of ``fn`` containing ``marker``."""
+    lines, start = inspect.getsourcelines(fn)
+    hits = [start + i for i, text in enumerate(lines) if marker in text]
+    assert len(hits) == 1, (marker, hits)
+    return hits[0]
+
+
+def session_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("dynascope ")]
+
+
+@pytest.fixture(autouse=True)
+def no_leftovers():
+    yield
+    for w in list(tracer.session._workers):  # a failed test may leave its session paused
+        w.abort("test teardown")
+    for t in session_threads():
+        t.join(30)
+    assert session_threads() == []
+    assert not hooks_installed()
+
+
+def finish(s: tracer.Session) -> None:
+    """Resume ``s`` to the end (bounded)."""
+    for _ in range(50):
+        st = s.wait(timeout=120)
+        if st is None:
+            return
+        s.resume()
+    raise AssertionError("session did not finish")
+
+
+# -- traced functions ------------------------------------------------------------------------------
+
+
+def root_fn(x, y):
+    a = x.sin()
+    tracer.pause("after sin")
+    b = a + y  # LINE-ADD
+    c = b.cos()  # LINE-COS
+    return c * 2
+
+
+def wrap_fn(x, y):
+    a = x.sin()
+
+    def body(z):
+        b = z.cos() + y
+        tracer.pause("in wrap")
+        return b
+
+    return wrap(body, a) + 1
+
+
+def nested_cond_fn(x, y):
+    c = x.sin()
+
+    def outer_true():
+        def inner_true():
+            q = c + y
+            tracer.pause("in inner cond")
+            return q
+
+        return torch.cond(c.sum() < 0, inner_true, lambda: c * 3)
+
+    def outer_false():
+        return c - 1
+
+    return torch.cond(c.sum() > 0, outer_true, outer_false)
+
+
+def unmarked_fn(x):
+    a = x.exp()
+    b = a.neg()  # LINE-NEG
+    return b.relu()
+
+
+def cell_fn(x):
+    scale = 3
+
+    def inner(t):
+        tracer.pause("in inner")
+        return t * scale
+
+    return inner(x.sin())
+
+
+def failing_fn(x):
+    y = x + 1
+    if y.shape[0] == 3:
+        raise ValueError("boom from traced code")
+    return y
+
+
+# -- tests -----------------------------------------------------------------------------------------
+
+
+def test_pause_is_a_noop_in_eager_and_in_plain_compiles():
+    x = torch.randn(3)
+    assert tracer.pause("eager") is None
+    torch._dynamo.reset()
+    out = torch.compile(root_fn, backend="eager", fullgraph=True)(x, x)  # no session: no pause, no break
+    torch.testing.assert_close(out, root_fn(x, x))
+
+
+def test_pause_in_root_frame():
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    s = tracer.trace(root_fn, x, y)
+    assert s.status == "new"
+    st = s.start().wait(timeout=120)
+    assert st is not None and st is s.state
+    assert (st.reason, st.label) == ("pause", "after sin")
+    assert st.location.function == "root_fn"
+    assert st.location.line == line_of(root_fn, 'tracer.pause("after sin")')
+    assert st.location.code == 'tracer.pause("after sin")'
+    # Locals: x was used, so it is a TensorVariable backed by a graph placeholder with fake meta.
+    lx = st.locals["x"]
+    assert lx.kind == "TensorVariable"
+    assert lx.meta["shape"] == [3, 4] and lx.meta["dtype"] == "float32"
+    assert st.graph.node(lx.node).op == "placeholder"
+    la = st.locals["a"]
+    assert la.kind == "TensorVariable" and la.meta["shape"] == [3, 4]
+    # The partial graph has exactly the ops traced so far: the sin, nothing of the later lines.
+    ops = [n for n in st.graph.nodes if n.op not in ("placeholder", "output")]
+    assert [n.target for n in ops] == ["sin"]
+    assert ops[0].name == la.node and ops[0].inputs == [lx.node]
+    assert len(st.tracers) == 1 and st.tracers[0].hop == "" and st.tracers[0].depth == 0
+    assert any(g.source == "L['x']" and g.kind == "TENSOR_MATCH" for g in st.guards)
+    s.resume()
+    assert s.wait(timeout=120) is None
+    torch.testing.assert_close(s.capture.result, root_fn(x, y))
+    assert s.error is None
+
+
+def test_pause_inside_wrap_body_shows_two_tracers_and_lifted_freevars():
+    s = tracer.trace(wrap_fn, torch.randn(3), torch.randn(3)).start()
+    st = s.wait(timeout=120)
+    assert st.label == "in wrap" and st.location.function == "body"
+    assert [t.hop for t in st.tracers] == ["", "wrap"]
+    assert [t.depth for t in st.tracers] == [0, 1]
+    root, body = st.tracers
+    # a (the operand) and y (a closure of body) were lifted into the body, in order.
+    assert len(body.lifted) == 2
+    assert body.lifted == [n.name for n in body.graph.placeholders]
+    root_names = {n.name for n in root.graph.nodes}
+    assert set(body.lifted_from) <= root_names
+    y_ph = st.locals["y"]
+    assert y_ph.is_cell and y_ph.cell_contents.kind == "TensorVariable"
+    assert y_ph.cell_contents.node in root_names  # y lives in the root graph; the body reads its lifted copy
+    assert st.graph is body.graph
+    assert [n.target for n in st.graph.find(op="call_method")] == ["cos"]
+    finish(s)
+    assert s.capture is not None
+
+
+def test_pause_inside_nested_cond_branch_shows_three_tracers():
+    s = tracer.trace(nested_cond_fn, torch.randn(3), torch.randn(3)).start()
+    st = s.wait(timeout=120)
+    assert st.label == "in inner cond" and st.location.function == "inner_true"
+    assert [t.hop for t in st.tracers] == ["", "cond", "cond"]
+    assert [t.depth for t in st.tracers] == [0, 1, 2]
+    for parent, child in zip(st.tracers, st.tracers[1:], strict=False):
+        # Lifted recursively: every freevar of the inner body was lifted from its direct parent's graph.
+        assert child.lifted, child
+        assert set(child.lifted_from) <= {n.name for n in parent.graph.nodes}
+        assert child.lifted == [n.name for n in child.graph.placeholders]  # branches take no operands
+    assert [n.target for n in st.graph.find(op="call_function")] == ["operator.add"]
+    # The inlining stack, root first: torch.cond's own Python wrapper sits between the bodies.
+    assert [f.function for f in st.frames] == ["nested_cond_fn", "cond", "outer_true", "cond", "inner_true"]
+    finish(s)
+
+
+def test_step_shows_the_graph_growing_by_the_next_lines_ops():
+    s = tracer.trace(root_fn, torch.randn(3), torch.randn(3)).start()
+    st1 = s.wait(timeout=120)
+    s.step()
+    st2 = s.wait(timeout=120)
+    assert st2.reason == "step" and st2.index == st1.index + 1
+    assert st2.location.line == line_of(root_fn, "LINE-ADD")
+    assert st2.graph.nodes == st1.graph.nodes  # the pause line itself adds no op
+    s.step()
+    st3 = s.wait(timeout=120)
+    assert st3.location.line == line_of(root_fn, "LINE-COS")
+    before = {n.name for n in st2.graph.nodes}
+    new = [n for n in st3.graph.nodes if n.name not in before]
+    assert [n.target for n in new if n.op != "placeholder"] == ["operator.add"]
+    # y was first used on that line: Dynamo realized it then, adding its graph input.
+    assert st2.locals["y"].kind == "LazyVariableTracker"
+    assert [n.name for n in new if n.op == "placeholder"] == [st3.locals["y"].node]
+    assert st3.locals["b"].node == new[-1].name
+    assert "b" not in st2.locals
+    s.step()
+    st4 = s.wait(timeout=120)
+    new = [n for n in st4.graph.nodes if n.name not in {m.name for m in st3.graph.nodes}]
+    assert [n.target for n in new] == ["cos"]
+    finish(s)
+
+
+def test_break_at_without_any_marker_in_user_code():
+    line = line_of(unmarked_fn, "LINE-NEG")
+    s = tracer.trace(unmarked_fn, torch.randn(5)).break_at(f"{FILE}:{line}").start()
+    st = s.wait(timeout=120)
+    assert (st.reason, st.label) == ("break_at", f"{FILE}:{line}")
+    assert (st.location.line, st.location.function) == (line, "unmarked_fn")
+    assert st.location.code.startswith("b = a.neg()")
+    assert [n.target for n in st.graph.nodes if n.op == "call_method"] == ["exp"]
+    assert "b" not in st.locals and st.locals["a"].kind == "TensorVariable"
+    assert st.location.instruction and st.location.offset >= 0
+    assert s.wait(timeout=5) is st  # waiting again while paused returns the same pause
+    finish(s)
+
+
+def test_break_on_hop_pauses_when_the_body_speculation_starts():
+    s = tracer.trace(wrap_fn, torch.randn(3), torch.randn(3)).break_on_hop("wrap").start()
+    st = s.wait(timeout=120)
+    assert (st.reason, st.label) == ("break_on_hop", "wrap")
+    assert [t.hop for t in st.tracers] == ["", "wrap"]
+    assert st.location.function == "body"
+    assert [n for n in st.graph.nodes if n.op != "placeholder"] == []  # nothing traced in the body yet
+    finish(s)
+
+
+def test_cell_variable():
+    x = torch.randn(3)
+    s = tracer.trace(cell_fn, x).start()
+    st = s.wait(timeout=120)
+    assert st.location.function == "inner"
+    scale = st.locals["scale"]
+    assert scale.is_cell and scale.kind == "CellVariable"
+    assert scale.cell_contents is not None and scale.cell_contents.value == "3"
+    assert st.locals["t"].kind == "TensorVariable" and not st.locals["t"].is_cell
+    finish(s)
+    torch.testing.assert_close(s.capture.result, cell_fn(x))
+
+
+def test_abort_ends_the_session_with_a_clear_error():
+    s = tracer.trace(root_fn, torch.randn(3), torch.randn(3)).start()
+    st = s.wait(timeout=120)
+    assert st is not None
+    s.abort()
+    assert s.status == "finished"
+    with pytest.raises(TraceAborted, match="aborted"):
+        s.wait(timeout=120)
+    assert isinstance(s.error, TraceAborted) and s.capture is None
+    with pytest.raises(RuntimeError, match="needs a paused session"):
+        s.resume()
+
+
+def test_pause_timeout_aborts_the_trace():
+    s = tracer.trace(root_fn, torch.randn(3), torch.randn(3), pause_timeout=0.2).start()
+    try:
+        first = s.wait(timeout=120)
+    except TraceAborted:  # it may already have timed out
+        first = None
+    assert first is None or first.label == "after sin"
+    s._worker.join(120)  # nobody resumes it: the pause times out
+    with pytest.raises(TraceAborted, match="pause_timeout"):
+        s.wait(timeout=120)
+
+
+def test_exception_in_traced_code_is_reraised_by_wait():
+    s = tracer.trace(failing_fn, torch.randn(3)).start()
+    with pytest.raises(ValueError, match="boom from traced code"):
+        s.wait(timeout=120)
+    assert isinstance(s.error, ValueError)
+    with pytest.raises(ValueError):  # every wait() re-raises it
+        s.wait(timeout=1)
+
+
+def test_two_sessions():
+    s1 = tracer.trace(root_fn, torch.randn(3), torch.randn(3)).start()
+    assert s1.wait(timeout=120) is not None
+    s2 = tracer.trace(unmarked_fn, torch.randn(3))
+    with pytest.raises(RuntimeError, match=s1.name.replace("#", "\\#")) as info:
+        s2.start()
+    assert "paused at" in str(info.value) and "abort()" in str(info.value)
+    with pytest.raises(RuntimeError, match="compile lock"):
+        _raise_if_paused()
+    assert s2.status == "new"
+    finish(s1)
+    s2.start()
+    assert s2.wait(timeout=120) is None and s2.capture is not None
+
+
+def test_garbage_collected_session_leaves_no_thread():
+    s = tracer.trace(root_fn, torch.randn(3), torch.randn(3)).start()
+    assert s.wait(timeout=120) is not None
+    worker = s._worker
+    del s
+    gc.collect()
+    worker.join(60)
+    assert worker.status == "finished" and isinstance(worker.error, TraceAborted)
+    assert "garbage-collected" in str(worker.error)
+
+
+def test_keyboard_interrupt_in_wait_aborts(monkeypatch):
+    s = tracer.trace(root_fn, torch.randn(3), torch.randn(3))
+    original = s._worker.cond.wait
+
+    def interrupted(timeout=None):
+        monkeypatch.setattr(s._worker.cond, "wait", original)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(s._worker.cond, "wait", interrupted)
+    s.start()
+    with pytest.raises(KeyboardInterrupt):
+        s.wait(timeout=120)
+    s._worker.join(60)
+    with pytest.raises(TraceAborted, match="KeyboardInterrupt"):
+        s.wait(timeout=120)
+
+
+def test_bad_input_gets_clear_errors():
+    s = tracer.trace(root_fn, torch.randn(3), torch.randn(3))
+    with pytest.raises(ValueError, match="'file.py:LINE'"):
+        s.break_at("model.py")
+    with pytest.raises(ValueError, match="HOP name"):
+        s.break_on_hop("")
+    with pytest.raises(RuntimeError, match="start\\(\\) first"):
+        s.wait(timeout=1)
+    with pytest.raises(RuntimeError, match="start\\(\\) first"):
+        s.step()
+    with pytest.raises(ValueError, match="pause_timeout"):
+        tracer.trace(root_fn, pause_timeout=0)
+    with pytest.raises(TypeError, match="function or nn.Module"):
+        tracer.trace(42)
+    s.abort()  # never started: just marked finished
+    assert s.status == "finished"
