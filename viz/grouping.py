@@ -1,0 +1,233 @@
+"""Which boxes a graph shows: every node, or nodes folded into collapsed ``nn_module_stack`` groups.
+
+Invariant: linear in the graph's size (one pass over nodes and edges), pure (same graph and
+``expanded`` give the same :class:`Visible`), and every node is represented by exactly one visible
+item; items come in the order of their first node, so FX's topological order carries over.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+from tracer.model import Graph, Node
+
+__all__ = [
+    "GROUP_PREFIX",
+    "GROUP_THRESHOLD",
+    "Item",
+    "Visible",
+    "default_expanded",
+    "group_id",
+    "module_chain",
+    "module_tree",
+    "split_path",
+    "visible",
+]
+
+# Grouping starts when a graph has more nodes than this (issue 4: "say 300 visible nodes").
+GROUP_THRESHOLD = 300
+# A group box's id is GROUP_PREFIX + module path; fx node names are identifiers, so they never clash.
+GROUP_PREFIX = "module:"
+
+
+def group_id(path: str) -> str:
+    """Box id of the collapsed group of module ``path``."""
+    return GROUP_PREFIX + path
+
+
+@dataclass
+class Item:
+    """One visible box before layout: a node, or a collapsed module group."""
+
+    id: str  # node name, or group_id(path)
+    first: int  # graph index of its first node (orders items topologically)
+    node: Optional[Node] = None  # the node, when this item is one node
+    group: Optional[str] = None  # module path, when this item is a collapsed group
+    module_type: str = ""  # the group's nn.Module type, when known
+    count: int = 1  # nodes inside
+    members: list[str] = field(default_factory=list)  # names of the nodes inside (groups only)
+
+
+@dataclass
+class Visible:
+    """What to lay out: items in topological-ish order and the deduplicated edges between them."""
+
+    items: list[Item]
+    edges: list[tuple[str, str]]  # (src item id, dst item id), in graph order, no self loops
+    grouped: bool  # True when grouping was applied (the graph is above the threshold)
+    item_of: dict[str, str]  # node name -> id of the item that shows it
+
+
+# Note [Module paths nest by prefix]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Dynamo's nn_module_stack lists only modules that were *called*: ``L['self']`` then
+# ``L['self'].layers.0`` then ``L['self'].layers.0.norm1``. A ModuleList (``layers``) is never called,
+# so it never appears, yet it is the natural box holding 12 layers. We therefore also make a group of
+# every dotted prefix of a path (``L['self'].layers``), splitting at "." and at "[" outside brackets and
+# quotes, but never inside the first component (``L['self']`` stays whole).
+def split_path(path: str) -> list[str]:
+    """The prefixes of a module path, outermost first, ending with ``path`` itself.
+
+    >>> split_path("L['self'].layers[0].self_attn")
+    ["L['self']", "L['self'].layers", "L['self'].layers[0]", "L['self'].layers[0].self_attn"]
+    """
+    out: list[str] = []
+    depth = 0
+    quote = ""
+    seen_dot = False
+    for i, ch in enumerate(path):
+        if quote:
+            if ch == quote:
+                quote = ""
+            continue
+        if ch in "'\"":
+            quote = ch
+        elif ch == "[":
+            if depth == 0 and seen_dot and i > 0:
+                out.append(path[:i])
+            depth += 1
+        elif ch == "]":
+            depth = max(0, depth - 1)
+        elif ch == "." and depth == 0 and i > 0:
+            out.append(path[:i])
+            seen_dot = True
+    out.append(path)
+    return [p for k, p in enumerate(out) if p and (k == 0 or p != out[k - 1])]
+
+
+def module_chain(node: Node) -> list[tuple[str, str]]:
+    """(path, module type) of every group ``node`` sits in, outermost first. See Note [Module paths nest by prefix]."""
+    stack = node.meta.get("nn_module_stack") or []
+    key: list[tuple[str, str]] = []
+    for entry in stack:
+        try:
+            key.append((str(entry[0]), str(entry[1])))
+        except (IndexError, TypeError, KeyError):
+            continue
+    return list(_chain(tuple(key)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _chain(stack: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    chain: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for path, typ in stack:
+        for p in split_path(path):
+            if p not in seen:
+                seen.add(p)
+                chain.append((p, typ if p == path else ""))
+    return tuple(chain)
+
+
+def module_tree(graph: Graph) -> dict[str, list[str]]:
+    """Children of each module path ("" is the graph itself), in order of first appearance."""
+    children: dict[str, list[str]] = {"": []}
+    for n in graph.nodes:
+        parent = ""
+        for path, _ in module_chain(n):
+            if path not in children:
+                children[path] = []
+                children.setdefault(parent, []).append(path)
+            parent = path
+    return children
+
+
+def _auto_open(graph: Graph) -> set[str]:
+    """Groups that never show collapsed: the only child group of their parent (a wrapper such as
+    ``L['self']`` around everything) and groups holding a single node (folding saves nothing)."""
+    tree = module_tree(graph)
+    counts: dict[str, int] = {}
+    for n in graph.nodes:
+        for path, _ in module_chain(n):
+            counts[path] = counts.get(path, 0) + 1
+    opened = {p for p, c in counts.items() if c <= 1}
+    for kids in tree.values():
+        if len(kids) == 1:
+            opened.add(kids[0])
+    return opened
+
+
+def visible(graph: Graph, expanded: Iterable[str] = (), threshold: int = GROUP_THRESHOLD) -> Visible:
+    """The boxes to draw: all nodes when ``len(graph.nodes) <= threshold``, else module groups.
+
+    A node shows inside the outermost group of its chain that is neither in ``expanded`` nor opened
+    automatically (see ``_auto_open``); nodes without an ``nn_module_stack`` always show themselves.
+    """
+    nodes = graph.nodes
+    grouped = len(nodes) > threshold
+    opened = set(expanded) | (_auto_open(graph) if grouped else set())
+    items: list[Item] = []
+    by_id: dict[str, Item] = {}
+    item_of: dict[str, str] = {}
+    for idx, n in enumerate(nodes):
+        target: Optional[tuple[str, str]] = None
+        if grouped:
+            for path, typ in module_chain(n):
+                if path not in opened:
+                    target = (path, typ)
+                    break
+        if target is None:
+            it = Item(id=n.name, first=idx, node=n)
+            items.append(it)
+            by_id[it.id] = it
+            item_of[n.name] = it.id
+            continue
+        gid = group_id(target[0])
+        it = by_id.get(gid)
+        if it is None:
+            it = Item(id=gid, first=idx, group=target[0], module_type=target[1], count=0)
+            items.append(it)
+            by_id[gid] = it
+        it.count += 1
+        it.members.append(n.name)
+        if not it.module_type and target[1]:
+            it.module_type = target[1]
+        item_of[n.name] = gid
+    edges: dict[tuple[str, str], None] = {}
+    for n in nodes:
+        dst = item_of[n.name]
+        for i in n.inputs:
+            src = item_of.get(i)
+            if src is not None and src != dst:
+                edges[(src, dst)] = None
+    return Visible(items=items, edges=list(edges), grouped=grouped, item_of=item_of)
+
+
+def default_expanded(graph: Graph, threshold: int = GROUP_THRESHOLD) -> frozenset[str]:
+    """A good first ``expanded`` set: open groups breadth-first while at most ``threshold`` boxes show.
+
+    Linear in the graph: box counts come from the module tree, not from trial layouts. For a
+    12-layer transformer this opens ``layers`` (12 layer boxes) and then as many layers as fit.
+    """
+    if len(graph.nodes) <= threshold:
+        return frozenset()
+    tree = module_tree(graph)
+    auto = _auto_open(graph)
+    direct: dict[str, int] = {}  # nodes whose innermost group is this path ("" = no group)
+    for n in graph.nodes:
+        chain = module_chain(n)
+        key = chain[-1][0] if chain else ""
+        direct[key] = direct.get(key, 0) + 1
+
+    def boxes_open(path: str) -> int:  # boxes shown for ``path`` when it is open and its children are closed
+        total = direct.get(path, 0)
+        for kid in tree.get(path, []):
+            total += boxes_open(kid) if kid in auto else 1
+        return total
+
+    opened: set[str] = set()
+    shown = boxes_open("")
+    queue = list(tree[""])
+    while queue:
+        path = queue.pop(0)
+        if path in auto:
+            queue.extend(tree.get(path, []))
+            continue
+        extra = boxes_open(path) - 1
+        if shown + extra <= threshold:
+            opened.add(path)
+            shown += extra
+            queue.extend(tree.get(path, []))
+    return frozenset(opened)

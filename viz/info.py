@@ -1,0 +1,121 @@
+"""``viz.node_info``: everything the inspector shows about one node, as a JSON-friendly dict.
+
+Invariant: reads only ``tracer.model``; the dict holds only str/int/float/bool/None/list/dict, so it can
+cross to a browser as is. Lifted inputs are followed up through ``SubgraphInput.source`` to the node that
+binds the value (Note [Lifted chain]).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracer.model import Frame, Graph, format_meta
+
+__all__ = ["AOT_GRAPHS", "frame_graph", "lifted_chain", "node_info"]
+
+AOT_GRAPHS = ("joint", "forward", "backward", "inference")
+
+
+def frame_graph(frame: Frame, graph_name: str) -> Graph:
+    """The graph ``graph_name`` of ``frame``: "" (root), a subgraph's qualified name, or "aot.forward" etc."""
+    if graph_name.startswith("aot.") and frame.aot is not None:
+        g = getattr(frame.aot, graph_name[4:], None) if graph_name[4:] in AOT_GRAPHS else None
+        if isinstance(g, Graph):
+            return g
+    graphs = frame.graphs()
+    if graph_name in graphs:
+        return graphs[graph_name]
+    choices = list(graphs)
+    if frame.aot is not None:
+        choices += [f"aot.{k}" for k in AOT_GRAPHS if getattr(frame.aot, k) is not None]
+    raise KeyError(f"no graph {graph_name!r} in frame {frame.compile_id} (graphs: {choices})")
+
+
+# Note [Lifted chain]
+# ~~~~~~~~~~~~~~~~~~~
+# A free variable used two bodies deep is lifted into *every* enclosing SubgraphTracer (seed 003):
+# the inner body's placeholder is fed by a placeholder of the outer body, which is fed by the node in
+# the root graph that computes the value. Each SubgraphInput records its feeder in the parent graph
+# (``source``), so we walk parent by parent until the feeder is not itself a body placeholder (or the
+# source is unknown). The chain starts at the node asked about and ends where the value is bound.
+def lifted_chain(frame: Frame, graph_name: str, node_name: str) -> list[dict[str, Any]]:
+    """[{graph, node, kind}] from this body placeholder up to the node that binds its value."""
+    chain: list[dict[str, Any]] = []
+    graph, name = graph_name, node_name
+    seen: set[tuple[str, str]] = set()
+    while graph in frame.subgraphs and (graph, name) not in seen:
+        seen.add((graph, name))
+        sg = frame.subgraphs[graph]
+        inp = next((i for i in sg.inputs if i.name == name), None)
+        if inp is None:
+            break
+        chain.append({"graph": graph, "node": name, "kind": inp.kind})
+        if not inp.source:
+            chain.append({"graph": sg.parent, "node": "", "kind": "unknown"})
+            return chain
+        graph, name = sg.parent, inp.source
+    if chain:
+        try:
+            n = frame_graph(frame, graph).node(name)
+            kind = n.role if n.op == "placeholder" else n.op
+        except KeyError:
+            kind = "unknown"
+        chain.append({"graph": graph, "node": name, "kind": kind})
+    return chain
+
+
+def _source(meta: dict[str, Any]) -> dict[str, Any]:
+    src = meta.get("source")
+    if not isinstance(src, dict):
+        return {}
+    out = {"source": f"{src.get('file', '?')}:{src.get('line', '?')}"}
+    if src.get("fn"):
+        out["source"] += f" in {src['fn']}"
+    if src.get("code"):
+        out["code_line"] = str(src["code"]).strip()
+    return out
+
+
+def node_info(frame: Frame, graph_name: str, node_name: str) -> dict[str, Any]:
+    """The inspector's facts about ``node_name`` in graph ``graph_name`` of ``frame``.
+
+    Keys: name, graph, op, role, target, value (``format_meta``), args, kwargs, inputs, users, calls
+    (HOP bodies), source ("file:line in fn") and code_line, nn_module (innermost path) and
+    nn_module_type, nn_module_stack (paths), and for a body placeholder: input_kind, lifted_from
+    ({graph, node} in the parent) and lifted_chain (Note [Lifted chain]); finally meta (all of it).
+    Raises KeyError naming the valid graphs or nodes.
+    """
+    graph = frame_graph(frame, graph_name)
+    n = graph.node(node_name)
+    info: dict[str, Any] = {
+        "name": n.name,
+        "graph": graph_name,
+        "op": n.op,
+        "role": n.role,
+        "target": n.target,
+        "value": format_meta(n.meta),
+        "args": list(n.args),
+        "kwargs": dict(n.kwargs),
+        "inputs": list(n.inputs),
+        "users": list(n.users),
+    }
+    if n.calls:
+        info["calls"] = list(n.calls)
+    info.update(_source(n.meta))
+    stack = [e for e in n.meta.get("nn_module_stack") or [] if isinstance(e, (list, tuple)) and len(e) >= 2]
+    if stack:
+        info["nn_module"] = str(stack[-1][0])
+        info["nn_module_type"] = str(stack[-1][1])
+        info["nn_module_stack"] = [str(e[0]) for e in stack]
+    if n.op == "placeholder" and graph_name in frame.subgraphs:
+        sg = frame.subgraphs[graph_name]
+        inp = next((i for i in sg.inputs if i.name == n.name), None)
+        if inp is not None:
+            info["input_kind"] = inp.kind
+            info["lifted_from"] = {"graph": sg.parent, "node": inp.source}
+            info["lifted_chain"] = lifted_chain(frame, graph_name, n.name)
+    for key in ("partition", "from"):
+        if key in n.meta:
+            info[key] = n.meta[key]
+    info["meta"] = dict(n.meta)
+    return info

@@ -1,0 +1,164 @@
+"""``viz.layout``: node boxes and edge paths for a graph, from ``dot`` or the linear layout; never hangs.
+
+Invariant: only visible boxes (after module grouping) are laid out; ``dot`` runs only on graphs under
+the measured limits (Note [dot limits]) and under a hard deadline, else the linear layout runs, so a
+call returns in bounded time for any graph. Coordinates are px with y pointing down.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional
+
+from tracer.model import Graph
+from viz import layout_dot, layout_linear
+from viz.grouping import GROUP_THRESHOLD, Item, visible
+from viz.style import GROUP_ROLE, box_size, node_labels, shorten
+
+__all__ = ["DOT_MAX_BOXES", "DOT_MAX_VIRTUAL", "ENGINES", "Box", "Edge", "Layout", "layout"]
+
+ENGINES = ("auto", "dot", "linear")
+# See Note [dot limits] in viz/layout_dot.py for the measurements behind these two numbers.
+DOT_MAX_BOXES = 1000
+DOT_MAX_VIRTUAL = 1500
+
+
+@dataclass
+class Box:
+    """One drawn box: a node, or a collapsed module group. ``x, y`` is the top-left corner."""
+
+    id: str  # node name, or "module:<path>" for a group (viz.grouping.group_id)
+    label: str  # first line: node name or module path
+    sublabel: str  # second line: op/target and format_meta, or module type and node count
+    role: str  # a tracer.model NODE_ROLES value, or "group"
+    x: float
+    y: float
+    w: float
+    h: float
+    group: Optional[str] = None  # module path if this box is a collapsed module group
+    count: int = 1  # nodes inside a group, 1 otherwise
+
+
+@dataclass
+class Edge:
+    """An edge between two boxes. ``points`` are cubic bezier control points: the start point, then
+    groups of three (control 1, control 2, end), ending at the target box (where the arrow goes)."""
+
+    src: str
+    dst: str
+    points: list[tuple[float, float]] = field(default_factory=list)
+
+
+@dataclass
+class Layout:
+    """Boxes and edges of one graph, ready to draw (:func:`viz.to_svg`) or to send to a browser."""
+
+    boxes: list[Box]
+    edges: list[Edge]
+    width: float
+    height: float
+    engine: str  # "dot" or "linear": the engine that produced these coordinates
+    grouped: bool  # nodes were folded into module groups (the graph is above the grouping threshold)
+    note: str = ""  # why "auto"/"dot" ended up linear ("too many boxes", "dot timed out", ...), else ""
+
+    def box(self, id: str) -> Box:
+        for b in self.boxes:
+            if b.id == id:
+                return b
+        raise KeyError(f"no box {id!r} in layout (boxes: {[b.id for b in self.boxes][:20]})")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form (points become [x, y] lists)."""
+        d = dataclasses.asdict(self)
+        for e in d["edges"]:
+            e["points"] = [list(p) for p in e["points"]]
+        return d
+
+
+def _group_labels(item: Item, max_label: int) -> tuple[str, str]:
+    path = item.group or ""
+    label = path if len(path) <= max_label else "\u2026" + path[-(max_label - 1):]
+    typ = item.module_type.rsplit(".", 1)[-1]
+    sub = f"{typ} \u00b7 {item.count} nodes" if typ else f"{item.count} nodes"
+    return label, shorten(sub, max_label)
+
+
+def _boxes(items: list[Item], max_label: int) -> list[Box]:
+    out = []
+    for it in items:
+        if it.node is not None:
+            label, sub = node_labels(it.node, max_label)
+            w, h = box_size(label, sub)
+            out.append(Box(it.id, label, sub, it.node.role, 0.0, 0.0, w, h))
+        else:
+            label, sub = _group_labels(it, max_label)
+            w, h = box_size(label, sub, group=True)
+            out.append(Box(it.id, label, sub, GROUP_ROLE, 0.0, 0.0, w, h, group=it.group, count=it.count))
+    return out
+
+
+def virtual_nodes(boxes: list[Box], edges: list[tuple[str, str]]) -> int:
+    """How many virtual nodes ``dot`` would add: rows crossed by edges, using our longest-path ranks."""
+    index = {b.id: i for i, b in enumerate(boxes)}
+    ie = [(index[s], index[d]) for s, d in edges]
+    rank = layout_linear.ranks(len(boxes), ie)
+    return sum(max(0, abs(rank[d] - rank[s]) - 1) for s, d in ie)
+
+
+def layout(graph: Graph, *, expanded: Iterable[str] = frozenset(), engine: str = "auto", deadline: float = 5.0,
+           max_label: int = 40, threshold: int = GROUP_THRESHOLD) -> Layout:
+    """Lay out ``graph``: boxes for visible nodes and collapsed module groups, edges as bezier paths.
+
+    ``expanded`` names module paths the user opened (see :mod:`viz.grouping`). ``engine="auto"`` uses
+    ``dot`` when the graph is small and short-edged enough (Note [dot limits]) and the linear layout
+    otherwise; ``"dot"`` tries dot on any size, still bounded by ``deadline`` seconds, and falls back to
+    linear (``Layout.note`` says why); ``"linear"`` never runs dot.
+
+    >>> from viz.synthetic import chain_graph
+    >>> lay = layout(chain_graph(10, layers=1), engine="linear")
+    >>> lay.engine, len(lay.boxes), lay.boxes[0].id
+    ('linear', 10, 'l_x_')
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"unknown layout engine {engine!r} (must be one of {list(ENGINES)})")
+    if deadline <= 0:
+        raise ValueError(f"deadline must be positive seconds (got {deadline!r})")
+    vis = visible(graph, expanded, threshold)
+    boxes = _boxes(vis.items, max_label)
+    note = ""
+    if engine != "linear":
+        if engine == "auto" and len(boxes) > DOT_MAX_BOXES:
+            note = f"{len(boxes)} boxes > {DOT_MAX_BOXES}: linear layout"
+        elif engine == "auto" and (v := virtual_nodes(boxes, vis.edges)) > DOT_MAX_VIRTUAL:
+            note = f"long edges ({v} virtual nodes > {DOT_MAX_VIRTUAL}): linear layout"
+        else:
+            got = _dot(boxes, vis.edges, deadline)
+            if got is not None:
+                return Layout(boxes, got[0], got[1], got[2], "dot", vis.grouped)
+            note = f"dot did not finish within {deadline:g} s (or is not installed): linear layout"
+    paths, width, height = layout_linear.place(boxes, vis.edges)
+    edges = [Edge(s, d, p) for (s, d), p in zip(vis.edges, paths, strict=True)]
+    return Layout(boxes, edges, width, height, "linear", vis.grouped, note)
+
+
+def _dot(boxes: list[Box], edges: list[tuple[str, str]], deadline: float):
+    source = layout_dot.layout_source(boxes, edges)
+    res = layout_dot.run_dot(source, deadline, capped=len(boxes) >= layout_dot.NSLIMIT_FROM)
+    if res is None or any(b.id not in res.centers for b in boxes):
+        return None
+    m = layout_linear.MARGIN
+    for b in boxes:
+        cx, cy = res.centers[b.id]
+        b.x, b.y = round(cx - b.w / 2 + m, 1), round(cy - b.h / 2 + m, 1)
+    out = []
+    for s, d in edges:
+        pts = res.edges.get((s, d))
+        if pts is None:  # dot dropped it (should not happen): draw a straight segment
+            bs, bd = next(b for b in boxes if b.id == s), next(b for b in boxes if b.id == d)
+            p, q = (bs.x + bs.w / 2, bs.y + bs.h), (bd.x + bd.w / 2, bd.y)
+            pts = [p, p, q, q]
+        else:
+            pts = [(round(x + m, 1), round(y + m, 1)) for x, y in pts]
+        out.append(Edge(s, d, pts))
+    return out, round(res.width + 2 * m, 1), round(res.height + 2 * m, 1)

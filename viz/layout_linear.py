@@ -1,0 +1,136 @@
+"""The linear-time layered layout: instant for any FX graph, however long its edges.
+
+Invariant: O(boxes + edges log edges); boxes never overlap; every edge gets a path. It exploits
+what FX guarantees: items arrive in topological order, so one forward pass ranks them.
+See Note [Linear layered layout].
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from viz.layout import Box
+
+__all__ = ["MARGIN", "RANK_GAP", "NODE_GAP", "place", "ranks"]
+
+MARGIN = 12.0
+RANK_GAP = 40.0  # vertical space between rows, where edges turn
+NODE_GAP = 18.0  # horizontal space between boxes of one row
+LANE_GAP = 7.0  # horizontal space between the vertical lanes of long edges
+
+# Note [Linear layered layout]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``dot`` spends its time in network simplex (rank and x assignment) and in routing long edges
+# through chains of virtual nodes; an AOT joint graph, where every backward node reads a saved
+# forward value hundreds of ranks up, makes both explode (issue 4). We give up dot's optimality:
+#   rank    = longest-path depth, one pass in graph order (FX order is topological; an edge that
+#             points backwards, which only a folded module group can create, is ignored for ranking);
+#   order   = within a row, by the mean x of the predecessors (one barycenter pass), ties by graph order;
+#   x       = each box at its predecessors' mean x, pushed right past its left neighbour;
+#   edges   = an edge between adjacent rows is one S-curve; a longer (or backward) edge leaves its row,
+#             runs down a vertical lane right of all boxes, and comes back in above its target's row.
+#             Lanes are reused by interval scheduling, so long edges never cross boxes.
+
+
+def ranks(n: int, edges: list[tuple[int, int]]) -> list[int]:
+    """Longest-path depth of items 0..n-1 given edges (src, dst) by index; backward edges ignored."""
+    rank = [0] * n
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for s, d in edges:
+        if s < d:
+            preds[d].append(s)
+    for i in range(n):
+        if preds[i]:
+            rank[i] = max(rank[p] for p in preds[i]) + 1
+    return rank
+
+
+def _straight(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """A polyline as cubic bezier control points (each segment p->q is the curve p, p, q, q)."""
+    out = [points[0]]
+    for p, q in zip(points, points[1:], strict=False):
+        out.extend([p, q, q])
+    return out
+
+
+def place(boxes: list[Box], edges: list[tuple[str, str]]) -> tuple[list[list[tuple[float, float]]], float, float]:
+    """Set ``x``/``y`` of ``boxes`` (in topological order) in place; return (edge paths, width, height).
+
+    Edge paths are cubic bezier control points, like ``Edge.points``.
+    """
+    n = len(boxes)
+    index = {b.id: i for i, b in enumerate(boxes)}
+    ie = [(index[s], index[d]) for s, d in edges]
+    rank = ranks(n, ie)
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for s, d in ie:
+        if s < d:
+            preds[d].append(s)
+    nrows = (max(rank) + 1) if n else 0
+    rows: list[list[int]] = [[] for _ in range(nrows)]
+    for i in range(n):
+        rows[rank[i]].append(i)
+    row_h = [max((boxes[i].h for i in row), default=0.0) for row in rows]
+    row_y: list[float] = []
+    y = MARGIN
+    for h in row_h:
+        row_y.append(y)
+        y += h + RANK_GAP
+    height = (y - RANK_GAP + MARGIN) if n else 2 * MARGIN
+
+    cx = [0.0] * n
+    for r, row in enumerate(rows):
+        want = {i: (sum(cx[p] for p in preds[i]) / len(preds[i]) if preds[i] else None) for i in row}
+        if r > 0:
+            row.sort(key=lambda i: (want[i] if want[i] is not None else float("inf"), i))
+        right = None
+        for i in row:
+            b = boxes[i]
+            x = want[i] - b.w / 2 if want[i] is not None else (right + NODE_GAP if right is not None else 0.0)
+            if right is not None:
+                x = max(x, right + NODE_GAP)
+            b.x = x
+            b.y = row_y[r] + (row_h[r] - b.h) / 2
+            right = x + b.w
+            cx[i] = x + b.w / 2
+    shift = MARGIN - min((b.x for b in boxes), default=MARGIN)
+    for i, b in enumerate(boxes):
+        b.x = round(b.x + shift, 1)
+        b.y = round(b.y, 1)
+        cx[i] = b.x + b.w / 2
+    max_right = max((b.x + b.w for b in boxes), default=MARGIN)
+
+    # Long edges get lanes by interval scheduling over the rows they span. See Note [Linear layered layout].
+    long_edges = sorted(
+        (min(rank[s], rank[d]), max(rank[s], rank[d]), k) for k, (s, d) in enumerate(ie) if rank[d] - rank[s] != 1
+    )
+    lane_of: dict[int, int] = {}
+    free: list[int] = []
+    busy: list[tuple[int, int]] = []  # (last row, lane)
+    lanes = 0
+    for lo, hi, k in long_edges:
+        while busy and busy[0][0] < lo:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        lane = heapq.heappop(free) if free else lanes
+        lanes = max(lanes, lane + 1)
+        lane_of[k] = lane
+        heapq.heappush(busy, (hi, lane))
+
+    paths: list[list[tuple[float, float]]] = []
+    for k, (s, d) in enumerate(ie):
+        bs, bd = boxes[s], boxes[d]
+        x0, y0 = cx[s], bs.y + bs.h
+        x1, y1 = cx[d], bd.y
+        if k not in lane_of:
+            mid = (y0 + y1) / 2
+            paths.append([(x0, y0), (x0, mid), (x1, mid), (x1, y1)])
+            continue
+        lane_x = max_right + LANE_GAP * (lane_of[k] + 1)
+        below = row_y[rank[s]] + row_h[rank[s]] + RANK_GAP / 3
+        above = row_y[rank[d]] - RANK_GAP / 3
+        paths.append(_straight([(x0, y0), (x0, below), (lane_x, below), (lane_x, above), (x1, above), (x1, y1)]))
+    width = max_right + LANE_GAP * (lanes + 1) + MARGIN
+    paths = [[(round(px, 1), round(py, 1)) for px, py in p] for p in paths]
+    return paths, round(width, 1), round(height, 1)
