@@ -1,0 +1,125 @@
+# %% [markdown]
+# # Quickstart: see what `torch.compile` did
+#
+# `tracer.capture(fn, *args)` runs `fn` once through the **real** `torch.compile` front half —
+# Dynamo's bytecode tracing, and AOTAutograd behind it — with a recording backend, and hands back a
+# `Capture`: plain data describing every graph Dynamo produced, why it stopped, and what it must
+# re-check before reusing its work. Evaluate a capture in a cell and the explorer opens.
+#
+# In two minutes: capture a small model, open the explorer, find the graph break and a guard.
+
+# %%
+import warnings
+
+import torch
+from torch import nn
+
+import tracer
+
+warnings.filterwarnings("ignore")
+_ = torch.manual_seed(0)
+
+# %% [markdown]
+# ## A model with a graph break in it
+#
+# A two-layer MLP with one line Dynamo cannot put in a graph: `if h.sum() > 0:` branches in Python
+# on the *value* of a tensor. While tracing, Dynamo only knows `h`'s shape and dtype (it runs on
+# fake tensors), so it cannot decide the branch. It ends the graph there, lets Python run the `if`,
+# and starts tracing again afterwards: a **graph break**.
+
+# %%
+class TinyMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 8)
+        self.fc2 = nn.Linear(8, 2)
+
+    def forward(self, x):
+        h = torch.relu(self.fc1(x))
+        if h.sum() > 0:  # data-dependent control flow: a graph break
+            h = h * 2
+        return self.fc2(h)
+
+
+model = TinyMLP()
+x = torch.randn(3, 4)
+cap = tracer.capture(model, x)
+print(cap)
+
+# %% [markdown]
+# The printout is the capture's tree: one entry per compiled **frame**, named by its compile id.
+# `0/0` is `forward` up to the break; `1/0` is the *resume function* Dynamo generated for the rest
+# of `forward`: Python evaluated the `if`, and tracing resumed in the branch it took. The capture also kept the model's own result, so
+# you can check it is what eager mode computes.
+
+# %%
+assert [f.compile_id for f in cap.frames] == ["0/0", "1/0"]
+assert len(cap.graph_breaks) == 1
+torch.testing.assert_close(cap.result, model(x))
+
+# %% [markdown]
+# ## The explorer
+#
+# Evaluating the capture renders the explorer: the overview (frames, graph breaks, recompiles), the
+# tree of (sub)graphs, the graph canvas (click a node to inspect its shape, source line and users),
+# the guards table and, when AOTAutograd ran, the forward/backward partition.
+
+# %%
+cap
+
+# %% [markdown]
+# ## The graph break
+#
+# Each `GraphBreak` carries Dynamo's reason and the user line that caused it: the `if` in `forward`.
+
+# %%
+brk = cap.graph_breaks[0]
+print(brk.code_line.strip())
+print(brk.reason.splitlines()[0])
+
+# %%
+assert brk.code_line.strip().startswith("if h.sum() > 0:")
+assert brk.compile_id == "0/0"
+
+# %% [markdown]
+# The first graph therefore stops at the value the `if` needs: it runs the first linear layer and
+# the ReLU, and returns the comparison `h.sum() > 0` along with `h`. Frame `1/0` holds the taken
+# branch (`h * 2`) and the second layer.
+
+# %%
+first, second = cap.frames
+print([n.target for n in first.graph.find(op="call_function")])
+print([n.target for n in second.graph.find(op="call_function")])
+
+# %%
+assert any("relu" in n.target for n in first.graph.nodes)
+assert not any("relu" in n.target for n in second.graph.nodes)
+assert any(n.target == "operator.mul" for n in second.graph.nodes)  # the branch Python took
+
+# %% [markdown]
+# ## A guard
+#
+# A compiled graph is only valid for inputs like the ones it was traced with. Dynamo records
+# **guards** — checks run on every call before the cached code is reused. The input `x` gets a
+# `TENSOR_MATCH` guard: same dtype, device, `requires_grad`, and (shapes being static here) the
+# same sizes and strides.
+
+# %%
+x_guard = next(g for g in first.guards if g.source == "L['x']")
+print(x_guard.kind, x_guard.source)
+print(sorted({g.kind for g in first.guards}))
+
+# %%
+assert x_guard.kind == "TENSOR_MATCH"
+
+# %% [markdown]
+# In the resume frame the tensor crossing the break, `h`, is an ordinary input, guarded the same way:
+
+# %%
+h_guard = next(g for g in second.guards if g.source == "L['h']")
+assert h_guard.kind == "TENSOR_MATCH"
+print(h_guard)
+
+# %% [markdown]
+# Next: [01 — HOP capture and lifted inputs](01_hop_capture_and_lifted_inputs.ipynb) opens up the
+# graphs *inside* a graph: the bodies of higher-order operators.
