@@ -1,12 +1,37 @@
-"""Every private torch symbol dynascope uses, as "module:attr" strings.
+"""Every private torch symbol dynascope uses, as "module:attr" strings (attr may be dotted).
 
 Invariant: any ``torch._*`` attribute used under ``tracer/_torch/`` is listed here, so
 ``tests/test_torch_compat.py`` names the missing one after a torch upgrade.
 """
 
 PRIVATE_SYMBOLS: list[str] = [
-    # fx_graph.py
+    # fx_graph.py, subgraphs.py: targets as strings, HOP calls
     "torch._ops:OpOverload",
     "torch._ops:OpOverloadPacket",
     "torch._ops:HigherOrderOperator",
+    # subtracer.py: Note [Speculation hook point]
+    "torch._dynamo.variables.higher_order_ops:speculate_subgraph",
+    "torch._dynamo.variables.higher_order_ops:speculate_subgraph_with_auto_output_flattening",
+    "torch._dynamo.variables.lazy:LazyVariableTracker",
+    "torch._dynamo.variables.base:VariableTracker.maybe_fx_node",
+    "torch._dynamo.output_graph:OutputGraph.tracers",
+    "torch._guards:CompileContext.current_trace_id",
+    # breaks.py: Note [Graph break hook point]
+    "torch._dynamo.symbolic_convert:InstructionTranslatorBase.log_graph_break",
+    "torch._guards:TracingContext.extract_stack",
+    # backend.py: the code object being compiled
+    "torch._dynamo.symbolic_convert:InstructionTranslator.current_tx",
+    # structured.py: Note [What we read from the structured trace]
+    "torch._logging._internal:trace_log",
+    # capture.py: the compile entry point with guard_export_fn and isolate_recompiles
+    "torch._dynamo:optimize",
+    "torch._dynamo.config:patch",
+    "torch._dynamo.config:capture_scalar_outputs",
+    # isolation.py / guards.py: Note [Which cache entries a capture removes], Note [BACKEND_MATCH in torch 2.13]
+    "torch._dynamo.convert_frame:register_bytecode_hook",
+    "torch._C._dynamo.eval_frame:reset_code",
+    "torch._C._dynamo.eval_frame:_get_total_cache_entry_count",
+    "torch._C._dynamo.eval_frame:_debug_get_cache_entry_list",
+    "torch._C._dynamo.eval_frame:_get_cache_entries_for_region",
+    "torch._guards:Guard.create_fn_name",
 ]

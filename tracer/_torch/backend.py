@@ -8,6 +8,7 @@ the compiled function computes exactly what the user's function computes.
 from __future__ import annotations
 
 import contextlib
+import re
 import types
 from typing import Any, Iterator, Optional
 
@@ -99,7 +100,7 @@ class Recorder:
         except Exception as e:  # never break the user's compile because recording failed
             self.errors.append(f"frame {frame.meta['dynamo_compile_id']}: {type(e).__name__}: {e}")
             names = {}
-        frame.meta["_graph_names"] = names  # dropped in finish(); id(fx.Graph) -> qualified name
+        frame.meta["_graph_names"] = names  # dropped in finish(); id(SpecRecord) -> qualified body name
         if key is not None:
             self.frames.setdefault(key, []).append(frame)
         return frame
@@ -144,7 +145,7 @@ class Recorder:
                                                compile_id=local.get(b.key, "") if b.key else "", code_line=b.code_line))
         for key in self.order:
             for r in self.recompile_reasons.get(key, []):
-                cap.recompiles.append(Recompile(compile_id=local[key], reason=r))
+                cap.recompiles.append(Recompile(compile_id=local[key], reason=_local_reason(r, local)))
         if self.errors:
             cap.meta["recording_errors"] = list(self.errors)
         self.specs.clear()
@@ -176,8 +177,21 @@ class Recorder:
         return out
 
 
+_ENTRY_PREFIX = re.compile(r"^(?P<frame>\d+)/(?P<compile>\d+): ")
+
+
+def _local_reason(reason: str, local: dict[Key, str]) -> str:
+    """Dynamo prefixes a failed guard with the compile id of the cache entry it belongs to
+    ("2/0: tensor 'x' size mismatch ..."); rewrite that id to the capture-local one."""
+    m = _ENTRY_PREFIX.match(reason)
+    if m is None:
+        return reason
+    key = (int(m.group("frame")), int(m.group("compile")))
+    return f"{local[key]}: {reason[m.end():]}" if key in local else reason
+
+
 def _speculation(s: SpecRecord, names: dict[int, str]) -> Speculation:
-    sub = names.get(id(s.graph)) if s.graph is not None else None
+    sub = names.get(id(s))
     return Speculation(hop=s.hop, description=s.description, depth=s.depth, ok=bool(s.ok), reason=s.reason,
                        subgraph=sub, lifted=list(s.lifted_names))
 

@@ -161,6 +161,8 @@ def target_str(node: torch.fx.Node) -> str:
         pass
     mod = getattr(t, "__module__", None) or ""
     name = getattr(t, "__qualname__", None) or getattr(t, "__name__", None)
+    if isinstance(name, str) and name.startswith("_VariableFunctionsClass."):
+        name = name.split(".", 1)[1]  # torch.sin, not torch._VariableFunctionsClass.sin
     if name is None:
         return display(t)
     if mod in ("torch", "_operator", "operator", "builtins", "math") or mod.startswith("torch"):

@@ -72,6 +72,11 @@ def is_hop_call(n: torch.fx.Node) -> bool:
 # When the counts differ (a HOP with extra non-tensor placeholders), we align from the end,
 # where Dynamo puts the lifted inputs (Note [Lifted inputs ordering] in output_graph.py), and
 # leave the unmatched leading placeholders with source "".
+# Bodies whose placeholders are not fed by the parent graph: (hop, index of the body among the
+# call's bodies). autograd_function_apply's backward body receives the gradients at run time.
+_NOT_FED_BY_PARENT = {("autograd_function_apply", 1)}
+
+
 def _sources(call: torch.fx.Node, placeholders: list[torch.fx.Node], last_body: int, flat: list[Any]) -> list[Optional[torch.fx.Node]]:
     after = [a for a in flat[last_body + 1:] if isinstance(a, torch.fx.Node)]
     n = len(placeholders)
@@ -82,9 +87,11 @@ def _sources(call: torch.fx.Node, placeholders: list[torch.fx.Node], last_body: 
     return [None] * (n - len(after)) + list(after)
 
 
-def walk_bodies(gm: torch.fx.GraphModule) -> list[BodyInfo]:
-    """Every HOP body reachable from ``gm``, parents before children, with their input sources."""
+def walk_bodies(gm: torch.fx.GraphModule) -> tuple[list[BodyInfo], dict[int, list[str]]]:
+    """Every HOP body reachable from ``gm``, parents before children, with their input sources;
+    and id(HOP call node) -> qualified names of the bodies it calls (a body may be called twice)."""
     out: list[BodyInfo] = []
+    calls: dict[int, list[str]] = {}
     seen: set[str] = set()
     queue: list[tuple[str, torch.fx.GraphModule]] = [("", gm)]
     while queue:
@@ -103,17 +110,21 @@ def walk_bodies(gm: torch.fx.GraphModule) -> list[BodyInfo]:
             if not bodies:
                 continue
             last = bodies[-1][0]
-            for _, a in bodies:
+            hop = _hop_target_name(n.target)
+            for index, (_, a) in enumerate(bodies):
                 body = _submodule(mod, a.target)
                 name = f"{qual}.{a.target}" if qual else str(a.target)
+                calls.setdefault(id(n), []).append(name)
                 if name in seen:
                     continue
                 seen.add(name)
                 phs = [p for p in body.graph.nodes if p.op == "placeholder"]
-                info = BodyInfo(name, _hop_target_name(n.target), qual, n, body, _sources(n, phs, last, flat))
+                fed = (hop, index) not in _NOT_FED_BY_PARENT
+                sources = _sources(n, phs, last, flat) if fed else [None] * len(phs)
+                info = BodyInfo(name, hop, qual, n, body, sources)
                 out.append(info)
                 queue.append((name, body))
-    return out
+    return out, calls
 
 
 def _value(node: torch.fx.Node) -> Any:
@@ -141,7 +152,7 @@ def _classify(ph: torch.fx.Node, source: Optional[torch.fx.Node], spec: Optional
     symbolic = _is_symbolic(_value(ph))
     if spec is None:
         return ("lifted_symbol" if symbolic else "operand"), True
-    if ph in spec.explicit_nodes:
+    if ph in spec.explicit_nodes or (ph.graph is not spec.graph and ph.name in spec.explicit_names):
         return "operand", False
     operands = set(spec.operand_nodes)
     node, hops = source, 0
@@ -193,20 +204,42 @@ def _arg_names(code: Optional[types.CodeType]) -> set[str]:
     return set(code.co_varnames[:n])
 
 
-def convert_tree(gm: torch.fx.GraphModule, specs: list[SpecRecord], code: Optional[types.CodeType]
-                 ) -> tuple[Graph, dict[str, Subgraph], dict[int, str]]:
-    """Root Graph, subgraphs by qualified name, and id(fx.Graph) -> qualified name."""
-    bodies = walk_bodies(gm)
-    graph_names: dict[int, str] = {id(gm.graph): ""}
-    for b in bodies:
-        graph_names.setdefault(id(b.module.graph), b.name)
-    spec_by_graph: dict[int, SpecRecord] = {}
+# Note [Matching speculations to bodies]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Most HOPs install the very fx.Graph the SubgraphTracer built, so a body and its speculation
+# match by graph identity. A few rebuild the graph before installing it (autograd.Function's
+# fwd/bwd); those we match to the first unused successful speculation of the frame with the same
+# placeholder names. A body with no match keeps its inputs but their kinds are guessed (and the
+# body's first node says so in ``meta["note"]``).
+def _match_specs(bodies: list[BodyInfo], specs: list[SpecRecord]) -> dict[str, SpecRecord]:
+    by_graph: dict[int, SpecRecord] = {}
     for s in specs:
         if s.ok and s.graph is not None:
-            spec_by_graph[id(s.graph)] = s  # the latest successful speculation that built this graph
-    calls: dict[int, list[str]] = {}
+            by_graph[id(s.graph)] = s  # the latest successful speculation that built this graph
+    out: dict[str, SpecRecord] = {}
     for b in bodies:
-        calls.setdefault(id(b.call_node), []).append(b.name)
+        s = by_graph.get(id(b.module.graph))
+        if s is not None:
+            out[b.name] = s
+    used = {id(s) for s in out.values()}
+    for b in bodies:
+        if b.name in out:
+            continue
+        names = [p.name for p in b.module.graph.nodes if p.op == "placeholder"]
+        for s in specs:
+            if s.ok and id(s) not in used and s.placeholder_names == names:
+                out[b.name] = s
+                used.add(id(s))
+                break
+    return out
+
+
+def convert_tree(gm: torch.fx.GraphModule, specs: list[SpecRecord], code: Optional[types.CodeType]
+                 ) -> tuple[Graph, dict[str, Subgraph], dict[int, str]]:
+    """Root Graph, subgraphs by qualified name, and id(SpecRecord) -> qualified name of its body."""
+    bodies, calls = walk_bodies(gm)
+    matched = _match_specs(bodies, specs)
+    spec_names = {id(s): name for name, s in matched.items()}
 
     lifted_from: dict[torch.fx.Node, Optional[torch.fx.Node]] = {}
     subgraphs: dict[str, Subgraph] = {}
@@ -224,7 +257,7 @@ def convert_tree(gm: torch.fx.GraphModule, specs: list[SpecRecord], code: Option
                 root.node(n.name).meta["graph_arg_source"] = src
 
     for b in bodies:
-        spec = spec_by_graph.get(id(b.module.graph))
+        spec = matched.get(b.name)
         phs = [p for p in b.module.graph.nodes if p.op == "placeholder"]
         inputs: list[SubgraphInput] = []
         roles: dict[str, str] = {}
@@ -242,7 +275,7 @@ def convert_tree(gm: torch.fx.GraphModule, specs: list[SpecRecord], code: Option
         if guessed:
             graph.nodes[0].meta.setdefault("note", "no speculation record for this body; input kinds guessed")
         subgraphs[b.name] = sg
-    return root, subgraphs, graph_names
+    return root, subgraphs, spec_names
 
 
 def _role_fn(fx_graph: torch.fx.Graph, placeholder_roles: dict[str, str], calls: dict[int, list[str]]):

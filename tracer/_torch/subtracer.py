@@ -59,6 +59,8 @@ class SpecRecord:
     lifted_nodes: list[torch.fx.Node] = field(default_factory=list)  # body placeholders, lifted_freevars order
     explicit_nodes: list[torch.fx.Node] = field(default_factory=list)  # body placeholders made from sub_args
     lifted_names: list[str] = field(default_factory=list)  # names of lifted_nodes when speculation ended
+    placeholder_names: list[str] = field(default_factory=list)  # body placeholders when speculation ended
+    explicit_names: list[str] = field(default_factory=list)  # names of explicit_nodes when speculation ended
 
 
 def _hop_name(source_target: Any, description: str) -> str:
@@ -133,6 +135,8 @@ def _wrap(real: Callable[..., Any], sink: Callable[[SpecRecord], None]) -> Calla
             if graph is not None:
                 lifted_set = set(rec.lifted_nodes)
                 rec.explicit_nodes = [n for n in graph.nodes if n.op == "placeholder" and n not in lifted_set]
+                rec.placeholder_names = [n.name for n in graph.nodes if n.op == "placeholder"]
+                rec.explicit_names = [n.name for n in rec.explicit_nodes]
         except Exception:  # recording is best effort; never disturb Dynamo
             pass
         return result
