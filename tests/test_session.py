@@ -128,7 +128,7 @@ def test_pause_is_a_noop_in_eager_and_in_plain_compiles():
 
 def test_pause_in_root_frame():
     x, y = torch.randn(3, 4), torch.randn(3, 4)
-    s = tracer.trace(root_fn, x, y)
+    s = tracer.trace(root_fn, x, y, dynamic=False)  # static shapes whatever earlier tests compiled
     assert s.status == "new"
     st = s.start().wait(timeout=120)
     assert st is not None and st is s.state
@@ -153,6 +153,12 @@ def test_pause_in_root_frame():
     assert s.wait(timeout=120) is None
     torch.testing.assert_close(s.capture.result, root_fn(x, y))
     assert s.error is None
+    # s.capture is what tracer.capture gives (the pause marker leaves no trace in the graph).
+    plain = tracer.capture(root_fn, x, y, dynamic=False)
+    graph = s.capture.frames[0].graph
+    assert [(n.op, n.target) for n in graph.nodes] == [(n.op, n.target) for n in plain.frames[0].graph.nodes]
+    assert [n.target for n in graph.nodes if n.op not in ("placeholder", "output")][:3] == [
+        "sin", "operator.add", "cos"]
 
 
 def test_pause_inside_wrap_body_shows_two_tracers_and_lifted_freevars():
@@ -194,7 +200,7 @@ def test_pause_inside_nested_cond_branch_shows_three_tracers():
 
 
 def test_step_shows_the_graph_growing_by_the_next_lines_ops():
-    s = tracer.trace(root_fn, torch.randn(3), torch.randn(3)).start()
+    s = tracer.trace(root_fn, torch.randn(3), torch.randn(3), dynamic=False).start()
     st1 = s.wait(timeout=120)
     s.step()
     st2 = s.wait(timeout=120)

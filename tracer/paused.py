@@ -34,6 +34,8 @@ class Location:
     code: str = ""  # that source line, stripped
     offset: int = -1  # bytecode offset of the instruction
     instruction: str = ""  # "LOAD_FAST x", "CALL 1", ...
+    context: list[str] = field(default_factory=list)  # source lines around ``line`` (rstripped)
+    context_start: int = 0  # line number of ``context[0]``
 
     def __str__(self) -> str:
         return f"{self.short_file}:{self.line} in {self.function}"

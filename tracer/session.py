@@ -261,13 +261,8 @@ def _file_matches(file: str, wanted: str) -> bool:
 
 
 def _run_capture() -> Callable[..., Capture]:
-    from tracer import capture as capture_module
+    from tracer.capture import _run_capture as run  # the submodule (``tracer.capture`` is the function)
 
-    run = getattr(capture_module, "_run_capture", None)
-    if run is None:  # the capture core has not landed: trace with the eager backend
-        from tracer._torch.pause import eager_fallback_capture
-
-        return eager_fallback_capture
     return run
 
 

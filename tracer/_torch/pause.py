@@ -158,17 +158,3 @@ def _on_comptime(ctx: Any) -> None:
     agent.check_abort()
     agent.pause("pause", label, lambda: snapshot(user_tx, inst, user_tx.lineno))
 
-
-def eager_fallback_capture(fn: Callable, args: tuple, kwargs: dict, *, extra_hooks: tuple = (),
-                           fullgraph: bool = False, dynamic: Optional[bool] = None, **options: Any) -> Any:
-    """Stand-in for ``tracer.capture._run_capture`` until the capture core lands: compile with the
-    eager backend under ``extra_hooks`` and return an empty Capture holding the result."""
-    from tracer.model import Capture
-
-    with contextlib.ExitStack() as stack:
-        for hook in extra_hooks:
-            stack.enter_context(hook())
-        torch._dynamo.reset()
-        compiled = torch.compile(fn, backend="eager", fullgraph=fullgraph, dynamic=dynamic)
-        result = compiled(*args, **kwargs)
-    return Capture(fn=getattr(fn, "__qualname__", type(fn).__name__), result=result)

@@ -18,6 +18,8 @@ from tracer.paused import LocalVar, Location, TracerState, value_text
 
 __all__ = ["snapshot"]
 
+CONTEXT_LINES = 4  # source lines kept on each side of a paused line
+
 
 def snapshot(tx: Any, inst: Any, line: int) -> dict[str, Any]:
     """Everything a PausedState holds except session/index/reason/label, read from ``tx``."""
@@ -56,7 +58,13 @@ def _location(tx: Any, inst: Any, line: Optional[int]) -> Location:
     lineno = int(line) if line and line > 0 else int(code.co_firstlineno)
     offset = getattr(inst, "offset", None)
     argrepr = getattr(inst, "argrepr", "") or ("" if getattr(inst, "argval", None) is None else repr(inst.argval))
+    first = max(1, lineno - CONTEXT_LINES)
+    context = [linecache.getline(code.co_filename, n).rstrip() for n in range(first, lineno + CONTEXT_LINES + 1)]
+    while context and not context[-1]:
+        context.pop()
     return Location(
+        context=context,
+        context_start=first if context else 0,
         file=code.co_filename,
         line=lineno,
         function=code.co_name,

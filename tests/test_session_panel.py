@@ -1,0 +1,103 @@
+"""The session panel without a browser: mimebundle, deterministic text, escaping, buttons driving a session."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tracer
+from tests.test_session import line_of, root_fn, wrap_fn
+from tracer.model import Graph, Guard, Node
+from tracer.paused import LocalVar, Location, PausedState, TracerState
+from viz.mimebundle import WIDGET_MIME
+from viz.session_panel import SessionPanel, mimebundle, paused_html
+
+pytestmark = pytest.mark.timeout(600)
+
+EVIL = "<script>alert(1)</script>"
+
+
+@pytest.fixture(autouse=True)
+def abort_leftovers():
+    yield
+    for w in list(tracer.session._workers):
+        w.abort("test teardown")
+
+
+def evil_state() -> PausedState:
+    g = Graph(nodes=[Node(name="x", op="placeholder", target=EVIL, role="operand",
+                          meta={"kind": "tensor", "dtype": "float32", "shape": [2]})], name=EVIL)
+    return PausedState(
+        session=f"Session #9 of {EVIL}", index=1, reason="pause", label=EVIL,
+        location=Location(file=f"/tmp/{EVIL}.py", line=2, function=EVIL, code=f"x = '{EVIL}'",
+                          instruction=f"LOAD_CONST {EVIL}", context=["def f(x):", f"    x = '{EVIL}'"],
+                          context_start=1),
+        locals={EVIL: LocalVar(name=EVIL, kind="ConstantVariable", value=repr(EVIL))},
+        tracers=[TracerState(hop="", description="", depth=0, graph=g)],
+        guards=[Guard(kind="TYPE_MATCH", source=f"L['{EVIL}']")],
+    )
+
+
+def test_static_html_escapes_every_user_string():
+    html = paused_html(evil_state())
+    assert "<script>" not in html
+    assert "&lt;script&gt;" in html
+
+
+def test_loaded_state_renders_without_a_session():
+    st = evil_state()
+    bundle = mimebundle(st)
+    assert WIDGET_MIME not in bundle  # no live session behind it: no buttons
+    assert bundle["text/plain"] == str(st)
+    assert "<script>" not in bundle["text/html"]
+
+
+def test_panel_of_a_live_pause():
+    s = tracer.trace(wrap_fn, torch.randn(3), torch.randn(3)).start()
+    st = s.wait(timeout=120)
+    bundle = st._repr_mimebundle_()
+    assert set(bundle) == {WIDGET_MIME, "text/html", "text/plain"}
+    assert bundle["text/plain"] == str(st) == str(st)  # deterministic text
+    text = bundle["text/plain"]
+    assert "pause 1 (pause: in wrap)" in text and "wrap (wrap):" in text and "lifted:" in text
+    html = bundle["text/html"]
+    # The paused line is highlighted (Pygments hl_lines span) and its line number shown.
+    line = line_of(wrap_fn, 'tracer.pause("in wrap")')
+    assert "background-color: #fde68a" in html and f"{line}" in html
+    assert "<svg" in html and 'data-node="cos"' in html  # the innermost partial graph is drawn
+    assert "wrap body (wrap)" in html and "root tracer" in html
+    sbundle = s._repr_mimebundle_()
+    assert sbundle["text/plain"] == str(s) and "is paused at" in sbundle["text/plain"]
+    s.resume()
+    assert s.wait(timeout=120) is None
+
+
+def test_buttons_step_resume_and_abort():
+    s = tracer.trace(root_fn, torch.randn(3), torch.randn(3), dynamic=False).start()
+    s.wait(timeout=120)
+    panel = SessionPanel(s._worker)
+    assert not panel.buttons["Step"].disabled
+    assert f'data-node="{s.state.locals["a"].node}"' in panel.canvas.svg
+    panel.click("step")  # the panel updates after each step
+    assert s.state.index == 2 and s.state.reason == "step"
+    assert "pause 2 (step)" in panel.body.value
+    panel.click("step")
+    b = s.state.locals["b"]
+    assert s.state.graph.node(b.node).target == "operator.add"
+    assert f'data-node="{b.node}"' in panel.canvas.svg  # the graph grew by the stepped line's op
+    panel.click("abort")
+    assert s.status == "finished" and isinstance(s.error, tracer.session.TraceAborted)
+    assert "TraceAborted" in panel.status.value
+    assert all(b.disabled for b in panel.buttons.values())
+    assert panel.canvas.svg == ""
+
+
+def test_resume_button_to_the_end():
+    s = tracer.trace(root_fn, torch.randn(3), torch.randn(3)).start()
+    s.wait(timeout=120)
+    panel = SessionPanel(s._worker)
+    panel.click("resume")
+    assert s.status == "finished" and s.capture is not None
+    assert "finished" in panel.status.value
+    panel.click("resume")  # a click on a finished session shows the error instead of raising
+    assert "needs a paused session" in panel.message.value
