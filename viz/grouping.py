@@ -135,16 +135,29 @@ def module_tree(graph: Graph) -> dict[str, list[str]]:
 
 
 def _auto_open(graph: Graph) -> set[str]:
-    """Groups that never show collapsed: the only child group of their parent (a wrapper such as
-    ``L['self']`` around everything) and groups holding a single node (folding saves nothing)."""
+    """Groups that never show collapsed, because folding them would hide without simplifying:
+
+    * a group holding a single node;
+    * a group with no nodes of its own and one child group (``L['self']`` around ``L['self'].act``):
+      it holds exactly what its child holds, and the child's name says more;
+    * the only child group of its parent when it holds more than half of the graph (a wrapper such as
+      ``L['self']`` or ``L['self'].layers`` around nearly everything would be one box).
+    """
     tree = module_tree(graph)
     counts: dict[str, int] = {}
+    direct: dict[str, int] = {}
     for n in graph.nodes:
-        for path, _ in module_chain(n):
+        chain = module_chain(n)
+        for path, _ in chain:
             counts[path] = counts.get(path, 0) + 1
+        if chain:
+            direct[chain[-1][0]] = direct.get(chain[-1][0], 0) + 1
+    half = len(graph.nodes) / 2
     opened = {p for p, c in counts.items() if c <= 1}
-    for kids in tree.values():
-        if len(kids) == 1:
+    for path, kids in tree.items():
+        if path and not direct.get(path) and len(kids) == 1:
+            opened.add(path)
+        if len(kids) == 1 and counts[kids[0]] > half:
             opened.add(kids[0])
     return opened
 

@@ -20,8 +20,8 @@ __all__ = ["DOT_MAX_BOXES", "DOT_MAX_VIRTUAL", "ENGINES", "Box", "Edge", "Layout
 
 ENGINES = ("auto", "dot", "linear")
 # See Note [dot limits] in viz/layout_dot.py for the measurements behind these two numbers.
-DOT_MAX_BOXES = 1000
-DOT_MAX_VIRTUAL = 1500
+DOT_MAX_BOXES = 600
+DOT_MAX_VIRTUAL = 4000
 
 
 @dataclass
@@ -133,7 +133,8 @@ def layout(graph: Graph, *, expanded: Iterable[str] = frozenset(), engine: str =
         elif engine == "auto" and (v := virtual_nodes(boxes, vis.edges)) > DOT_MAX_VIRTUAL:
             note = f"long edges ({v} virtual nodes > {DOT_MAX_VIRTUAL}): linear layout"
         else:
-            got = _dot(boxes, vis.edges, deadline)
+            got = _dot(boxes, vis.edges, deadline, capped=len(boxes) + virtual_nodes(boxes, vis.edges)
+                       >= layout_dot.NSLIMIT_FROM)
             if got is not None:
                 return Layout(boxes, got[0], got[1], got[2], "dot", vis.grouped)
             note = f"dot did not finish within {deadline:g} s (or is not installed): linear layout"
@@ -142,18 +143,19 @@ def layout(graph: Graph, *, expanded: Iterable[str] = frozenset(), engine: str =
     return Layout(boxes, edges, width, height, "linear", vis.grouped, note)
 
 
-def _dot(boxes: list[Box], edges: list[tuple[str, str]], deadline: float):
+def _dot(boxes: list[Box], edges: list[tuple[str, str]], deadline: float, *, capped: bool):
     source = layout_dot.layout_source(boxes, edges)
-    res = layout_dot.run_dot(source, deadline, capped=len(boxes) >= layout_dot.NSLIMIT_FROM)
-    if res is None or any(b.id not in res.centers for b in boxes):
+    res = layout_dot.run_dot(source, deadline, capped=capped)
+    if res is None or any(f"n{i}" not in res.centers for i in range(len(boxes))):
         return None
+    name = {b.id: f"n{i}" for i, b in enumerate(boxes)}
     m = layout_linear.MARGIN
     for b in boxes:
-        cx, cy = res.centers[b.id]
+        cx, cy = res.centers[name[b.id]]
         b.x, b.y = round(cx - b.w / 2 + m, 1), round(cy - b.h / 2 + m, 1)
     out = []
     for s, d in edges:
-        pts = res.edges.get((s, d))
+        pts = res.edges.get((name[s], name[d]))
         if pts is None:  # dot dropped it (should not happen): draw a straight segment
             bs, bd = next(b for b in boxes if b.id == s), next(b for b in boxes if b.id == d)
             p, q = (bs.x + bs.w / 2, bs.y + bs.h), (bd.x + bd.w / 2, bd.y)

@@ -13,9 +13,6 @@ import shutil
 import subprocess
 from typing import TYPE_CHECKING, Optional
 
-from graphviz import escape
-from graphviz.quoting import quote
-
 if TYPE_CHECKING:
     from viz.layout import Box
 
@@ -23,17 +20,29 @@ __all__ = ["DotResult", "cache_clear", "layout_source", "run_dot"]
 
 # Note [dot limits]
 # ~~~~~~~~~~~~~~~~~
-# Measured on this machine (graphviz 2.43.0, 2 shared cores) with viz.synthetic graphs, laid out
-# with -Gnslimit=1 -Gnslimit1=1 (network simplex capped):
-#   chain_graph (short edges):  300 nodes 0.05 s, 1,000 0.33 s, 2,000 1.2 s, 4,000 ~5 s (issue: 13 s uncapped)
-#   joint_like_graph (a forward chain, then a backward chain reading saved values in reverse):
-#     100 nodes 0.08 s, 150 0.8 s, 200 0.9 s, 300 7.6 s, 600 > 30 s
-# dot's cost follows the number of *virtual nodes* (one per row a long edge crosses), not the number
-# of boxes: the 300-node joint graph has ~11k of them. So ``viz.layout`` sends a graph to dot only
-# when both counts are small (DOT_MAX_BOXES, DOT_MAX_VIRTUAL in viz/layout.py), and still under a
-# hard deadline; everything else gets the linear layout. NSLIMIT_FROM: below it full network
-# simplex is cheap and draws nicer pictures.
-NSLIMIT_FROM = 150
+# Measured on this machine (graphviz 2.43.0, 2 cores shared with other jobs) on viz.synthetic graphs,
+# with our box sizes and -Gnslimit=1 -Gnslimit1=1 (network simplex capped), seconds for `dot -Tjson`:
+#   chain_graph (short edges: a chain with residuals)
+#     boxes:    300    600   1,000   1,500   2,000
+#     virtual:  217    437     726   1,097   1,463
+#     seconds:  0.2    0.7     2.2     5.0     9.5
+#   joint_like_graph (a forward chain, then a backward chain reading saved values in reverse)
+#     boxes:      100     150     200      250      300
+#     virtual:  2,401   5,476   9,801   15,376   22,201
+#     seconds:    0.1*    1.4     1.6      3.8     21.0      (* capped; uncapped it took 3.2 s)
+# "virtual" counts the virtual nodes dot adds (one per row a long edge crosses): the joint graph's
+# cost explodes with them, not with its boxes. So ``viz.layout`` sends a graph to dot only under
+# DOT_MAX_BOXES and DOT_MAX_VIRTUAL (viz/layout.py; about 1 s here) and still under a hard deadline;
+# everything else gets the linear layout. Full network simplex is used only for tiny graphs
+# (boxes + virtual < NSLIMIT_FROM): it draws nicer pictures but already took 3.2 s at 100 joint nodes.
+NSLIMIT_FROM = 200
+
+# Note [Layout DOT has no user strings]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The DOT we lay out names boxes by position (n0, n1, ...) and has no labels: sizes are given, so
+# the text dot reads contains nothing from user code, nothing to escape, and names map back exactly.
+# (graphviz keeps backslashes in quoted IDs, so escaped user names would not round-trip.) The DOT a
+# user sees, ``viz.to_dot``, does carry names and labels, escaped; see viz/dot.py.
 _CACHE_SIZE = 64
 _cache: collections.OrderedDict[str, Optional["DotResult"]] = collections.OrderedDict()
 
@@ -49,22 +58,21 @@ class DotResult:
         self.height = height
 
 
-def _q(text: str) -> str:
-    """A DOT ID for any string: graphviz's own escaping (backslashes, quotes) and quoting, never HTML."""
-    return quote(escape(text))
-
-
 def layout_source(boxes: list[Box], edges: list[tuple[str, str]], rankdir: str = "TB") -> str:
-    """DOT text whose layout gives our boxes (fixed sizes, no labels) and edges."""
+    """DOT text whose layout gives our boxes (fixed sizes, no labels) and edges.
+
+    Boxes are named ``n0, n1, ...`` by position (Note [Layout DOT has no user strings]).
+    """
+    index = {b.id: f"n{i}" for i, b in enumerate(boxes)}
     lines = [
         "digraph layout {",
         f"\tgraph [rankdir={rankdir} nodesep=0.25 ranksep=0.45]",
         '\tnode [shape=box fixedsize=true label=""]',
     ]
     for b in boxes:
-        lines.append(f"\t{_q(b.id)} [width={b.w / 72:.3f} height={b.h / 72:.3f}]")
+        lines.append(f"\t{index[b.id]} [width={b.w / 72:.3f} height={b.h / 72:.3f}]")
     for s, d in edges:
-        lines.append(f"\t{_q(s)} -> {_q(d)}")
+        lines.append(f"\t{index[s]} -> {index[d]}")
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -78,7 +78,7 @@ def shorten(text: str, max_len: int) -> str:
 
 def _short_target(node: Node) -> str:
     t = node.target
-    for prefix in ("aten.", "torch.ops.aten.", "torch.", "operator.", "_operator."):
+    for prefix in ("torch.ops.higher_order.", "torch.ops.aten.", "aten.", "torch.", "operator.", "_operator."):
         if t.startswith(prefix) and len(t) > len(prefix):
             t = t[len(prefix):]
             break
@@ -96,7 +96,7 @@ def node_labels(node: Node, max_label: int = 40) -> tuple[str, str]:
     if node.op == "placeholder":
         what = node.role.replace("_", " ") if node.role != "operand" else "input"
     elif node.op == "output":
-        what = "output"
+        what = "return " + ", ".join(node.inputs) if node.inputs else "return"
     elif node.op == "get_attr":
         what = f"get_attr {node.target}"
     elif node.role == "hop" and node.calls:
