@@ -34,4 +34,15 @@ PRIVATE_SYMBOLS: list[str] = [
     "torch._C._dynamo.eval_frame:_debug_get_cache_entry_list",
     "torch._C._dynamo.eval_frame:_get_cache_entries_for_region",
     "torch._guards:Guard.create_fn_name",
+    # pause.py / pause_snapshot.py: the Session's hooks (Note [comptime callbacks] in tracer/session.py)
+    "torch._dynamo.comptime:comptime",
+    "torch._dynamo.comptime:ComptimeContext._i_will_not_complain_if_bc_breaks_InstructionTranslator",
+    "torch._dynamo.symbolic_convert:InstructionTranslatorBase.step",
+    "torch._dynamo.output_graph:OutputGraph.current_tracer",
+    "torch._dynamo.output_graph:SubgraphTracer",
+    "torch._dynamo.variables:CellVariable",
+    "torch._dynamo.variables.lazy:LazyVariableTracker.is_realized",
+    "torch._dynamo.variables.lazy:LazyVariableTracker.peek_value",
+    "torch._dynamo.variables.lazy:LazyVariableTracker.unwrap",
+    "torch._dynamo.side_effects:SideEffects",
 ]
