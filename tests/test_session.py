@@ -355,3 +355,41 @@ def test_bad_input_gets_clear_errors():
         tracer.trace(42)
     s.abort()  # never started: just marked finished
     assert s.status == "finished"
+
+
+def test_abort_while_running_stops_at_the_next_instruction():
+    s = tracer.trace(root_fn, torch.randn(3), torch.randn(3)).start()
+    s.abort()  # most likely while Dynamo is still tracing; the marker guarantees it never finishes alone
+    assert s.status == "finished"
+    with pytest.raises(TraceAborted, match="abort\\(\\) was called"):
+        s.wait(timeout=120)
+
+
+_EXIT_SCRIPT = """
+import atexit, sys
+sys.path.insert(0, {tests!r})
+SESSION = None
+
+def report():  # registered before tracer's own handler, so it runs after it (atexit is LIFO)
+    w = SESSION._worker
+    print("at exit:", w.status, type(w.error).__name__, "alive" if w.thread.is_alive() else "ended", flush=True)
+
+atexit.register(report)
+import torch, tracer
+from test_session import root_fn
+SESSION = tracer.trace(root_fn, torch.randn(3), torch.randn(3)).start()
+assert SESSION.wait(timeout=120) is not None
+print("paused", flush=True)
+"""
+
+
+def test_interpreter_exit_while_paused_leaves_no_blocked_thread():
+    import subprocess
+    import sys
+
+    script = _EXIT_SCRIPT.format(tests=os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "paused" in done.stdout
+    assert "at exit: finished TraceAborted ended" in done.stdout

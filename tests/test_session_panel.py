@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from test_session import line_of, root_fn, wrap_fn
 
 import tracer
-from tests.test_session import line_of, root_fn, wrap_fn
 from tracer.model import Graph, Guard, Node
 from tracer.paused import LocalVar, Location, PausedState, TracerState
 from viz.mimebundle import WIDGET_MIME

@@ -7,9 +7,9 @@ import threading
 
 import pytest
 import torch
+from test_session import FILE, line_of, nested_cond_fn, root_fn, unmarked_fn, wrap_fn
 
 import tracer
-from tests.test_session import FILE, line_of, nested_cond_fn, root_fn, unmarked_fn, wrap_fn
 from tracer._torch.pause import hooks_installed
 from tracer.session import TraceAborted
 

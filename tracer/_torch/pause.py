@@ -18,6 +18,7 @@ import torch
 from torch._dynamo.comptime import comptime
 from torch._dynamo.symbolic_convert import InstructionTranslatorBase
 
+from tracer._torch.patching import ACTIVE, Patches
 from tracer._torch.pause_snapshot import snapshot
 
 __all__ = ["Agent", "comptime_pause", "hooks_installed", "pause_hooks"]
@@ -94,18 +95,19 @@ def pause_hooks(agent: Agent) -> Iterator[None]:
         return original(self)
 
     step.__wrapped__ = original  # type: ignore[attr-defined]
-    InstructionTranslatorBase.step = step
-    _agent = agent
-    try:
-        yield
-    finally:
-        InstructionTranslatorBase.step = original
-        _agent = None
+    with Patches() as patches:
+        patches.set(InstructionTranslatorBase, "step", step)
+        _agent = agent
+        try:
+            yield
+        finally:
+            _agent = None
 
 
 def hooks_installed() -> bool:
     """True while some session's hooks patch Dynamo (tests check it is False after every session)."""
-    return _agent is not None or "__wrapped__" in vars(InstructionTranslatorBase.__dict__["step"])
+    return (_agent is not None or "__wrapped__" in vars(InstructionTranslatorBase.__dict__["step"])
+            or (InstructionTranslatorBase, "step") in ACTIVE)
 
 
 def _before_step(tx: InstructionTranslatorBase, agent: Agent, seen_tracers: weakref.WeakSet[Any]) -> None:
