@@ -341,6 +341,7 @@ class Aot:
     effect_tokens: int = 0
     saved_tensor_hooks: Optional[SavedTensorHooks] = None
     backward_ran: bool = False  # the backward graph really was compiled (capture ran .backward())
+    subgraphs: dict[str, Graph] = field(default_factory=dict)  # HOP bodies the AOT graphs call, by "forward.repeated_subgraph0"
 
     @property
     def saved_bytes(self) -> int:
@@ -532,6 +533,8 @@ def validate(cap: Capture) -> None:
                 g = getattr(a, name)
                 if g is not None:
                     check_graph(g, f"frame {f.compile_id} aot.{name}")
+            for qn, g in a.subgraphs.items():
+                check_graph(g, f"frame {f.compile_id} aot.subgraphs[{qn!r}]")
             for s in a.saved:
                 if s.kind not in SAVED_KINDS:
                     problems.append(f"frame {f.compile_id}: saved {s.name!r} kind {s.kind!r} (must be one of {list(SAVED_KINDS)})")

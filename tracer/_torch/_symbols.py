@@ -34,6 +34,10 @@ PRIVATE_SYMBOLS: list[str] = [
     "torch._C._dynamo.eval_frame:_debug_get_cache_entry_list",
     "torch._C._dynamo.eval_frame:_get_cache_entries_for_region",
     "torch._guards:Guard.create_fn_name",
+    # bench_support.py: Note [TORCH_TRACE without the environment variable]; the wrap HOP for bench models
+    "torch._logging._internal:LazyTraceHandler",
+    "torch._logging._internal:TorchLogsFormatter",
+    "torch._higher_order_ops.wrap:wrap",
     # pause.py / pause_snapshot.py: the Session's hooks (Note [comptime callbacks] in tracer/session.py)
     "torch._dynamo.comptime:comptime",
     "torch._dynamo.comptime:ComptimeContext._i_will_not_complain_if_bc_breaks_InstructionTranslator",

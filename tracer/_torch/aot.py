@@ -1,0 +1,393 @@
+"""AOTAutograd stage: run the real ``aot_eager`` pipeline on one Dynamo graph and record it as ``Frame.aot``.
+
+Invariant: recording never changes what torch compiles. The compilers return ``boxed_nop``'s
+result for the very graph they received and the partition function returns the real
+partitioner's result unchanged; the one temporary patch (Note [Observing the outer metadata]) is
+removed before ``compile_aot`` returns or raises.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from typing import Any, Callable, Iterator, Optional
+
+import torch
+import torch.fx
+
+from tracer._torch.aot_meta import (
+    forward_outputs,
+    inputs_from_meta,
+    outputs_from_meta,
+    saved_values,
+    synthetic_base_groups,
+)
+from tracer._torch.aot_provenance import DynamoIndex, annotate_from, seq_nr_origins
+from tracer._torch.fx_graph import graph_from_fx
+from tracer.model import Aot, Frame, Graph, SavedTensorHooks
+
+__all__ = ["PARTITIONERS", "compile_aot"]
+
+PARTITIONERS = ("min_cut", "default")
+
+_SKIP_OPS = ("placeholder", "output")
+
+
+def _real_partitioner(name: str) -> Callable[..., Any]:
+    from torch._functorch.partitioners import default_partition, min_cut_rematerialization_partition
+
+    return min_cut_rematerialization_partition if name == "min_cut" else default_partition
+
+
+def compile_aot(gm: torch.fx.GraphModule, example_inputs: list[Any], *, frame: Frame, partitioner: str = "min_cut"):
+    """Run AOTAutograd like ``backend="aot_eager"`` on a Dynamo graph, recording into ``frame.aot``.
+
+    Called by the capture core's recording backend once per Dynamo graph; returns the compiled
+    callable Dynamo installs. ``partitioner`` is ``"min_cut"`` (aot_eager's
+    ``min_cut_rematerialization_partition``) or ``"default"`` (``default_partition``).
+    The backward graph is compiled lazily by torch, on the first ``.backward()``; the recording
+    backward compiler then fills ``frame.aot.backward`` and sets ``frame.aot.backward_ran``.
+    """
+    if partitioner not in PARTITIONERS:
+        raise ValueError(f"unknown partitioner {partitioner!r} (must be one of {list(PARTITIONERS)})")
+    from torch._dynamo.backends.common import aot_autograd
+
+    rec = _AotRecorder(frame, gm, example_inputs, partitioner)
+    backend = aot_autograd(
+        fw_compiler=rec.fw_compiler,
+        bw_compiler=rec.bw_compiler,
+        inference_compiler=rec.inference_compiler,
+        partition_fn=rec.partition,
+        keep_inference_input_mutations=True,  # as aot_eager
+    )
+    with _observe_outer_metadata(rec.outer_meta):
+        return backend(gm, example_inputs)
+
+
+# Note [Observing the outer metadata]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The ViewAndMutationMeta a compiler sees (``TracingContext.fw_metadata``) describes the graph's
+# calling convention *after* the dedupe and synthetic-base wrappers, so after a synthetic base
+# it has one entry for several user inputs. The per-user-input facts (which input was mutated)
+# live in the metadata ``run_functionalized_fw_and_collect_metadata`` returns first. We wrap that
+# one function in ``torch._functorch.aot_autograd`` for the duration of one ``compile_aot`` call
+# and keep its return value; the value torch uses is the same object, untouched.
+@contextlib.contextmanager
+def _observe_outer_metadata(sink: list[Any]) -> Iterator[None]:
+    mod = importlib.import_module("torch._functorch.aot_autograd")
+    name = "run_functionalized_fw_and_collect_metadata"
+    real = getattr(mod, name, None)
+    if real is None:  # torch moved it: fall back to the compilers' metadata
+        yield
+        return
+
+    def observing(*args: Any, **kwargs: Any) -> Any:
+        run = real(*args, **kwargs)
+
+        def observed(*a: Any, **k: Any) -> Any:
+            meta = run(*a, **k)
+            sink.append(meta)
+            return meta
+
+        return observed
+
+    setattr(mod, name, observing)
+    try:
+        yield
+    finally:
+        setattr(mod, name, real)
+
+
+def _fw_metadata() -> Any:
+    from torch._guards import TracingContext
+
+    ctx = TracingContext.try_get()
+    return getattr(ctx, "fw_metadata", None) if ctx is not None else None
+
+
+def _tokens_in_outputs() -> bool:
+    from torch._functorch import config
+
+    return not bool(getattr(config, "unlift_effect_tokens", False))
+
+
+class _AotRecorder:
+    """The recording partition function and compilers for one ``compile_aot`` call."""
+
+    def __init__(self, frame: Frame, gm: torch.fx.GraphModule, example_inputs: list[Any], partitioner: str):
+        self.frame = frame
+        self.partitioner = partitioner
+        self.index = DynamoIndex(gm)
+        self.params = _params_and_buffers(gm)
+        self.example_inputs = list(example_inputs)
+        self.outer_meta: list[Any] = []
+        self.by_seq_nr: dict[int, dict[str, Any]] = {}
+        self.joint: Optional[Graph] = None
+        self.bw_module: Optional[torch.fx.GraphModule] = None
+        self.pre_hooks_fw: set[str] = set()  # forward node names before saved-tensor hooks were inlined
+        self.pre_hooks_bw: set[str] = set()
+        self.pre_hooks_saved: list[str] = []
+        self.aot: Optional[Aot] = None
+
+    # -- errors ------------------------------------------------------------------------------
+    def _failed(self, stage: str, e: BaseException) -> None:
+        """Recording is best effort per stage; a failure is recorded on the frame, never raised."""
+        self.frame.meta.setdefault("aot_errors", []).append(f"{stage}: {type(e).__name__}: {e}"[:500])
+
+    # -- conversion --------------------------------------------------------------------------
+    def _convert(self, gm: torch.fx.GraphModule, name: str) -> tuple[Graph, dict[str, Graph]]:
+        roles = _roles(gm)
+        g = graph_from_fx(gm, name, role_of=lambda n: roles.get(n.name))
+        by_name = {n.name: n.meta for n in g.nodes}
+        by_seq = dict(self.by_seq_nr)
+        for seq, origin in seq_nr_origins(gm.graph, self.index).items():
+            by_seq.setdefault(seq, origin)
+        annotate_from(gm.graph, by_name, self.index, by_seq)
+        bodies: dict[str, Graph] = {}
+        for n in g.nodes:
+            if n.role == "hop":
+                fx_node = _fx_node(gm, n.name)
+                for attr in _body_attrs(gm, fx_node):
+                    qual = f"{name}.{attr}"
+                    n.calls.append(qual)
+                    if qual not in bodies:
+                        sub_graph, sub_bodies = self._convert(gm.get_submodule(attr), qual)
+                        bodies.update(sub_bodies)
+                        bodies[qual] = sub_graph
+        return g, bodies
+
+    def _names_and_params(self, meta: Any, outer: bool) -> tuple[list[str], set[int]]:
+        dyn = [n.name for n in self.index.placeholders]
+        n_info = len(getattr(meta, "input_info", []) or [])
+        if outer and n_info == len(self.params) + len(dyn) and self.params:
+            # aot_module_simplified passes the module's own parameters and buffers first.
+            names = list(self.params) + dyn
+            params = set(range(len(self.params)))
+        else:
+            names = dyn if outer else self._inner_names(n_info)
+            params = set()
+        for i, name in enumerate(names):
+            node = self.index.root_nodes.get(name)
+            if node is not None and _is_param_placeholder(node):
+                params.add(i)
+        return names, params
+
+    def _inner_names(self, n_info: int) -> list[str]:
+        return [self.index.placeholders[i].name if i < len(self.index.placeholders) else f"input_{i}" for i in range(n_info)]
+
+    def _user_output_names(self) -> list[str]:
+        return [o.name if isinstance(o, torch.fx.Node) else repr(o) for o in self.index.outputs]
+
+    def _new_aot(self, mode: str, inner_meta: Any, placeholders: list[torch.fx.Node]) -> Aot:
+        outer = self.outer_meta[0] if self.outer_meta else None
+        meta = outer if outer is not None else inner_meta
+        names, params = self._names_and_params(meta, outer is not None)
+        aot = Aot(mode=mode, partitioner=self.partitioner, joint=self.joint)
+        aot.inputs = inputs_from_meta(meta, names, params)
+        aot.outputs = outputs_from_meta(meta, self._user_output_names())
+        aot.synthetic_bases = synthetic_base_groups(placeholders, self.example_inputs)
+        tokens = getattr(inner_meta, "tokens", None)
+        aot.effect_tokens = len(tokens) if tokens else 0
+        return aot
+
+    # -- the recording partition function ------------------------------------------------------
+    def partition(self, joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any) -> Any:
+        """Record the joint graph, then return the real partitioner's result unchanged."""
+        bodies: dict[str, Graph] = {}
+        try:
+            self.by_seq_nr = seq_nr_origins(joint.graph, self.index)
+            self.joint, bodies = self._convert(joint, "joint")
+        except Exception as e:
+            self._failed("joint", e)
+        fw_module, bw_module = _real_partitioner(self.partitioner)(joint, joint_inputs, **kwargs)
+        try:
+            self.bw_module = bw_module
+            self._joint_bodies = bodies
+            if self.joint is not None:
+                _tag_partition(self.joint, fw_module, bw_module)
+            self.pre_hooks_fw = {n.name for n in fw_module.graph.nodes}
+            self.pre_hooks_bw = {n.name for n in bw_module.graph.nodes}
+            n_fwd = kwargs.get("num_fwd_outputs")
+            outs = forward_outputs(fw_module)
+            if isinstance(n_fwd, int):
+                self.pre_hooks_saved = [o.name for o in outs[n_fwd:] if isinstance(o, torch.fx.Node)]
+        except Exception as e:
+            self._failed("partition", e)
+        return fw_module, bw_module
+
+    # -- the recording compilers -------------------------------------------------------------
+    def fw_compiler(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+        from torch._dynamo.backends.debugging import boxed_nop
+
+        try:
+            self._record_forward(gm)
+        except Exception as e:
+            self._failed("forward", e)
+        return boxed_nop(gm, example_inputs)
+
+    def _record_forward(self, gm: torch.fx.GraphModule) -> None:
+        meta = _fw_metadata()
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        aot = self._new_aot("training", meta, placeholders)
+        aot.forward, bodies = self._convert(gm, "forward")
+        aot.subgraphs.update(getattr(self, "_joint_bodies", {}))
+        aot.subgraphs.update(bodies)
+        aot.saved, _ = saved_values(gm, meta, tokens_in_outputs=_tokens_in_outputs())
+        if self.bw_module is not None:
+            # The backward torch will compile lazily; saved-tensor hooks are already inlined in it.
+            aot.backward, bw_bodies = self._convert(self.bw_module, "backward")
+            aot.subgraphs.update(bw_bodies)
+        aot.saved_tensor_hooks = self._saved_tensor_hooks(aot)
+        self.aot = aot
+        self.frame.aot = aot
+
+    def bw_compiler(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+        from torch._dynamo.backends.debugging import boxed_nop
+
+        try:
+            aot = self.aot
+            if aot is not None:
+                aot.backward, bodies = self._convert(gm, "backward")
+                aot.subgraphs.update(bodies)
+                if aot.saved_tensor_hooks is not None:
+                    _mark_hook_nodes(aot.backward, self.pre_hooks_bw, "unpack")
+                aot.backward_ran = True
+        except Exception as e:
+            self._failed("backward", e)
+        return boxed_nop(gm, example_inputs)
+
+    def inference_compiler(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+        from torch._dynamo.backends.debugging import boxed_nop
+
+        try:
+            meta = _fw_metadata()
+            placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+            aot = self._new_aot("inference", meta, placeholders)
+            aot.inference, aot.subgraphs = self._convert(gm, "inference")
+            aot.forward = aot.inference  # the graph that runs forward, in either mode
+            self.aot = aot
+            self.frame.aot = aot
+        except Exception as e:
+            self._failed("inference", e)
+        return boxed_nop(gm, example_inputs)
+
+    # -- saved-tensor hooks (seed 004) -------------------------------------------------------
+    def _saved_tensor_hooks(self, aot: Aot) -> Optional[SavedTensorHooks]:
+        """The GraphModule hook pair AOT inlined, if any (Note [Recording inlined saved-tensor hooks])."""
+        from torch._functorch._aot_autograd.utils import (
+            saved_tensors_hooks_are_inlineable,
+            top_saved_tensors_hooks,
+        )
+
+        hooks = top_saved_tensors_hooks()
+        if not saved_tensors_hooks_are_inlineable(hooks):
+            return None
+        pack_gm, unpack_gm = hooks
+        final = {s.name for s in aot.saved}
+        applied = [name for name in self.pre_hooks_saved if name not in final]
+        if aot.forward is not None:
+            _mark_hook_nodes(aot.forward, self.pre_hooks_fw, "pack")
+        if aot.backward is not None:
+            _mark_hook_nodes(aot.backward, self.pre_hooks_bw, "unpack")
+        return SavedTensorHooks(
+            pack=graph_from_fx(pack_gm, "saved_tensors_hooks_pack"),
+            unpack=graph_from_fx(unpack_gm, "saved_tensors_hooks_unpack"),
+            applied_to=applied,
+        )
+
+
+# Note [Recording inlined saved-tensor hooks]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# With ``torch.autograd.graph.saved_tensors_hooks(pack_gm, unpack_gm)`` around a compiled call and
+# both hooks GraphModules, AOTAutograd (``maybe_inline_graph_saved_tensors_hooks``) retraces the
+# pack hook after each selected saved value in the forward and the unpack hook at the top of
+# the backward, *after* the partitioner ran and before the compilers see the graphs. Which saved
+# values it selects depends on ``torch._functorch.config.saved_tensors_hooks_filtering_mode``.
+# We read the result instead of predicting it: the partition function remembers the saved
+# values and node names it returned, so a saved value the final forward no longer returns was
+# replaced by its packed form (``applied_to``), and a node absent before is a hook node
+# (``meta["saved_tensor_hook"]`` = "pack" / "unpack").
+def _mark_hook_nodes(g: Graph, before: set[str], kind: str) -> None:
+    if not before:
+        return
+    for n in g.nodes:
+        if n.op not in _SKIP_OPS and n.name not in before:
+            n.meta["saved_tensor_hook"] = kind
+        elif n.op == "placeholder" and n.name not in before and kind == "unpack":
+            n.meta["saved_tensor_hook"] = kind
+
+
+def _tag_partition(joint: Graph, fw: torch.fx.GraphModule, bw: torch.fx.GraphModule) -> None:
+    """``meta["partition"]`` on joint nodes: where the real partitioner put each one."""
+    fw_ops = {n.name for n in fw.graph.nodes if n.op not in _SKIP_OPS}
+    bw_ops = {n.name for n in bw.graph.nodes if n.op not in _SKIP_OPS}
+    fw_in = {n.name for n in fw.graph.nodes if n.op == "placeholder"}
+    bw_in = {n.name for n in bw.graph.nodes if n.op == "placeholder"}
+    for n in joint.nodes:
+        if n.op == "output":
+            continue
+        if n.op == "placeholder":
+            part = "forward" if n.name in fw_in else "backward" if n.name in bw_in else None
+            if part is None:
+                part = "backward" if str(n.meta.get("desc", "")).startswith(("TangentAOTInput", "BackwardToken")) else "forward"
+        elif n.name in fw_ops:
+            part = "forward"
+            if n.name in bw_ops:
+                n.meta["recomputed"] = True  # min-cut recomputes it in the backward too
+        elif n.name in bw_ops:
+            part = "backward"
+        else:
+            n.meta["dead"] = True  # neither graph kept it
+            continue
+        n.meta["partition"] = part
+
+
+def _roles(gm: torch.fx.GraphModule) -> dict[str, str]:
+    """Node roles for an AOT graph: params by descriptor, HOP calls as "hop"."""
+    from torch._ops import HigherOrderOperator
+
+    roles: dict[str, str] = {}
+    for n in gm.graph.nodes:
+        if n.op == "placeholder" and type(n.meta.get("desc")).__name__ in ("ParamAOTInput", "BufferAOTInput"):
+            roles[n.name] = "param"
+        elif n.op == "call_function" and isinstance(n.target, HigherOrderOperator):
+            roles[n.name] = "hop"
+    return roles
+
+
+def _fx_node(gm: torch.fx.GraphModule, name: str) -> Optional[torch.fx.Node]:
+    return next((n for n in gm.graph.nodes if n.name == name), None)
+
+
+def _body_attrs(gm: torch.fx.GraphModule, node: Optional[torch.fx.Node]) -> list[str]:
+    """The submodule names a HOP call reads (its bodies), in argument order."""
+    if node is None:
+        return []
+    out: list[str] = []
+    for a in node.all_input_nodes:
+        if a.op == "get_attr" and isinstance(a.target, str):
+            try:
+                obj = gm.get_submodule(a.target)
+            except Exception:
+                continue
+            if isinstance(obj, torch.fx.GraphModule) and a.target not in out:
+                out.append(a.target)
+    return out
+
+
+def _params_and_buffers(gm: torch.fx.GraphModule) -> list[str]:
+    try:
+        names = [k for k, _ in gm.named_parameters(remove_duplicate=False)]
+        names += [k for k, _ in gm.named_buffers(remove_duplicate=False)]
+        return names
+    except Exception:
+        return []
+
+
+def _is_param_placeholder(node: torch.fx.Node) -> bool:
+    """A Dynamo placeholder standing for an ``nn.Parameter`` (inlined nn modules lift them)."""
+    val = node.meta.get("example_value")
+    if isinstance(val, torch.nn.Parameter):
+        return True
+    td = node.meta.get("tensor_dict") or {}
+    return bool(td.get("_dynamo_static_input_type")) or bool(getattr(val, "_is_param", False))

@@ -1,0 +1,200 @@
+"""ViewAndMutationMeta and the partitioned graphs -> AotInput/AotOutput/SavedValue/synthetic bases.
+
+Invariant: every fact here is read from torch's own metadata or graphs (``InputAliasInfo``,
+``OutputAliasInfo``, AOT descriptors, the forward graph's outputs); nothing is re-derived.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import torch
+import torch.fx
+
+from tracer._torch.fx_graph import meta_of
+from tracer.model import AotInput, AotOutput, SavedValue
+
+__all__ = [
+    "inputs_from_meta",
+    "outputs_from_meta",
+    "saved_values",
+    "synthetic_base_groups",
+    "value_kind",
+]
+
+# Note [Unbacked sizes in saved bytes]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``SavedValue.nbytes`` evaluates symbolic sizes at their hints (``optimization_hint``, which adds
+# no guards). An unbacked size (u0) has no hint; like Inductor's memory estimates we then use a
+# fixed fallback, so the number stays an estimate and never raises.
+_UNBACKED_FALLBACK = 8192
+
+
+def _hint(s: Any) -> int:
+    if isinstance(s, int) and not isinstance(s, bool):
+        return s
+    from torch.fx.experimental.symbolic_shapes import optimization_hint
+
+    try:
+        return int(optimization_hint(s, fallback=_UNBACKED_FALLBACK))
+    except Exception:
+        return _UNBACKED_FALLBACK
+
+
+def value_kind(val: Any) -> str:
+    """"tensor", "symint" or "opaque" (one of ``tracer.model.SAVED_KINDS``) for a saved value."""
+    if isinstance(val, torch.Tensor):
+        return "tensor"
+    if isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)):
+        return "symint"
+    return "opaque"
+
+
+def saved_value(node: Any) -> SavedValue:
+    """One forward output the backward reads, with its size at the shape hints."""
+    if not isinstance(node, torch.fx.Node):
+        return SavedValue(name=repr(node), kind="opaque")
+    val = node.meta.get("val")
+    kind = value_kind(val)
+    if kind != "tensor":
+        return SavedValue(name=node.name, kind=kind)
+    meta = meta_of(val)
+    numel = 1
+    for s in val.shape:
+        numel *= _hint(s)
+    try:
+        itemsize = val.element_size()
+    except Exception:
+        itemsize = 0
+    return SavedValue(
+        name=node.name,
+        kind="tensor",
+        shape=list(meta.get("shape", [])),
+        dtype=meta.get("dtype", ""),
+        nbytes=numel * itemsize,
+    )
+
+
+def forward_outputs(gm: torch.fx.GraphModule) -> list[Any]:
+    out = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
+    if out is None or not out.args:
+        return []
+    first = out.args[0]
+    return list(first) if isinstance(first, (tuple, list)) else [first]
+
+
+# Note [Which forward outputs are saved]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The compiled forward returns (tokens, mutated inputs, user outputs, intermediate bases, rng
+# offset, saved tensors, saved symints): see ``ViewAndMutationMeta.num_forward``. Everything past
+# ``num_forward`` (plus the effect tokens, which ``num_forward`` leaves out while they are still
+# threaded through the graph) is saved for the backward. This holds after saved-tensor hooks were
+# inlined too: the hooks replace saved outputs by their packed values in the same region.
+def saved_values(gm: torch.fx.GraphModule, meta: Any, *, tokens_in_outputs: bool) -> tuple[list[SavedValue], int]:
+    """(saved values, number of forward outputs before them) of a partitioned forward graph."""
+    outs = forward_outputs(gm)
+    start: Optional[int] = None
+    if meta is not None:
+        try:
+            start = int(meta.num_forward) + (len(meta.tokens) if tokens_in_outputs else 0)
+        except Exception:
+            start = None
+    if start is None:
+        # No metadata: fall back to the output descriptors the partitioner attached.
+        out_node = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
+        descs = out_node.meta.get("desc") if out_node is not None else None
+        if isinstance(descs, (list, tuple)) and len(descs) == len(outs):
+            start = sum(1 for d in descs if not type(d).__name__.startswith("SavedForBackwards"))
+        else:
+            start = len(outs)
+    start = max(0, min(start, len(outs)))
+    return [saved_value(o) for o in outs[start:]], start
+
+
+def inputs_from_meta(meta: Any, names: list[str], params: set[int]) -> list[AotInput]:
+    """One AotInput per ``meta.input_info`` entry, named after the Dynamo placeholder it describes."""
+    from torch._functorch._aot_autograd.schemas import MutationType
+
+    out: list[AotInput] = []
+    for i, info in enumerate(getattr(meta, "input_info", []) or []):
+        mutated = bool(info.mutates_data or info.mutates_metadata)
+        try:
+            in_graph = mutated and info.mutation_type == MutationType.MUTATED_IN_GRAPH
+        except Exception:
+            in_graph = False
+        out.append(
+            AotInput(
+                name=names[i] if i < len(names) else f"input_{i}",
+                mutates_data=bool(info.mutates_data),
+                mutates_metadata=bool(info.mutates_metadata),
+                requires_grad=bool(info.requires_grad),
+                mutation_in_graph=bool(in_graph),
+                is_parameter=i in params,
+            )
+        )
+    return out
+
+
+def outputs_from_meta(meta: Any, names: list[str]) -> list[AotOutput]:
+    """One AotOutput per ``meta.output_info`` entry (user outputs, in order)."""
+    out: list[AotOutput] = []
+    for i, info in enumerate(getattr(meta, "output_info", []) or []):
+        kind = getattr(info.output_type, "name", str(info.output_type))
+        base = info.base_idx
+        out.append(
+            AotOutput(
+                name=names[i] if i < len(names) else f"output_{i}",
+                alias="none" if kind == "non_alias" else kind,
+                base_index=base if isinstance(base, int) else None,
+            )
+        )
+    return out
+
+
+# Note [Synthetic bases from descriptors]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# When a mutated input aliases another input, AOTAutograd replaces the aliased inputs with one
+# "synthetic base" placeholder (Note [AOT Autograd: mutations to inputs that alias other inputs]).
+# The graph says so itself: that placeholder's descriptor is ``SyntheticBaseAOTInput`` or
+# ``ViewBaseAOTInput`` (``base_of`` = one of the merged inputs), and the merged inputs no longer
+# appear as ``PlainAOTInput`` placeholders. The inputs merged into one base are the missing ones
+# that share a storage with ``base_of`` (the same test ``merge_view_inputs`` applies).
+def synthetic_base_groups(placeholders: list[torch.fx.Node], example_inputs: list[Any]) -> list[list[int]]:
+    """Groups of Dynamo input indices merged into one synthetic base, in placeholder order."""
+    present: set[int] = set()
+    bases: list[int] = []
+    for n in placeholders:
+        desc = n.meta.get("desc")
+        kind = type(desc).__name__
+        if kind == "PlainAOTInput" and isinstance(getattr(desc, "idx", None), int):
+            present.add(desc.idx)
+        elif kind in ("SyntheticBaseAOTInput", "ViewBaseAOTInput"):
+            root = getattr(desc, "base_of", None)
+            if type(root).__name__ == "PlainAOTInput" and isinstance(getattr(root, "idx", None), int):
+                bases.append(root.idx)
+    if not bases:
+        return []
+    missing = [i for i in range(len(example_inputs)) if i not in present]
+    groups: list[list[int]] = []
+    taken: set[int] = set()
+    for b in bases:
+        key = _storage_key(example_inputs, b)
+        group = [i for i in missing if i not in taken and (i == b or (key is not None and _storage_key(example_inputs, i) == key))]
+        taken.update(group)
+        if group:
+            groups.append(group)
+    return groups
+
+
+def _storage_key(example_inputs: list[Any], i: int) -> Any:
+    if not 0 <= i < len(example_inputs):
+        return None
+    t = example_inputs[i]
+    if not isinstance(t, torch.Tensor):
+        return None
+    try:
+        from torch.multiprocessing.reductions import StorageWeakRef
+
+        return StorageWeakRef(t.untyped_storage())
+    except Exception:
+        return None
