@@ -305,6 +305,8 @@ def test_two_sessions():
     assert "paused at" in str(info.value) and "abort()" in str(info.value)
     with pytest.raises(RuntimeError, match="compile lock"):
         _raise_if_paused()
+    with pytest.raises(RuntimeError, match=s1.name.replace("#", "\\#")):
+        tracer.capture(unmarked_fn, torch.randn(3))
     assert s2.status == "new"
     finish(s1)
     s2.start()

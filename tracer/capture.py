@@ -107,6 +107,9 @@ def _run_capture(
     them, even on error. Used by ``tracer.trace`` to run the same pipeline with a pause hook."""
     calls = _check(fn, more_calls, partitioner, backward, dynamic, fullgraph)
     if not _ACTIVE.acquire(blocking=False):
+        from tracer.session import _raise_if_paused
+
+        _raise_if_paused("tracer.capture()")  # a tracer.trace Session holds the capture: name it
         raise RuntimeError(
             "tracer.capture() is already running (a capture inside a captured function, or two threads): "
             "one capture at a time; call it again after the running one returns"
