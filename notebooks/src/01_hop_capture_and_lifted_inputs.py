@@ -1,0 +1,220 @@
+# %% [markdown]
+# # HOP capture and lifted inputs
+#
+# A *higher-order operator* (HOP) takes a function as an argument: `wrap(body, x)`, `torch.cond`,
+# `torch.utils.checkpoint`, `nested_compile_region`. Dynamo cannot call `body` and record whatever
+# happens, because the body must end up as **its own graph** that the HOP calls. The design
+# (pytorch#99988):
+#
+# - `OutputGraph` owns a **root `SubgraphTracer`**, which builds the frame's FX graph.
+# - For each HOP body, Dynamo opens a **nested `SubgraphTracer`** and *speculates* the body into a
+#   fresh graph (`speculate_subgraph`). If that fails — say the body graph-breaks — the whole HOP
+#   falls back.
+# - A body must have **no free variables**: every tensor it reads from outside is turned into an
+#   extra input of the body graph. Dynamo calls this **lifting** (`lift_tracked_freevar_to_input`).
+#
+# This notebook makes each of those steps visible with `wrap`, the simplest HOP: `wrap(body, *args)`
+# just runs `body(*args)`.
+
+# %%
+import warnings
+
+import torch
+
+import tracer
+
+warnings.filterwarnings("ignore")
+_ = torch.manual_seed(0)
+wrap = torch.ops.higher_order.wrap
+
+# %% [markdown]
+# ## Three kinds of free variable
+#
+# The body below reads three things it was not passed: `y`, a tensor computed in the enclosing
+# function; `w`, a global tensor Dynamo has not seen before; and `scale`, a global Python number.
+
+# %%
+w = torch.randn(3)  # a global tensor
+scale = 2.0  # a global number
+
+
+def f(x):
+    y = x.cos()
+
+    def body(a):
+        return a * y * w * scale
+
+    return wrap(body, x)
+
+
+cap = tracer.capture(f, torch.randn(3))
+frame = cap.frames[0]
+print(frame.graph.code)
+
+# %% [markdown]
+# Read the root graph's signature and the `wrap` call:
+#
+# - `w` became an input of the **root** graph (`G_w_`, from the source `G['w']`) the moment the body
+#   touched it: the root tracer registers every global tensor it meets as a graph input, and only
+#   then can the nested tracer lift it.
+# - The `wrap` call passes `l_x_` — the operand the user gave — and then `y` and `g_w_`, the two
+#   lifted free variables.
+# - `scale` is nowhere in the signature: a Python number is not a tensor to lift. Dynamo burns its
+#   value into the body as the constant `2.0` (and guards on it, so changing `scale` recompiles).
+
+# %%
+body = frame.subgraphs["wrap_body_0"]
+for i in body.inputs:
+    print(f"{i.name:6} {i.kind:15} <- {i.source}")
+
+# %%
+assert [n.target for n in frame.graph.placeholders] == ["L_x_", "G_w_"]
+assert [(i.kind, i.source) for i in body.inputs] == [
+    ("operand", "l_x_"),
+    ("lifted_freevar", "y"),
+    ("lifted_freevar", "g_w_"),
+]
+assert body.lifted == ["y", "g_w_"]
+assert any("2.0" in n.args for n in body.graph.nodes)  # scale: a constant, not an input
+assert any(g.kind == "CONSTANT_MATCH" and g.source == "G['scale']" for g in frame.guards)
+
+# %% [markdown]
+# The explorer draws the same thing: in the subgraph tree open `wrap_body_0`; lifted inputs are
+# styled apart from the operand, and the inspector of a lifted placeholder names the parent node that
+# feeds it.
+
+# %%
+cap
+
+# %% [markdown]
+# ## Nested bodies: lifting is recursive
+#
+# Now put a `wrap` inside a `wrap`. The inner body reads `y` (bound in the root graph), `z` (bound in
+# the *outer body*) and `w` (a global). While the inner tracer runs, a free variable is looked up
+# through the stack of tracers until the one that owns it, and lifted into **every body in between**
+# — but no further than where it is bound (pytorch#99988, Note [Nested SubgraphTracer and
+# free_variable handling]).
+
+# %%
+def g(x):
+    y = x.cos()
+
+    def outer(a):
+        z = a + 1
+
+        def inner(b):
+            return b * y * z * w
+
+        return wrap(inner, a)
+
+    return wrap(outer, x)
+
+
+cap = tracer.capture(g, torch.randn(3))
+frame = cap.frames[0]
+print(list(frame.subgraphs))
+
+# %% [markdown]
+# Bodies are numbered in the order they are *installed*, and the inner one finishes first: the outer
+# body is `wrap_body_1` and the inner one, nested inside it, is `wrap_body_1.wrap_body_0`. The
+# speculations, though, are listed in the order they *started*: outer (depth 1), then inner (depth 2).
+
+# %%
+for s in frame.speculations:
+    print(s.hop, s.depth, s.ok, s.subgraph, s.lifted)
+
+# %% [markdown]
+# A speculation's `lifted` is `SubgraphTracer.lifted_freevars` exactly as Dynamo filled it, and it
+# starts with `l_x_`, the *operand*. `wrap` creates its body's inputs lazily: an argument becomes a
+# placeholder the first time the body uses it, through the same lifting path as a closure. The
+# capture classifies the body inputs by what the user passed, so `l_x_` is an `operand` below.
+
+# %%
+outer = frame.subgraphs["wrap_body_1"]
+inner = frame.subgraphs["wrap_body_1.wrap_body_0"]
+assert inner.parent == "wrap_body_1" and outer.parent == ""
+assert [(s.depth, s.subgraph) for s in frame.speculations] == [
+    (1, "wrap_body_1"),
+    (2, "wrap_body_1.wrap_body_0"),
+]
+assert frame.speculations[0].lifted[0] == "l_x_" and outer.input("l_x_").kind == "operand"
+
+# %% [markdown]
+# Follow each free variable of the inner body back to where it is bound:
+
+# %%
+for i in inner.inputs:
+    print(f"inner {i.name:6} {i.kind:15} <- outer's {i.source}")
+for i in outer.inputs:
+    print(f"outer {i.name:6} {i.kind:15} <- root's  {i.source}")
+
+# %% [markdown]
+# - `y` is bound in the root graph, so it is lifted into the outer body *and* into the inner one:
+#   the inner body's `y` comes from the outer body's `y` placeholder.
+# - `z` (the node `add`) is bound in the outer body: it is lifted into the inner body only.
+# - `w` is a root graph input (`G_w_`), lifted through both bodies, like `y`.
+
+# %%
+inner_src = {i.name: i.source for i in inner.inputs}
+outer_src = {i.name: i.source for i in outer.inputs}
+# y and w: lifted through both levels, each level reading the level above
+assert inner_src["y"] == "y" and outer.input("y").kind == "lifted_freevar" and outer_src["y"] == "y"
+assert inner_src["g_w_"] == "g_w_" and outer_src["g_w_"] == "g_w_"
+# z is bound in the outer body (node "add"): lifted one level only
+assert inner.input("add").kind == "lifted_freevar"
+assert outer.graph.node("add").op == "call_function" and "add" not in outer_src
+assert set(inner.lifted) == {"y", "add", "g_w_"} and set(outer.lifted) == {"y", "g_w_"}
+
+# %% [markdown]
+# ## Lifted symbols and placeholder order
+#
+# With dynamic shapes a tensor's sizes are symbols (`s77`), and a value read with `.item()` is an
+# *unbacked* symbol (`u0`): Dynamo does not know it at trace time. A body that receives a tensor of
+# shape `[u0, 1]` must also receive `u0` itself, or its graph would mention a symbol nobody binds.
+# Since pytorch#138363, whenever a SubgraphTracer creates a graph input it also **binds the free
+# symbols** of its example value, lifting them as inputs of their own.
+#
+# `.item()` only stays in the graph with `capture_scalar_outputs` on (otherwise it graph-breaks), so
+# we enable that Dynamo option for this one capture.
+
+# %%
+def h(x, lengths):
+    n = lengths.max().item()  # an unbacked SymInt: u0
+    c = x.new_zeros(n, 1)  # shape [u0, 1], created outside the body
+
+    def body(a):
+        return a.sin(), c + 1
+
+    return wrap(body, x)
+
+
+with torch._dynamo.config.patch(capture_scalar_outputs=True):
+    cap = tracer.capture(h, torch.randn(5), torch.tensor([2, 4, 3]), dynamic=True)
+body = cap.frames[0].subgraphs["wrap_body_0"]
+for i in body.inputs:
+    print(f"{i.name:6} {i.kind:15} <- {i.source:6} {tracer.model.format_meta(i.meta)}")
+
+# %% [markdown]
+# Four placeholders for a body that was passed one argument:
+#
+# 1. `s77`, the symbol in the operand's shape `[s77]`, bound when the operand's placeholder was made,
+#    so it comes right *before* the operand;
+# 2. `l_x_`, the operand;
+# 3. `u0` and `c`: `c` is a closure lifted during speculation, and `u0` is bound with it, again
+#    placed before the tensor that mentions it. The root graph feeds `u0` from the `item` node.
+#
+# Why are the lifted ones after the operand even though Dynamo only met them while tracing? After
+# speculation Dynamo moves every lifted placeholder behind the operands (Note [HigherOrderOperator
+# subgraph input ordering]), so a HOP's explicit arguments always come first.
+
+# %%
+kinds = [(i.name, i.kind) for i in body.inputs]
+assert kinds == [
+    ("s77", "lifted_symbol"),
+    ("l_x_", "operand"),
+    ("u0", "lifted_symbol"),
+    ("c", "lifted_freevar"),
+], kinds
+assert body.input("u0").source == "item"
+assert cap.frames[0].graph.node("item").meta["value"] == "u0"
+assert body.input("c").meta["shape"] == ["u0", 1]
