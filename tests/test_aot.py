@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch._opaque_base import OpaqueBase
 
 import tracer
 from tracer.model import Capture, Frame
@@ -563,3 +564,64 @@ def test_metadata_observer_is_removed_after_capture_and_after_errors(monkeypatch
     # The partial capture says AOT did not finish: the joint was recorded, no compiler ran.
     partial = info.value.capture
     assert [f.aot for f in partial.frames] == [None]
+
+
+class Scale(OpaqueBase):
+    """A user object a custom op takes as is: an opaque reference type (Note [Opaque Objects])."""
+
+    def __init__(self, k):
+        self.k = k
+
+
+_OPAQUE: dict[str, object] = {}
+
+
+def _opaque_scale_op():
+    """Registers ``Scale`` as an opaque type and a custom op taking it, once per process."""
+    if not _OPAQUE:
+        from torch._library.opaque_object import register_opaque_type
+
+        register_opaque_type(Scale, typ="reference")
+
+        def scaled_impl(x, s):
+            return x * s.k
+
+        # Real types, not strings (this module uses ``from __future__ import annotations``).
+        scaled_impl.__annotations__ = {"x": torch.Tensor, "s": Scale, "return": torch.Tensor}
+        scaled = torch.library.custom_op("dynascope_test::scaled", mutates_args=())(scaled_impl)
+
+        @scaled.register_fake
+        def _(x, s):
+            return torch.empty_like(x)
+
+        def setup_context(ctx, inputs, output):
+            ctx.s = inputs[1]  # the backward needs the opaque object itself
+
+        def backward(ctx, grad):
+            return scaled(grad, ctx.s), None
+
+        scaled.register_autograd(backward, setup_context=setup_context)
+        _OPAQUE.update(Scale=Scale, scaled=scaled)
+    return _OPAQUE["Scale"], _OPAQUE["scaled"]
+
+
+def test_opaque_object_is_an_input_and_a_saved_value_not_a_crash():
+    Scale, scaled = _opaque_scale_op()
+
+    def f(x, s):
+        return scaled(x.sin(), s).cos()
+
+    x = torch.randn(3, requires_grad=True)
+    cap = _capture(f, x, Scale(2.0))
+    a = _only_aot(cap)
+    assert a.backward_ran
+    torch.testing.assert_close(x.grad, -torch.sin(2 * x.sin()).detach() * 2 * x.cos().detach())
+    # The opaque object is the second graph input; the backward's custom-op call needs it, so
+    # it is saved, as an "opaque" value that costs no tensor memory.
+    opaque = a.forward.placeholders[1]
+    assert opaque.meta["kind"] == "opaque"
+    (saved,) = [s for s in a.saved if s.kind == "opaque"]
+    assert saved.name == opaque.name and saved.nbytes == 0 and saved.shape == []
+    assert {s.kind for s in a.saved} == {"tensor", "opaque"}
+    (call,) = a.backward.find(target="dynascope_test.scaled")
+    assert opaque.name in call.inputs
