@@ -19,6 +19,19 @@ __all__ = ["to_svg"]
 _ARROW = "ds-arrow"  # the one fixed element id; identical in every SVG, so inlining many is harmless
 
 
+# Note [Attribute whitespace]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``html.escape`` covers & < > " ' but an XML parser (a standalone .svg file) turns a raw newline or
+# tab inside an attribute value into a space, so ``data-node`` would no longer name the node. Those
+# three characters are written as character references too.
+_WS = str.maketrans({"\n": "&#10;", "\r": "&#13;", "\t": "&#9;"})
+
+
+def _attr(text: str) -> str:
+    """``text`` escaped for a double-quoted attribute value, exactly round-tripping. See Note [Attribute whitespace]."""
+    return escape(text).translate(_WS)
+
+
 def _f(v: float) -> str:
     """Fixed, short number formatting (deterministic across runs)."""
     s = f"{v:.1f}"
@@ -40,17 +53,17 @@ def _path(points: list[tuple[float, float]]) -> str:
 
 def _edge(e: Edge, hi: bool) -> str:
     cls = "edge highlight" if hi else "edge"
-    return (f'<g class="{cls}" data-src="{escape(e.src)}" data-dst="{escape(e.dst)}">'
+    return (f'<g class="{cls}" data-src="{_attr(e.src)}" data-dst="{_attr(e.dst)}">'
             f'<path d="{_path(e.points)}" marker-end="url(#{_ARROW})"/></g>')
 
 
 def _box(b: Box, selected: bool, hi: bool) -> str:
-    classes = ["group" if b.group is not None else "node", f"role-{escape(b.role)}"]
+    classes = ["group" if b.group is not None else "node", f"role-{_attr(b.role)}"]
     if selected:
         classes.append("selected")
     if hi:
         classes.append("highlight")
-    attr = f'data-group="{escape(b.group)}"' if b.group is not None else f'data-node="{escape(b.id)}"'
+    attr = f'data-group="{_attr(b.group)}"' if b.group is not None else f'data-node="{_attr(b.id)}"'
     tooltip = b.label if not b.sublabel else f"{b.label}\n{b.sublabel}"
     if b.group is not None:
         tooltip = f"{b.group}\n{b.sublabel}\n(click to expand)"
@@ -83,7 +96,7 @@ def to_svg(layout: Layout, *, selected: Optional[str] = None, highlight: Iterabl
     w, h = max(layout.width, 1.0), max(layout.height, 1.0)
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="ds-graph" width="{_f(w)}" height="{_f(h)}" '
-        f'viewBox="0 0 {_f(w)} {_f(h)}" data-engine="{escape(layout.engine)}">',
+        f'viewBox="0 0 {_f(w)} {_f(h)}" data-engine="{_attr(layout.engine)}">',
         f"<style>{css('.ds-graph')}</style>",
         f'<defs><marker id="{_ARROW}" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
         'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#94a3b8"/></marker></defs>',
