@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import html as htmllib
+import re
+
 import pytest
 import torch
 from test_session import line_of, root_fn, wrap_fn
@@ -63,7 +66,9 @@ def test_panel_of_a_live_pause():
     html = bundle["text/html"]
     # The paused line is highlighted (Pygments hl_lines span) and its line number shown.
     line = line_of(wrap_fn, 'tracer.pause("in wrap")')
-    assert "background-color: #fde68a" in html and f"{line}" in html
+    start = html.index("background-color: #fde68a")
+    marked = htmllib.unescape(re.sub(r"<[^>]+>", "", html[start:html.index("\n", start)].split(">", 1)[1]))
+    assert marked.split() == [str(line), 'tracer.pause("in', 'wrap")']
     assert "<svg" in html and 'data-node="cos"' in html  # the innermost partial graph is drawn
     assert "wrap body (wrap)" in html and "root tracer" in html
     sbundle = s._repr_mimebundle_()
@@ -101,3 +106,13 @@ def test_resume_button_to_the_end():
     assert "finished" in panel.status.value
     panel.click("resume")  # a click on a finished session shows the error instead of raising
     assert "needs a paused session" in panel.message.value
+
+
+def test_source_keeps_line_numbers_when_the_context_starts_with_blank_lines():
+    st = PausedState(session="S", index=1, reason="step", label="",
+                     location=Location(file="m.py", line=3, function="f", code="y = 2",
+                                       context=["", "", "y = 2", "z = 3"], context_start=1))
+    html = paused_html(st)
+    start = html.index("background-color: #fde68a")
+    marked = htmllib.unescape(re.sub(r"<[^>]+>", "", html[start:html.index("\n", start)].split(">", 1)[1]))
+    assert marked.split() == ["3", "y", "=", "2"]

@@ -49,7 +49,7 @@ def source_html(state: PausedState) -> str:
         return f"<div class='ds-src'><pre>{esc(loc.code)}</pre></div>"
     formatter = HtmlFormatter(noclasses=True, nowrap=False, linenos="inline", linenostart=loc.context_start,
                               hl_lines=[loc.line - loc.context_start + 1], style=_PausedStyle)
-    return f"<div class='ds-src'>{highlight(chr(10).join(loc.context) + chr(10), PythonLexer(), formatter)}</div>"
+    return f"<div class='ds-src'>{highlight(chr(10).join(loc.context) + chr(10), PythonLexer(stripnl=False), formatter)}</div>"
 
 
 def _stack_html(state: PausedState) -> str:
