@@ -1,0 +1,139 @@
+# %% [markdown]
+# # Wrap semantics: body outputs vs graph outputs
+#
+# Some HOPs just *run their body*: `wrap`, activation checkpointing
+# (`torch.utils.checkpoint.checkpoint`), `autograd.Function`, `nested_compile_region`. Control-flow
+# HOPs (`torch.cond`, `while_loop`, `map`) do something else with theirs. Dynamo traces the first
+# family with `speculate_subgraph_with_wrap_semantics`, whose key idea is to **disentangle** two
+# things that a HOP call used to tie together:
+#
+# - what the body *returns* to the Python program — any object, which Dynamo keeps tracing with, and
+# - what the body *graph outputs* — only the tensors and SymInts inside that object.
+#
+# This notebook shows the difference on three small bodies.
+
+# %%
+import warnings
+
+import torch
+
+import tracer
+
+warnings.filterwarnings("ignore")
+_ = torch.manual_seed(0)
+wrap = torch.ops.higher_order.wrap
+
+
+def outputs_of(graph):
+    """Names of the values a graph returns (the args of its output node)."""
+    return graph.output.inputs
+
+# %% [markdown]
+# ## A body that returns a user object
+#
+# `body` returns a `Pair`, a plain Python class holding two tensors. A graph cannot return a `Pair`.
+# Dynamo keeps the `Pair` as a variable it traces with, and makes the body graph return only the two
+# tensors inside it; after the call, `p.a` and `p.b` read the HOP's outputs.
+
+# %%
+class Pair:
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+
+def f(x):
+    def body(y):
+        return Pair(y.sin(), y.cos())
+
+    p = wrap(body, x)
+    return p.a + p.b
+
+
+cap = tracer.capture(f, torch.randn(3))
+frame = cap.frames[0]
+print(frame.graph.code)
+
+# %%
+body = frame.subgraphs["wrap_body_0"]
+print("body graph returns:", outputs_of(body.graph))
+assert outputs_of(body.graph) == ["sin", "cos"]
+call = frame.graph.node(body.call_node)
+readers = [frame.graph.node(u) for u in call.users]
+assert call.role == "hop" and call.calls == ["wrap_body_0"]
+assert [n.target for n in readers] == ["operator.getitem", "operator.getitem"]
+
+# %% [markdown]
+# Two graph outputs for one Python return value: the body graph returns the flat list of tensors
+# (`sin`, `cos`), the root graph unpacks them with `getitem`, and the `Pair` itself never enters any
+# graph.
+#
+# ## An output nobody reads
+#
+# The graph outputs of a body are decided when the body is traced — before Dynamo knows what the
+# caller will do with them. Here the caller drops the second result: the body still returns both
+# tensors, and the root graph simply reads one of them.
+
+# %%
+def g(x):
+    def body(y):
+        return y.sin(), y.cos()
+
+    a, _ = wrap(body, x)
+    return a
+
+
+frame = tracer.capture(g, torch.randn(3)).frames[0]
+body = frame.subgraphs["wrap_body_0"]
+call = frame.graph.node(body.call_node)
+print("body graph returns:", outputs_of(body.graph), "| readers in root:", call.users)
+
+# %%
+assert outputs_of(body.graph) == ["sin", "cos"]
+assert len(call.users) == 1  # only wrap[0] is read
+
+# %% [markdown]
+# ## Checkpoint bodies return intermediates as extra outputs
+#
+# Activation checkpointing is a wrap-semantics HOP too (`tag_activation_checkpoint`). A checkpointed
+# function sometimes leaks a tensor through a side effect — below, `gn` appends an intermediate to a
+# list owned by the caller, who returns it. That tensor is not a return value of `gn`, so with plain
+# wrap semantics the root graph would have no way to reach it.
+#
+# Dynamo refuses such side effects in a HOP body unless told that it is fine not to replay them in
+# the backward (`skip_fwd_side_effects_in_bwd_under_checkpoint`). With that option, it **returns
+# every intermediate tensor of a checkpoint body as an extra output** (Note [Return subgraph
+# intermediates as subgraph outputs]); the ones the root graph never reads are dropped again, so the
+# body below returns exactly `cos` and `out`. This is safe for checkpoint because AOTAutograd inlines the body later, so the subgraph boundary
+# (and its extra outputs) disappears.
+
+# %%
+def gn(x, z):
+    o = torch.matmul(x, x) @ x
+    out = x.sin()
+    z.append(out)  # the intermediate escapes through the caller's list
+    return torch.cos(torch.sin(o))
+
+
+def fn(x):
+    z = []
+    out1 = torch.utils.checkpoint.checkpoint(gn, x, z, use_reentrant=False)
+    return out1, z[0]
+
+
+with torch._dynamo.config.patch(skip_fwd_side_effects_in_bwd_under_checkpoint=True):
+    cap = tracer.capture(fn, torch.randn(4, 4, requires_grad=True))
+frame = cap.frames[0]
+body = frame.subgraphs["wrap_body_0"]
+print(body.hop, "returns", outputs_of(body.graph))
+
+# %%
+assert body.hop == "tag_activation_checkpoint"
+assert outputs_of(body.graph) == ["cos", "out"]  # gn returned one tensor; its graph returns two
+assert len(frame.graph.node(body.call_node).users) == 2
+
+# %% [markdown]
+# The explorer shows the checkpoint body with its two outputs; click the
+# `tag_activation_checkpoint` node in the root graph to open it.
+
+# %%
+cap
