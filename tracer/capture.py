@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import warnings
 from typing import Any, Callable, Iterable, Optional
 
 from tracer.model import Capture
@@ -118,7 +117,7 @@ def _run_capture(
         import torch
 
         from tracer._torch.backend import Recorder
-        from tracer._torch.isolation import describe_callable, fresh_callable
+        from tracer._torch.isolation import code_state_scope, describe_callable, fresh_callable
         from tracer._torch.isolation import dynamo_config as scoped_config
 
         config = dict(dynamo_config or {})
@@ -135,11 +134,11 @@ def _run_capture(
             try:
                 with contextlib.ExitStack() as stack:
                     stack.enter_context(scoped_config(**config))
+                    stack.enter_context(code_state_scope())
                     stack.enter_context(rec.hooks())
                     for factory in extra_hooks:
                         stack.enter_context(factory())
-                    compiled = _compile(target, rec, fullgraph=fullgraph, dynamic=dynamic)
-                    rec.region = getattr(compiled, "_isolate_recompiles_id", None)
+                    compiled = rec.compile(target, fullgraph=fullgraph, dynamic=dynamic)
                     result = compiled(*args, **kwargs)
                     cap.meta["backward_ran"] = _maybe_backward(result, backward, (args, kwargs))
                     for call_args in calls:
@@ -155,20 +154,6 @@ def _run_capture(
         return cap
     finally:
         _ACTIVE.release()
-
-
-def _compile(target: Callable[..., Any], rec: Any, *, fullgraph: bool, dynamic: Optional[bool]) -> Callable[..., Any]:
-    import torch._dynamo
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # torch._dynamo.optimize is the entry point with guard_export_fn
-        return torch._dynamo.optimize(
-            rec.backend,
-            nopython=fullgraph,
-            dynamic=dynamic,
-            guard_export_fn=rec.guard_export_fn,
-            isolate_recompiles=True,
-        )(target)
 
 
 def _attach(e: BaseException, cap: Capture) -> None:

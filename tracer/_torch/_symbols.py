@@ -14,7 +14,7 @@ PRIVATE_SYMBOLS: list[str] = [
     "torch._dynamo.variables.higher_order_ops:speculate_subgraph_with_auto_output_flattening",
     "torch._dynamo.variables.lazy:LazyVariableTracker",
     "torch._dynamo.variables.base:VariableTracker.maybe_fx_node",
-    "torch._dynamo.output_graph:OutputGraph.tracers",
+    "torch._dynamo.output_graph:OutputGraph.subtracer",  # pushes onto tx.output.tracers (depth)
     "torch._guards:CompileContext.current_trace_id",
     # breaks.py: Note [Graph break hook point]
     "torch._dynamo.symbolic_convert:InstructionTranslatorBase.log_graph_break",
@@ -34,6 +34,8 @@ PRIVATE_SYMBOLS: list[str] = [
     "torch._C._dynamo.eval_frame:_debug_get_cache_entry_list",
     "torch._C._dynamo.eval_frame:_get_cache_entries_for_region",
     "torch._guards:Guard.create_fn_name",
+    # isolation.py: Note [Automatic-dynamic state is per capture]
+    "torch._dynamo.pgo:get_code_state",
     # bench_support.py: Note [TORCH_TRACE without the environment variable]; the wrap HOP for bench models
     "torch._logging._internal:LazyTraceHandler",
     "torch._logging._internal:TorchLogsFormatter",

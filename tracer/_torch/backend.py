@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import re
 import types
+import warnings
 from typing import Any, Iterator, Optional
 
 from tracer._torch.breaks import BreakRecord, install_graph_break_hook
@@ -104,6 +105,26 @@ class Recorder:
         if key is not None:
             self.frames.setdefault(key, []).append(frame)
         return frame
+
+    def compile(self, target: Any, *, fullgraph: bool, dynamic: Optional[bool]) -> Any:
+        """``torch.compile``-equivalent with this recorder as backend and guard exporter.
+
+        ``torch._dynamo.optimize`` is torch.compile's own entry point and the one that takes
+        ``guard_export_fn``; ``isolate_recompiles`` gives the capture its own recompile count.
+        """
+        import torch._dynamo
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compiled = torch._dynamo.optimize(
+                self.backend,
+                nopython=fullgraph,
+                dynamic=dynamic,
+                guard_export_fn=self.guard_export_fn,
+                isolate_recompiles=True,
+            )(target)
+        self.region = getattr(compiled, "_isolate_recompiles_id", None)
+        return compiled
 
     # -- hooks -------------------------------------------------------------------------------
     @contextlib.contextmanager

@@ -6,6 +6,7 @@ conversion never raises on an opaque value: it records ``{"kind": "opaque", "typ
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any, Callable, Optional
 
@@ -185,10 +186,21 @@ def source_of(stack_trace: Optional[str]) -> Optional[dict[str, Any]]:
     frames = list(_FRAME_RE.finditer(stack_trace))
     if not frames:
         return None
-    user = [m for m in frames if "/torch/" not in m.group("file") and "/site-packages/torch" not in m.group("file")]
-    m = (user or frames)[-1]
+    user = [m for m in frames if not _library_file(m.group("file"))]
+    mine = [m for m in frames if not m.group("file").startswith(_OWN_DIR)]
+    if not mine:  # only dynascope's trampoline: no line of the user's or torch's to show
+        return None
+    m = (user or mine)[-1]
     return {"file": m.group("file"), "line": int(m.group("line")), "fn": m.group("fn").strip(),
             "code": m.group("code").strip()}
+
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep  # dynascope's trampoline frames
+
+
+def _library_file(path: str) -> bool:
+    return path.startswith(_TORCH_DIR) or path.startswith(_OWN_DIR)
 
 
 def _module_stack(stack: Any) -> list[list[str]]:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-__all__ = ["CodeTracker", "fresh_callable", "dynamo_config", "describe_callable", "code_location"]
+__all__ = ["CodeTracker", "code_location", "code_state_scope", "describe_callable", "dynamo_config", "fresh_callable"]
 
 
 # Note [Fresh code per capture]
@@ -47,10 +47,18 @@ def _copy_function(fn: types.FunctionType, made: list[types.CodeType]) -> types.
 
 
 def _trampoline(target: Callable[..., Any]) -> Callable[..., Any]:
-    def call(*args: Any, **kwargs: Any) -> Any:
+    def dynascope_call(*args: Any, **kwargs: Any) -> Any:
         return target(*args, **kwargs)
 
-    return call
+    return dynascope_call
+
+
+def _in_torch(fn: types.FunctionType) -> bool:
+    """Code torch ships (nn.Linear.forward): Dynamo would wrap it in its shared ``wrap_inline`` frame."""
+    import os
+
+    root = os.path.dirname(torch.__file__) + os.sep
+    return fn.__code__.co_filename.startswith(root)
 
 
 def fresh_callable(fn: Any) -> tuple[Callable[..., Any], list[types.CodeType]]:
@@ -61,15 +69,19 @@ def fresh_callable(fn: Any) -> tuple[Callable[..., Any], list[types.CodeType]]:
     same instance (module hooks are not run, as with ``module.forward(...)``).
     """
     made: list[types.CodeType] = []
-    if isinstance(fn, types.FunctionType):
+    if isinstance(fn, types.FunctionType) and not _in_torch(fn):
         return _copy_function(fn, made), made
-    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
+    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType) and not _in_torch(fn.__func__):
         return types.MethodType(_copy_function(fn.__func__, made), fn.__self__), made
     if isinstance(fn, torch.nn.Module):
         forward = type(fn).forward
         if isinstance(forward, types.FunctionType):
-            return types.MethodType(_copy_function(forward, made), fn), made
-    # functools.partial, callable objects, builtins: a fresh trampoline frame that calls them.
+            if _in_torch(forward):  # torch's own module: trampoline into a fresh copy of its forward
+                fn = types.MethodType(_copy_function(forward, made), fn)
+            else:
+                return types.MethodType(_copy_function(forward, made), fn), made
+    # torch's own functions and modules, functools.partial, callable objects, builtins: a fresh
+    # trampoline frame ("isolation.py:... in dynascope_call") that calls them; Dynamo inlines them.
     call = _trampoline(fn)
     return _copy_function(call, made), made
 
@@ -161,3 +173,29 @@ def dynamo_config(**changes: Any) -> Iterator[None]:
         raise ValueError(f"unknown torch._dynamo.config option(s) {bad} (see torch._dynamo.config for the valid names)")
     with config.patch(**changes):
         yield
+
+
+# Note [Automatic-dynamic state is per capture]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# When a frame recompiles after a size change, Dynamo remembers "this dimension is dynamic" in
+# its PGO code state (torch/_dynamo/pgo.py), keyed by file, line and name, not by code object.
+# Left alone, one capture with ``more_calls`` would make the next capture (and the user's own
+# torch.compile of the same function) start dynamic. We snapshot the code state before the
+# capture and put every entry back afterwards, so each capture starts like a fresh process.
+@contextlib.contextmanager
+def code_state_scope() -> Iterator[None]:
+    """Restore Dynamo's automatic-dynamic (PGO) code state after the capture."""
+    import copy
+
+    from torch._dynamo.pgo import get_code_state
+
+    state = get_code_state()
+    before = copy.deepcopy(dict(state))
+    try:
+        yield
+    finally:
+        for key in list(state.keys()):
+            if key not in before:
+                del state[key]
+        for key, value in before.items():
+            state[key] = value
