@@ -1,0 +1,90 @@
+"""The data model and the fx converter: JSON-friendly, validated, never holding torch objects."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import tracer
+from tracer._torch.fx_graph import graph_from_fx, meta_of
+from tracer.model import Capture, Frame, Graph, Node, Subgraph, SubgraphInput, ValidationError, validate
+
+
+def _plain(obj):
+    return json.loads(json.dumps(obj))  # raises on anything not JSON-friendly
+
+
+def test_meta_of_values():
+    assert meta_of(torch.zeros(2, 3, dtype=torch.bfloat16)) == {
+        "kind": "tensor", "shape": [2, 3], "stride": [3, 1], "dtype": "bfloat16", "device": "cpu", "requires_grad": False,
+    }
+    assert meta_of(None) == {"kind": "none", "value": "None"}
+    assert meta_of((1, 2.0))["items"] == [{"kind": "int", "value": "1"}, {"kind": "float", "value": "2.0"}]
+    assert meta_of(object()) == {"kind": "opaque", "type": "object"}
+    p = meta_of(torch.nn.Parameter(torch.ones(1)))
+    assert p["requires_grad"] is True and "subclass" not in p
+
+    class Broken:
+        def __len__(self):
+            raise RuntimeError("no")
+
+    assert meta_of([Broken()])["items"][0]["kind"] == "opaque"
+
+
+def test_graph_from_fx_symbolic_trace():
+    gm = torch.fx.symbolic_trace(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU()))
+    g = graph_from_fx(gm, "seq")
+    _plain([n.meta for n in g.nodes])
+    assert [n.op for n in g.nodes] == ["placeholder", "call_module", "call_module", "output"]
+    assert g.nodes[1].target == "0" and g.nodes[1].inputs == ["input_1"] and g.nodes[1].users == ["_1"]
+    assert g.output.role == "output" and g.name == "seq"
+    assert "\x1b[" not in g.code and "def forward" in g.code
+
+
+def test_graph_from_fx_make_fx_symbolic():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    gm = make_fx(lambda x: torch.mm(x, x.t()), tracing_mode="symbolic")(torch.randn(3, 4))
+    g = graph_from_fx(gm)
+    mm = g.find(target="aten.mm.default")[0]
+    s0 = g.placeholders[0].meta["shape"][0]
+    assert isinstance(s0, str) and mm.meta["shape"] == [s0, s0]
+    _plain([n.meta for n in g.nodes])
+
+
+def _tiny() -> Capture:
+    root = Graph(nodes=[
+        Node("x", "placeholder", "x", role="operand", users=["wrap"]),
+        Node("wrap", "call_function", "wrap", args=["wrap_body_0", "x"], inputs=["x"], role="hop", calls=["wrap_body_0"]),
+        Node("output", "output", "output", inputs=["wrap"], role="output"),
+    ])
+    body = Graph(nodes=[Node("x", "placeholder", "x", role="operand"), Node("output", "output", "output", role="output")],
+                 name="wrap_body_0")
+    sg = Subgraph("wrap_body_0", "wrap", "", "wrap", body, [SubgraphInput("x", "operand", "x")])
+    return Capture(frames=[Frame("0/0", "f.py:1 in f", root, {"wrap_body_0": sg})], fn="f")
+
+
+def test_round_trip_and_validate_tiny():
+    cap = _tiny()
+    validate(cap)
+    assert Capture.from_json(cap.to_json()) == cap
+
+
+def test_validate_names_bad_kinds():
+    cap = _tiny()
+    cap.frames[0].subgraphs["wrap_body_0"].inputs[0].kind = "closure"
+    with pytest.raises(ValidationError, match="closure"):
+        validate(cap)
+
+
+def test_from_json_rejects_foreign_text():
+    with pytest.raises(ValueError, match="not a dynascope capture"):
+        Capture.from_json("[1, 2]")
+
+
+def test_result_is_not_serialized():
+    cap = tracer.capture(lambda x: x * 2, torch.ones(2))
+    assert torch.equal(cap.result, torch.full((2,), 2.0))
+    assert "result" not in json.loads(cap.to_json())["capture"]
