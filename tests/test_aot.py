@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from cases import CASES
 from torch._opaque_base import OpaqueBase
 
 import tracer
@@ -625,3 +626,48 @@ def test_opaque_object_is_an_input_and_a_saved_value_not_a_crash():
     assert {s.kind for s in a.saved} == {"tensor", "opaque"}
     (call,) = a.backward.find(target="dynascope_test.scaled")
     assert opaque.name in call.inputs
+
+
+def test_buffer_mutation_in_training_stays_in_graph():
+    # BatchNorm in training mode updates its running stats in place. Those buffers do not
+    # require grad, so even in a training graph aot_eager keeps the copy_ inside the graph.
+    torch.manual_seed(0)
+    bn = torch.nn.BatchNorm1d(3)
+    before = bn.running_mean.clone()
+    cap = _capture(bn, torch.randn(4, 3), backward=True)
+    a = _only_aot(cap)
+    assert a.mode == "training" and a.backward_ran
+    by_name = {i.name: i for i in a.inputs}
+    params = [i for i in a.inputs if i.is_parameter]
+    assert len(params) == 2 and all(i.requires_grad and not i.mutates_data for i in params)
+    buffers = [i for i in a.inputs if i.mutates_data]
+    assert len(buffers) == 3 and all(i.mutation_in_graph and not i.is_parameter for i in buffers)
+    assert all(not i.requires_grad for i in buffers)
+    # One copy_ per mutated buffer, writing into that buffer's forward placeholder.
+    copies = a.forward.find(target="aten.copy_")
+    placeholder_of = {p.meta["from"]["node"]: p.name for p in a.forward.placeholders if "from" in p.meta}
+    assert sorted(c.args[0] for c in copies) == sorted(placeholder_of[i.name] for i in buffers)
+    assert set(by_name) == {p.name for p in cap.frames[0].graph.placeholders}
+    assert not torch.equal(bn.running_mean, before)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_capture_case_has_a_consistent_aot_record(name, captured):
+    """The capture core's shared cases (tests/cases.py): provenance and names hold up everywhere."""
+    cap = _checked(captured(name))
+    assert cap.frames
+    for frame in cap.frames:
+        a = frame.aot
+        assert a is not None, f"frame {frame.compile_id}: AOT did not run"
+        graphs = frame.graphs()
+        for g in (a.joint, a.forward, a.backward, a.inference, *a.subgraphs.values()):
+            for n in g.nodes if g is not None else ():
+                origin = n.meta.get("from")
+                if origin is not None:
+                    graphs[origin["graph"]].node(origin["node"])  # raises KeyError if missing
+                for body in n.calls:
+                    assert body in a.subgraphs
+        assert len(a.inputs) == len(frame.graph.placeholders)
+        assert [i.name for i in a.inputs] == [p.name for p in frame.graph.placeholders]
+        if a.mode == "training":
+            assert [s.name for s in a.saved] == _outputs(a.forward)[len(_outputs(a.forward)) - len(a.saved):]

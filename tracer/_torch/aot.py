@@ -385,9 +385,9 @@ def _params_and_buffers(gm: torch.fx.GraphModule) -> list[str]:
 
 
 def _is_param_placeholder(node: torch.fx.Node) -> bool:
-    """A Dynamo placeholder standing for an ``nn.Parameter`` (inlined nn modules lift them)."""
-    val = node.meta.get("example_value")
-    if isinstance(val, torch.nn.Parameter):
-        return True
-    td = node.meta.get("tensor_dict") or {}
-    return bool(td.get("_dynamo_static_input_type")) or bool(getattr(val, "_is_param", False))
+    """A Dynamo placeholder standing for an ``nn.Parameter`` (inlined nn modules lift them).
+
+    Its example value is a fake ``Parameter``; a buffer's is a plain fake tensor (both are
+    marked static inputs, so that mark cannot tell them apart).
+    """
+    return isinstance(node.meta.get("example_value"), torch.nn.Parameter)
