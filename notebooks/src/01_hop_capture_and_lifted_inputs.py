@@ -174,8 +174,8 @@ assert set(inner.lifted) == {"y", "add", "g_w_"} and set(outer.lifted) == {"y", 
 # Since pytorch#138363, whenever a SubgraphTracer creates a graph input it also **binds the free
 # symbols** of its example value, lifting them as inputs of their own.
 #
-# `.item()` only stays in the graph with `capture_scalar_outputs` on (otherwise it graph-breaks), so
-# we enable that Dynamo option for this one capture.
+# `.item()` only stays in the graph with Dynamo's `capture_scalar_outputs` option on (otherwise it
+# graph-breaks); `tracer.capture` sets it for this one capture.
 
 # %%
 def h(x, lengths):
@@ -188,8 +188,7 @@ def h(x, lengths):
     return wrap(body, x)
 
 
-with torch._dynamo.config.patch(capture_scalar_outputs=True):
-    cap = tracer.capture(h, torch.randn(5), torch.tensor([2, 4, 3]), dynamic=True)
+cap = tracer.capture(h, torch.randn(5), torch.tensor([2, 4, 3]), dynamic=True, capture_scalar_outputs=True)
 body = cap.frames[0].subgraphs["wrap_body_0"]
 for i in body.inputs:
     print(f"{i.name:6} {i.kind:15} <- {i.source:6} {tracer.model.format_meta(i.meta)}")

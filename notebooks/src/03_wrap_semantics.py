@@ -120,8 +120,11 @@ def fn(x):
     return out1, z[0]
 
 
-with torch._dynamo.config.patch(skip_fwd_side_effects_in_bwd_under_checkpoint=True):
-    cap = tracer.capture(fn, torch.randn(4, 4, requires_grad=True))
+cap = tracer.capture(
+    fn,
+    torch.randn(4, 4, requires_grad=True),
+    dynamo_config={"skip_fwd_side_effects_in_bwd_under_checkpoint": True},  # for this capture only
+)
 frame = cap.frames[0]
 body = frame.subgraphs["wrap_body_0"]
 print(body.hop, "returns", outputs_of(body.graph))

@@ -1,0 +1,160 @@
+# %% [markdown]
+# # Guards, recompiles and dynamic shapes
+#
+# Dynamo traces a frame once, for the inputs it saw, and caches the result. Everything it assumed
+# about those inputs — dtypes, sizes, the value of a Python number, which backend compiled it — is
+# written down as **guards**. On every later call the guards run first: if they all pass, the cached
+# code runs; if one fails, the frame is **recompiled** (a new compile id `N/1`, `N/2`, ...) and the
+# failed guard is the recompile's reason. **Dynamic shapes** are how Dynamo avoids recompiling for
+# every new size: sizes become symbols (`s77`), and the guards become conditions on those symbols.
+
+# %%
+import warnings
+
+import torch
+
+import tracer
+
+warnings.filterwarnings("ignore")
+_ = torch.manual_seed(0)
+
+# %% [markdown]
+# ## The guards of a frame
+#
+# `f` reads a tensor, a Python float, and branches on the tensor's size.
+
+# %%
+def f(x, scale):
+    if x.shape[0] > 2:
+        x = x[:2]
+    return x * scale
+
+
+cap = tracer.capture(f, torch.randn(4, 3), 0.5)
+frame = cap.frames[0]
+by_source = {g.source: g for g in frame.guards if g.source}
+for source in ("L['x']", "L['scale']"):
+    print(f"{by_source[source].kind:15} {source}")
+print(by_source["L['scale']"].code)
+
+# %% [markdown]
+# - `x` gets a `TENSOR_MATCH`: dtype, device, `requires_grad`, and — shapes being static on a first
+#   compile — its exact sizes and strides (checked in C++ by the guard manager). The branch on `x.shape[0]` needs no guard of its own:
+#   with static sizes, `4 > 2` is simply true for every input that passes `TENSOR_MATCH`.
+# - `scale` is a Python float: Dynamo specializes on its value (it is burnt into the graph as a
+#   constant), so it is guarded by `CONSTANT_MATCH`, `L['scale'] == 0.5`.
+# - The guards with no source protect global state the graph depends on: grad mode, default device,
+#   deterministic algorithms, the torch function mode stack, saved-tensor hooks.
+
+# %%
+assert by_source["L['x']"].kind == "TENSOR_MATCH"
+assert by_source["L['scale']"].kind == "CONSTANT_MATCH"
+assert by_source["L['scale']"].code == ["L['scale'] == 0.5"]
+assert {"GRAD_MODE", "SHAPE_ENV"} <= {g.kind for g in frame.guards}
+
+# %% [markdown]
+# The explorer's guards tab lists the same guards grouped by kind, with a text filter.
+
+# %%
+cap
+
+# %% [markdown]
+# ## BACKEND_MATCH
+#
+# Compiled code is only valid for the backend that compiled it: a frame compiled with `"eager"`
+# must not be reused by `torch.compile(fn, backend="inductor")`. pytorch#96723 (seed 004) added the
+# `BACKEND_MATCH` guard for this — effectively a per-backend cache. In torch 2.13 the check has moved
+# out of the guard functions into the cache lookup itself (each cache entry remembers its backend,
+# and a mismatch is reported as a `BACKEND_MATCH failure` recompile reason). dynascope lists it with
+# the frame's guards so the guards view shows everything a cache hit depends on; its code says where
+# the check really happens.
+
+# %%
+backend_guard = next(g for g in frame.guards if g.kind == "BACKEND_MATCH")
+print(backend_guard.code)
+
+# %%
+assert backend_guard.source == ""
+assert "eval_frame" in backend_guard.code[0]
+
+# %% [markdown]
+# ## A recompile after a shape change
+#
+# To see a recompile, the same compiled frame must be entered again with inputs that fail its guards.
+# `more_calls` calls the compiled function again inside the same capture: here `normalize` runs on
+# vectors of length 3, then 5, then 7.
+
+# %%
+def normalize(v):
+    return v / v.norm()
+
+
+cap = tracer.capture(normalize, torch.randn(3), more_calls=[(torch.randn(5),), (torch.randn(7),)])
+print(cap)
+
+# %% [markdown]
+# - Frame `0/0` was compiled for a length-3 vector, with the static size in its `TENSOR_MATCH`.
+# - The length-5 call failed that guard. The recompile's reason names the failed check — which size
+#   of which input changed — and Dynamo recompiled `normalize` as compile id `0/1`.
+# - This time it compiled **dynamically** ("automatic dynamic shapes"): a size that changed once is
+#   likely to change again, so the length became a symbol. The length-7 call then reused `0/1`:
+#   there is no third compile.
+
+# %%
+static, dynamic = cap.frames
+rec = cap.recompiles[0]
+print(rec.compile_id, "<-", rec.reason)
+print("0/0:", tracer.model.format_meta(static.graph.placeholders[-1].meta))
+print("0/1:", tracer.model.format_meta(dynamic.graph.placeholders[-1].meta))
+
+# %%
+assert [f.compile_id for f in cap.frames] == ["0/0", "0/1"] and len(cap.recompiles) == 1
+assert rec.compile_id == "0/1"
+assert "size mismatch at index 0" in rec.reason and "expected 3, actual 5" in rec.reason
+assert static.graph.placeholders[-1].meta["shape"] == [3]
+sym = dynamic.graph.placeholders[-1].meta["shape"][0]
+assert isinstance(sym, str) and sym.startswith("s")  # a symbol, not a number
+
+# %% [markdown]
+# The dynamic frame has a new guard in its `SHAPE_ENV`: the length must be at least 2. Dynamo
+# specializes sizes 0 and 1 (they behave differently, e.g. under broadcasting), so a symbolic size
+# is assumed to be neither — a length-1 vector would compile again.
+
+# %%
+shape_env = next(g for g in dynamic.guards if g.kind == "SHAPE_ENV")
+print(shape_env.code)
+assert "2 <= L['v'].size()[0]" in shape_env.code
+
+# %% [markdown]
+# ## Dynamic shapes and their symbols
+#
+# Asking for `dynamic=True` skips the static first compile. Every size becomes a symbol with a
+# placeholder of its own (a `SymInt` input the runtime fills in from the tensor), and branching on a
+# size — `f`'s `if x.shape[0] > 2` — no longer holds for free: it becomes a guard on the symbol,
+# recorded by the `ShapeEnv` and checked as part of `SHAPE_ENV`.
+
+# %%
+cap = tracer.capture(f, torch.randn(4, 3), 0.5, dynamic=True)
+frame = cap.frames[0]
+for n in frame.graph.placeholders:
+    print(f"{n.name:9} {tracer.model.format_meta(n.meta):12} from {n.meta.get('graph_arg_source')}")
+shape_env = next(g for g in frame.guards if g.kind == "SHAPE_ENV")
+print(shape_env.code)
+
+# %% [markdown]
+# - `x`'s two sizes are the symbols `s77` and `s27`, each a graph input of its own, each with the
+#   source it is read from (`L['x'].size()[0]`).
+# - The branch became `3 <= L['x'].size()[0]` (the integer form of `size > 2`). Taking the other
+#   branch would fail this guard and recompile.
+# - `scale` is no longer a constant: with `dynamic=True` a Python float is passed in as a 0-d
+#   `float64` tensor and read back with `.item()`, so changing it does not recompile (the guard
+#   that remains is that it is not NaN).
+
+# %%
+x_ph = frame.graph.node("l_x_")
+s0, s1 = x_ph.meta["shape"]
+sym_inputs = [n.meta["value"] for n in frame.graph.placeholders if n.meta["kind"] == "symint"]
+assert sym_inputs == [s0, s1]
+assert "3 <= L['x'].size()[0]" in shape_env.code
+assert frame.graph.node("l_scale_").meta["dtype"] == "float64"
+assert not any(g.kind == "CONSTANT_MATCH" for g in frame.guards)
