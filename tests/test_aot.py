@@ -453,6 +453,15 @@ def test_every_forward_node_with_a_user_line_maps_to_a_dynamo_node(case):
     for p in a.forward.placeholders:
         if p.meta.get("desc", "").startswith("PlainAOTInput"):
             assert graphs[""].node(p.meta["from"]["node"]).op == "placeholder"
+    if a.backward is not None:
+        # A tangent is the gradient of a user output: it maps to the node Dynamo returns there.
+        returned = graphs[""].output.inputs
+        for t in _tangents(a.backward):
+            if "PlainAOTOutput" in t.meta["desc"]:
+                assert t.meta["from"]["node"] in returned
+        # A saved value's backward placeholder has the origin of the forward node it holds.
+        for s in a.saved:
+            assert a.backward.node(s.name).meta.get("from") == a.forward.node(s.name).meta.get("from")
 
 
 # -- inference, effects, subclasses --------------------------------------------------------------
@@ -665,6 +674,8 @@ def test_every_capture_case_has_a_consistent_aot_record(name, captured):
                 origin = n.meta.get("from")
                 if origin is not None:
                     graphs[origin["graph"]].node(origin["node"])  # raises KeyError if missing
+                    # A HOP body's seq_nr belong to another trace: never used there.
+                    assert not (g.name in a.subgraphs and origin["via"] == "seq_nr")
                 for body in n.calls:
                     assert body in a.subgraphs
         assert len(a.inputs) == len(frame.graph.placeholders)

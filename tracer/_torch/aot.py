@@ -135,23 +135,33 @@ class _AotRecorder:
         self.frame.meta.setdefault("aot_errors", []).append(f"{stage}: {type(e).__name__}: {e}"[:500])
 
     # -- conversion --------------------------------------------------------------------------
-    def _convert(self, gm: torch.fx.GraphModule, name: str) -> tuple[Graph, dict[str, Graph]]:
+    def _convert(
+        self, gm: torch.fx.GraphModule, name: str, *, saved_from: Optional[Graph] = None, body: bool = False
+    ) -> tuple[Graph, dict[str, Graph]]:
+        """One AOT graph (and, recursively, the HOP bodies it calls) with roles and provenance.
+
+        ``saved_from``: the forward graph, whose nodes give a backward's saved-value
+        placeholders their origin. ``body``: a HOP body, see Note [AOT provenance].
+        """
         roles = _roles(gm)
         g = graph_from_fx(gm, name, role_of=lambda n: roles.get(n.name))
-        by_name = {n.name: n.meta for n in g.nodes}
-        by_seq = dict(self.by_seq_nr)
-        for seq, origin in seq_nr_origins(gm.graph, self.index).items():
-            by_seq.setdefault(seq, origin)
-        annotate_from(gm.graph, by_name, self.index, by_seq)
+        by_seq: dict[int, dict[str, Any]] = {}
+        if not body:
+            by_seq = dict(self.by_seq_nr)
+            for seq, origin in seq_nr_origins(gm.graph, self.index).items():
+                by_seq.setdefault(seq, origin)
+        origins = None
+        if saved_from is not None:
+            origins = {n.name: n.meta["from"] for n in saved_from.nodes if "from" in n.meta}
+        annotate_from(gm.graph, {n.name: n.meta for n in g.nodes}, self.index, by_seq, origins)
         bodies: dict[str, Graph] = {}
         for n in g.nodes:
             if n.role == "hop":
-                fx_node = _fx_node(gm, n.name)
-                for attr in _body_attrs(gm, fx_node):
+                for attr in _body_attrs(gm, _fx_node(gm, n.name)):
                     qual = f"{name}.{attr}"
                     n.calls.append(qual)
                     if qual not in bodies:
-                        sub_graph, sub_bodies = self._convert(gm.get_submodule(attr), qual)
+                        sub_graph, sub_bodies = self._convert(gm.get_submodule(attr), qual, body=True)
                         bodies.update(sub_bodies)
                         bodies[qual] = sub_graph
         return g, bodies
@@ -235,7 +245,7 @@ class _AotRecorder:
         aot.saved, _ = saved_values(gm, meta, tokens_in_outputs=_tokens_in_outputs())
         if self.bw_module is not None:
             # The backward torch will compile lazily; saved-tensor hooks are already inlined in it.
-            aot.backward, bw_bodies = self._convert(self.bw_module, "backward")
+            aot.backward, bw_bodies = self._convert(self.bw_module, "backward", saved_from=aot.forward)
             aot.subgraphs.update(bw_bodies)
         aot.saved_tensor_hooks = self._saved_tensor_hooks(aot)
         self.aot = aot
@@ -247,7 +257,7 @@ class _AotRecorder:
         try:
             aot = self.aot
             if aot is not None:
-                aot.backward, bodies = self._convert(gm, "backward")
+                aot.backward, bodies = self._convert(gm, "backward", saved_from=aot.forward)
                 aot.subgraphs.update(bodies)
                 if aot.saved_tensor_hooks is not None:
                     _mark_hook_nodes(aot.backward, self.pre_hooks_bw, "unpack")

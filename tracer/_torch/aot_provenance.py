@@ -95,10 +95,16 @@ class DynamoIndex:
         return None
 
     def _placeholder_origin(self, desc: Any) -> Optional[dict[str, Any]]:
-        if type(desc).__name__ == "PlainAOTInput":
+        kind = type(desc).__name__
+        if kind == "PlainAOTInput":
             idx = getattr(desc, "idx", None)
             if isinstance(idx, int) and 0 <= idx < len(self.placeholders):
                 return self.origin("", self.placeholders[idx], via="desc")
+        elif kind == "TangentAOTInput" and type(getattr(desc, "output", None)).__name__ == "PlainAOTOutput":
+            # The gradient of user output idx: from the node the Dynamo graph returns there.
+            idx = getattr(desc.output, "idx", None)
+            if isinstance(idx, int) and 0 <= idx < len(self.outputs) and isinstance(self.outputs[idx], torch.fx.Node):
+                return self.origin("", self.outputs[idx], via="desc")
         return None
 
     def by_trace(self, fx_node: torch.fx.Node) -> Optional[dict[str, Any]]:
@@ -134,8 +140,14 @@ def annotate_from(
     nodes_meta: dict[str, dict[str, Any]],
     index: DynamoIndex,
     by_seq_nr: dict[int, dict[str, Any]],
+    placeholder_origins: Optional[dict[str, dict[str, Any]]] = None,
 ) -> None:
-    """Set ``meta["from"]`` (and ``meta["desc"]``) on the converted nodes, keyed by fx node name."""
+    """Set ``meta["from"]`` (and ``meta["desc"]``) on the converted nodes, keyed by fx node name.
+
+    ``by_seq_nr`` is step (2) of Note [AOT provenance] (pass ``{}`` for a HOP body, whose
+    ``seq_nr`` belong to another trace); ``placeholder_origins`` gives a backward's saved-value
+    placeholders the origin of the forward node of the same name.
+    """
     for n in fx_graph.nodes:
         meta = nodes_meta.get(n.name)
         if meta is None:
@@ -144,14 +156,17 @@ def annotate_from(
         if desc is not None and n.op == "placeholder":
             meta["desc"] = _desc_str(desc)
         found = index.resolve(n)
-        if found is None:
-            # Also a backward placeholder holding a saved value: it keeps its producer's seq_nr.
-            seq = n.meta.get("seq_nr")
-            found = by_seq_nr.get(seq) if isinstance(seq, int) else None
-            if found is not None:
-                found = {**found, "via": "seq_nr"}
-        if found is None and n.op != "placeholder":
-            found = index.by_trace(n)
+        if n.op == "placeholder":
+            if found is None and placeholder_origins:
+                found = placeholder_origins.get(n.name)
+        else:
+            if found is None:
+                seq = n.meta.get("seq_nr")
+                found = by_seq_nr.get(seq) if isinstance(seq, int) else None
+                if found is not None:
+                    found = {**found, "via": "seq_nr"}
+            if found is None:
+                found = index.by_trace(n)
         if found is not None:
             meta["from"] = dict(found)
 
