@@ -50,8 +50,9 @@ def test_linear_layout_of_small_graph():
     assert {(e.src, e.dst) for e in lay.edges} == {(i, n.name) for n in g.nodes for i in n.inputs}
     check_geometry(lay)
     y = {b.id: b.y for b in lay.boxes}
-    # rank = longest-path depth: wrap (reads y, which reads l_x_) sits two rows below l_x_
-    assert y["l_x_"] == y["wrap_body_0"] < y["y"] < y["wrap"] < y["getitem"] < y["mul"] < y["output"]
+    # rank = longest-path depth: wrap (reads y, which reads l_x_) sits two rows below l_x_; the source
+    # wrap_body_0 (a get_attr) sits just above its user, beside y
+    assert y["l_x_"] < y["y"] == y["wrap_body_0"] < y["wrap"] < y["getitem"] < y["mul"] < y["output"]
     box = lay.box("wrap")
     assert (box.label, box.sublabel, box.role, box.group, box.count) == (
         "wrap", "wrap(wrap_body_0) · (f32[3])", "hop", None, 1)
@@ -237,3 +238,35 @@ def test_folded_groups_may_form_cycles():
         assert lay.box("module:L['self'].act").count == 4
         assert ("mul_0", "module:L['self'].act") in {(e.src, e.dst) for e in lay.edges}
         check_geometry(lay)
+
+
+@pytest.mark.slow
+def test_real_12_layer_transformer_joint_graph_opens():
+    """Issue 4: the AOT joint graph of a 12-layer TransformerEncoder (dot: not within 300 s) must open."""
+    torch = pytest.importorskip("torch")
+    import tracer
+
+    layer = torch.nn.TransformerEncoderLayer(32, 2, 64, dropout=0.0, batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, 12, enable_nested_tensor=False)
+    cap = tracer.capture(model, torch.randn(2, 5, 32), backward=True)
+    f = cap.frames[0]
+    joint = f.aot.joint
+    assert len(joint.nodes) > 1500
+    lay = viz.layout(joint)
+    assert lay.grouped and len(lay.boxes) <= 300
+    check_geometry(lay)
+    groups = {b.id: b for b in lay.boxes if b.group}
+    layer_paths = sorted({b.group for b in groups.values()}, key=lambda p: int(p.rsplit(".", 1)[-1]))
+    assert len(layer_paths) == 12 and all(".layers." in p for p in layer_paths)
+    # each layer shows as a forward box and a backward box (Note [Joint graph groups])
+    fwd, bwd = groups[f"module:{layer_paths[3]}"], groups[f"module:{layer_paths[3]} [backward]"]
+    assert fwd.group == bwd.group == layer_paths[3] and bwd.sublabel.startswith("backward")
+    opened = viz.layout(joint, expanded={layer_paths[3]})
+    assert len(opened.boxes) > len(lay.boxes) and f"module:{layer_paths[3]}" not in {b.id for b in opened.boxes}
+    check_geometry(opened)
+    # the whole joint graph, ungrouped, never goes to dot
+    whole = viz.layout(joint, threshold=10**9)
+    assert whole.engine == "linear" and len(whole.boxes) == len(joint.nodes) and whole.note
+    # the Dynamo graph folds into its 12 layers
+    root = viz.layout(f.graph)
+    assert root.grouped and sum(1 for b in root.boxes if b.group) == 12

@@ -98,6 +98,7 @@ InputKind = Literal["operand", "lifted_freevar", "lifted_symbol"]
 #   "source"          {"file": str, "line": int, "fn": str, "code": str}: the user line that made it
 #   "stack_trace"     str: fx's ``stack_trace``
 #   "nn_module_stack" list of [module path, module type] pairs, outermost first
+#   "fwd_nn_module_stack" AOT backward nodes: the nn_module_stack of the forward op they differentiate
 #   "from"            AOT graphs only: {"node": dynamo node name, "graph": qualified graph name,
 #                     "file", "line", "code"}: the Dynamo node this aten node came from
 #   "partition"       joint graph only: "forward" or "backward"

@@ -67,7 +67,8 @@ def to_dot(graph: Graph, *, rankdir: str = "TB", expanded: Iterable[str] = (), m
             path = it.group or ""
             label = path if len(path) <= max_label else "\u2026" + path[-(max_label - 1):]
             typ = it.module_type.rsplit(".", 1)[-1]
-            sub = shorten(f"{typ} \u00b7 {it.count} nodes" if typ else f"{it.count} nodes", max_label)
+            sub = f"{typ} \u00b7 {it.count} nodes" if typ else f"{it.count} nodes"
+            sub = shorten(f"{it.partition} \u00b7 {sub}" if it.partition else sub, max_label)
             role = GROUP_ROLE
             extra = ' style="rounded,filled,dashed"'
         st = role_style(role)

@@ -14,6 +14,7 @@ from typing import Iterable, Optional
 from tracer.model import Graph, Node
 
 __all__ = [
+    "BACKWARD_SUFFIX",
     "GROUP_PREFIX",
     "GROUP_THRESHOLD",
     "Item",
@@ -32,6 +33,15 @@ GROUP_THRESHOLD = 300
 GROUP_PREFIX = "module:"
 
 
+# Note [Joint graph groups]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# In an AOT joint graph a backward node carries its forward op's module stack (``fwd_nn_module_stack``),
+# so one module holds forward and backward nodes. Folded together they would make every layer box read
+# from and feed the next one (a cycle per layer). Instead the backward half of a module is its own box,
+# id ``group_id(path) + BACKWARD_SUFFIX``, with the same ``group`` path: expanding the path opens both.
+BACKWARD_SUFFIX = " [backward]"
+
+
 def group_id(path: str) -> str:
     """Box id of the collapsed group of module ``path``."""
     return GROUP_PREFIX + path
@@ -48,6 +58,7 @@ class Item:
     module_type: str = ""  # the group's nn.Module type, when known
     count: int = 1  # nodes inside
     members: list[str] = field(default_factory=list)  # names of the nodes inside (groups only)
+    partition: str = ""  # joint graphs: "backward" for the backward half of a module (Note [Joint graph groups])
 
 
 @dataclass
@@ -99,7 +110,8 @@ def split_path(path: str) -> list[str]:
 
 def module_chain(node: Node) -> list[tuple[str, str]]:
     """(path, module type) of every group ``node`` sits in, outermost first. See Note [Module paths nest by prefix]."""
-    stack = node.meta.get("nn_module_stack") or []
+    # A backward node of an AOT graph has no stack of its own; it belongs with its forward op.
+    stack = node.meta.get("nn_module_stack") or node.meta.get("fwd_nn_module_stack") or []
     key: list[tuple[str, str]] = []
     for entry in stack:
         try:
@@ -187,10 +199,12 @@ def visible(graph: Graph, expanded: Iterable[str] = (), threshold: int = GROUP_T
             by_id[it.id] = it
             item_of[n.name] = it.id
             continue
-        gid = group_id(target[0])
+        backward = n.meta.get("partition") == "backward"
+        gid = group_id(target[0]) + (BACKWARD_SUFFIX if backward else "")
         it = by_id.get(gid)
         if it is None:
-            it = Item(id=gid, first=idx, group=target[0], module_type=target[1], count=0)
+            it = Item(id=gid, first=idx, group=target[0], module_type=target[1], count=0,
+                      partition="backward" if backward else "")
             items.append(it)
             by_id[gid] = it
         it.count += 1

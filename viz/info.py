@@ -102,7 +102,8 @@ def node_info(frame: Frame, graph_name: str, node_name: str) -> dict[str, Any]:
     if n.calls:
         info["calls"] = list(n.calls)
     info.update(_source(n.meta))
-    stack = [e for e in n.meta.get("nn_module_stack") or [] if isinstance(e, (list, tuple)) and len(e) >= 2]
+    raw = n.meta.get("nn_module_stack") or n.meta.get("fwd_nn_module_stack") or []
+    stack = [e for e in raw if isinstance(e, (list, tuple)) and len(e) >= 2]
     if stack:
         info["nn_module"] = str(stack[-1][0])
         info["nn_module_type"] = str(stack[-1][1])

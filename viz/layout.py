@@ -81,6 +81,8 @@ def _group_labels(item: Item, max_label: int) -> tuple[str, str]:
     label = path if len(path) <= max_label else "\u2026" + path[-(max_label - 1):]
     typ = item.module_type.rsplit(".", 1)[-1]
     sub = f"{typ} \u00b7 {item.count} nodes" if typ else f"{item.count} nodes"
+    if item.partition:
+        sub = f"{item.partition} \u00b7 {sub}"
     return label, shorten(sub, max_label)
 
 

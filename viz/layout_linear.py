@@ -27,6 +27,7 @@ LANE_GAP = 7.0  # horizontal space between the vertical lanes of long edges
 # forward value hundreds of ranks up, makes both explode (issue 4). We give up dot's optimality:
 #   rank    = longest-path depth, one pass in graph order (FX order is topological; an edge that
 #             points backwards, which only a folded module group can create, is ignored for ranking);
+#             sources then move down to just above their first user;
 #   order   = within a row, by the mean x of the predecessors (one barycenter pass), ties by graph order;
 #   x       = each box at its predecessors' mean x, pushed right past its left neighbour;
 #   edges   = an edge between adjacent rows is one S-curve; a longer (or backward) edge leaves its row,
@@ -35,15 +36,26 @@ LANE_GAP = 7.0  # horizontal space between the vertical lanes of long edges
 
 
 def ranks(n: int, edges: list[tuple[int, int]]) -> list[int]:
-    """Longest-path depth of items 0..n-1 given edges (src, dst) by index; backward edges ignored."""
+    """Longest-path depth of items 0..n-1 given edges (src, dst) by index; backward edges ignored.
+
+    A source (no predecessors: an input, a parameter, a get_attr) then moves down to the row just above
+    its first user, so the 200 parameters of a transformer sit beside their layers, not all in row 0.
+    """
     rank = [0] * n
     preds: list[list[int]] = [[] for _ in range(n)]
+    first_user = [-1] * n
     for s, d in edges:
         if s < d:
             preds[d].append(s)
     for i in range(n):
         if preds[i]:
             rank[i] = max(rank[p] for p in preds[i]) + 1
+    for s, d in edges:
+        if s < d and not preds[s] and (first_user[s] < 0 or rank[d] < first_user[s]):
+            first_user[s] = rank[d]
+    for i in range(n):
+        if first_user[i] > 0:
+            rank[i] = first_user[i] - 1
     return rank
 
 

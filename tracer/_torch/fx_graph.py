@@ -234,6 +234,9 @@ def node_meta(node: torch.fx.Node) -> dict[str, Any]:
     stack = _module_stack(fx_meta.get("nn_module_stack"))
     if stack:
         meta["nn_module_stack"] = stack
+    fwd_stack = _module_stack(fx_meta.get("fwd_nn_module_stack"))  # AOT backward nodes: their forward op's
+    if fwd_stack:
+        meta["fwd_nn_module_stack"] = fwd_stack
     return meta
 
 
