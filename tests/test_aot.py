@@ -224,8 +224,10 @@ def test_mlp_saved_activations_are_the_forward_extra_outputs(partitioner):
             numel *= d
         assert s.nbytes == numel * 4
     assert a.saved_bytes == sum(s.nbytes for s in a.saved)
-    # The parameters are graph inputs and say so.
+    # The parameters are graph inputs and say so, in the metadata and in the forward graph.
     assert [i.is_parameter for i in a.inputs].count(True) == 4
+    assert len(a.forward.find(op="placeholder", role="param")) == 4
+    assert all(a.backward.node(s.name).role == "param" for s in a.saved if a.forward.node(s.name).role == "param")
     assert [i.requires_grad for i in a.inputs if not i.is_parameter] == [False]
     # relu's output is needed by both ReLU's and the second Linear's backward: saved (or its detach alias).
     saved_targets = {a.forward.node(s.name).target for s in a.saved}

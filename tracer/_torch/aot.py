@@ -15,8 +15,9 @@ from typing import Any, Callable, Iterator, Optional
 import torch
 import torch.fx
 
+from tracer._torch.aot_graphs import body_attrs, fx_node, roles, tag_partition
+from tracer._torch.aot_hooks import HookSnapshot, mark_hook_nodes, saved_tensor_hooks, snapshot
 from tracer._torch.aot_meta import (
-    forward_outputs,
     inputs_from_meta,
     outputs_from_meta,
     saved_values,
@@ -24,13 +25,11 @@ from tracer._torch.aot_meta import (
 )
 from tracer._torch.aot_provenance import DynamoIndex, annotate_from, seq_nr_origins
 from tracer._torch.fx_graph import graph_from_fx
-from tracer.model import Aot, Frame, Graph, SavedTensorHooks
+from tracer.model import Aot, Frame, Graph
 
 __all__ = ["PARTITIONERS", "compile_aot"]
 
 PARTITIONERS = ("min_cut", "default")
-
-_SKIP_OPS = ("placeholder", "output")
 
 
 def _real_partitioner(name: str) -> Callable[..., Any]:
@@ -124,9 +123,8 @@ class _AotRecorder:
         self.by_seq_nr: dict[int, dict[str, Any]] = {}
         self.joint: Optional[Graph] = None
         self.bw_module: Optional[torch.fx.GraphModule] = None
-        self.pre_hooks_fw: set[str] = set()  # forward node names before saved-tensor hooks were inlined
-        self.pre_hooks_bw: set[str] = set()
-        self.pre_hooks_saved: list[str] = []
+        self.hooks_snapshot: Optional[HookSnapshot] = None  # Note [Recording inlined saved-tensor hooks]
+        self.joint_bodies: dict[str, Graph] = {}
         self.aot: Optional[Aot] = None
 
     # -- errors ------------------------------------------------------------------------------
@@ -143,8 +141,8 @@ class _AotRecorder:
         ``saved_from``: the forward graph, whose nodes give a backward's saved-value
         placeholders their origin. ``body``: a HOP body, see Note [AOT provenance].
         """
-        roles = _roles(gm)
-        g = graph_from_fx(gm, name, role_of=lambda n: roles.get(n.name))
+        node_roles = roles(gm)
+        g = graph_from_fx(gm, name, role_of=lambda n: node_roles.get(n.name))
         by_seq: dict[int, dict[str, Any]] = {}
         if not body:
             by_seq = dict(self.by_seq_nr)
@@ -154,10 +152,16 @@ class _AotRecorder:
         if saved_from is not None:
             origins = {n.name: n.meta["from"] for n in saved_from.nodes if "from" in n.meta}
         annotate_from(gm.graph, {n.name: n.meta for n in g.nodes}, self.index, by_seq, origins)
+        for p in g.placeholders:
+            # A primal fed by a Dynamo placeholder that is an nn.Parameter is a parameter here too.
+            origin = p.meta.get("from") or {}
+            dyn = self.index.root_nodes.get(origin.get("node", "")) if origin.get("graph") == "" else None
+            if dyn is not None and dyn.op == "placeholder" and _is_param_placeholder(dyn):
+                p.role = "param"
         bodies: dict[str, Graph] = {}
         for n in g.nodes:
             if n.role == "hop":
-                for attr in _body_attrs(gm, _fx_node(gm, n.name)):
+                for attr in body_attrs(gm, fx_node(gm, n.name)):
                     qual = f"{name}.{attr}"
                     n.calls.append(qual)
                     if qual not in bodies:
@@ -212,15 +216,10 @@ class _AotRecorder:
         fw_module, bw_module = _real_partitioner(self.partitioner)(joint, joint_inputs, **kwargs)
         try:
             self.bw_module = bw_module
-            self._joint_bodies = bodies
+            self.joint_bodies = bodies
             if self.joint is not None:
-                _tag_partition(self.joint, fw_module, bw_module)
-            self.pre_hooks_fw = {n.name for n in fw_module.graph.nodes}
-            self.pre_hooks_bw = {n.name for n in bw_module.graph.nodes}
-            n_fwd = kwargs.get("num_fwd_outputs")
-            outs = forward_outputs(fw_module)
-            if isinstance(n_fwd, int):
-                self.pre_hooks_saved = [o.name for o in outs[n_fwd:] if isinstance(o, torch.fx.Node)]
+                tag_partition(self.joint, fw_module, bw_module)
+            self.hooks_snapshot = snapshot(fw_module, bw_module, kwargs.get("num_fwd_outputs"))
         except Exception as e:
             self._failed("partition", e)
         return fw_module, bw_module
@@ -240,14 +239,14 @@ class _AotRecorder:
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         aot = self._new_aot("training", meta, placeholders)
         aot.forward, bodies = self._convert(gm, "forward")
-        aot.subgraphs.update(getattr(self, "_joint_bodies", {}))
+        aot.subgraphs.update(self.joint_bodies)
         aot.subgraphs.update(bodies)
         aot.saved, _ = saved_values(gm, meta, tokens_in_outputs=_tokens_in_outputs())
         if self.bw_module is not None:
             # The backward torch will compile lazily; saved-tensor hooks are already inlined in it.
             aot.backward, bw_bodies = self._convert(self.bw_module, "backward", saved_from=aot.forward)
             aot.subgraphs.update(bw_bodies)
-        aot.saved_tensor_hooks = self._saved_tensor_hooks(aot)
+        aot.saved_tensor_hooks = saved_tensor_hooks(aot, self.hooks_snapshot)
         self.aot = aot
         self.frame.aot = aot
 
@@ -259,8 +258,8 @@ class _AotRecorder:
             if aot is not None:
                 aot.backward, bodies = self._convert(gm, "backward", saved_from=aot.forward)
                 aot.subgraphs.update(bodies)
-                if aot.saved_tensor_hooks is not None:
-                    _mark_hook_nodes(aot.backward, self.pre_hooks_bw, "unpack")
+                if aot.saved_tensor_hooks is not None and self.hooks_snapshot is not None:
+                    mark_hook_nodes(aot.backward, self.hooks_snapshot.backward, "unpack")
                 aot.backward_ran = True
         except Exception as e:
             self._failed("backward", e)
@@ -280,110 +279,6 @@ class _AotRecorder:
         except Exception as e:
             self._failed("inference", e)
         return boxed_nop(gm, example_inputs)
-
-    # -- saved-tensor hooks (seed 004) -------------------------------------------------------
-    def _saved_tensor_hooks(self, aot: Aot) -> Optional[SavedTensorHooks]:
-        """The GraphModule hook pair AOT inlined, if any (Note [Recording inlined saved-tensor hooks])."""
-        from torch._functorch._aot_autograd.utils import (
-            saved_tensors_hooks_are_inlineable,
-            top_saved_tensors_hooks,
-        )
-
-        hooks = top_saved_tensors_hooks()
-        if not saved_tensors_hooks_are_inlineable(hooks):
-            return None
-        pack_gm, unpack_gm = hooks
-        final = {s.name for s in aot.saved}
-        applied = [name for name in self.pre_hooks_saved if name not in final]
-        if aot.forward is not None:
-            _mark_hook_nodes(aot.forward, self.pre_hooks_fw, "pack")
-        if aot.backward is not None:
-            _mark_hook_nodes(aot.backward, self.pre_hooks_bw, "unpack")
-        return SavedTensorHooks(
-            pack=graph_from_fx(pack_gm, "saved_tensors_hooks_pack"),
-            unpack=graph_from_fx(unpack_gm, "saved_tensors_hooks_unpack"),
-            applied_to=applied,
-        )
-
-
-# Note [Recording inlined saved-tensor hooks]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# With ``torch.autograd.graph.saved_tensors_hooks(pack_gm, unpack_gm)`` around a compiled call and
-# both hooks GraphModules, AOTAutograd (``maybe_inline_graph_saved_tensors_hooks``) retraces the
-# pack hook after each selected saved value in the forward and the unpack hook at the top of
-# the backward, *after* the partitioner ran and before the compilers see the graphs. Which saved
-# values it selects depends on ``torch._functorch.config.saved_tensors_hooks_filtering_mode``.
-# We read the result instead of predicting it: the partition function remembers the saved
-# values and node names it returned, so a saved value the final forward no longer returns was
-# replaced by its packed form (``applied_to``), and a node absent before is a hook node
-# (``meta["saved_tensor_hook"]`` = "pack" / "unpack").
-def _mark_hook_nodes(g: Graph, before: set[str], kind: str) -> None:
-    if not before:
-        return
-    for n in g.nodes:
-        if n.op not in _SKIP_OPS and n.name not in before:
-            n.meta["saved_tensor_hook"] = kind
-        elif n.op == "placeholder" and n.name not in before and kind == "unpack":
-            n.meta["saved_tensor_hook"] = kind
-
-
-def _tag_partition(joint: Graph, fw: torch.fx.GraphModule, bw: torch.fx.GraphModule) -> None:
-    """``meta["partition"]`` on joint nodes: where the real partitioner put each one."""
-    fw_ops = {n.name for n in fw.graph.nodes if n.op not in _SKIP_OPS}
-    bw_ops = {n.name for n in bw.graph.nodes if n.op not in _SKIP_OPS}
-    fw_in = {n.name for n in fw.graph.nodes if n.op == "placeholder"}
-    bw_in = {n.name for n in bw.graph.nodes if n.op == "placeholder"}
-    for n in joint.nodes:
-        if n.op == "output":
-            continue
-        if n.op == "placeholder":
-            part = "forward" if n.name in fw_in else "backward" if n.name in bw_in else None
-            if part is None:
-                part = "backward" if str(n.meta.get("desc", "")).startswith(("TangentAOTInput", "BackwardToken")) else "forward"
-        elif n.name in fw_ops:
-            part = "forward"
-            if n.name in bw_ops:
-                n.meta["recomputed"] = True  # min-cut recomputes it in the backward too
-        elif n.name in bw_ops:
-            part = "backward"
-        else:
-            n.meta["dead"] = True  # neither graph kept it
-            continue
-        n.meta["partition"] = part
-
-
-def _roles(gm: torch.fx.GraphModule) -> dict[str, str]:
-    """Node roles for an AOT graph: params by descriptor, HOP calls as "hop"."""
-    from torch._ops import HigherOrderOperator
-
-    roles: dict[str, str] = {}
-    for n in gm.graph.nodes:
-        if n.op == "placeholder" and type(n.meta.get("desc")).__name__ in ("ParamAOTInput", "BufferAOTInput"):
-            roles[n.name] = "param"
-        elif n.op == "call_function" and isinstance(n.target, HigherOrderOperator):
-            roles[n.name] = "hop"
-    return roles
-
-
-def _fx_node(gm: torch.fx.GraphModule, name: str) -> Optional[torch.fx.Node]:
-    return next((n for n in gm.graph.nodes if n.name == name), None)
-
-
-def _body_attrs(gm: torch.fx.GraphModule, node: Optional[torch.fx.Node]) -> list[str]:
-    """The submodule names a HOP call reads (its bodies), in argument order."""
-    if node is None:
-        return []
-    out: list[str] = []
-    for a in node.all_input_nodes:
-        if a.op == "get_attr" and isinstance(a.target, str):
-            try:
-                obj = gm.get_submodule(a.target)
-            except Exception:
-                continue
-            if isinstance(obj, torch.fx.GraphModule) and a.target not in out:
-                out.append(a.target)
-    return out
-
 
 def _params_and_buffers(gm: torch.fx.GraphModule) -> list[str]:
     try:
