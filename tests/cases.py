@@ -232,6 +232,40 @@ def recompile_on_shape() -> tuple:
     return f, (_t(3),), {"more_calls": [(_t(5),)]}
 
 
+def while_loop() -> tuple:
+    """while_loop: both bodies take the carried values plus the closures of either body (merged)."""
+    from torch._higher_order_ops.while_loop import while_loop as hop_while_loop
+
+    def f(x, n):
+        c = x.sum()
+
+        def cond_fn(i, y):
+            return i < n
+
+        def body_fn(i, y):
+            return i + 1, y + c
+
+        return hop_while_loop(cond_fn, body_fn, (torch.tensor(0), x))
+
+    return f, (_t(3), torch.tensor(3)), {}
+
+
+def scan() -> tuple:
+    """scan: the combine body takes the carry, one slice of xs, and the closure ``w``."""
+    from torch._higher_order_ops.scan import scan as hop_scan
+
+    def f(init, xs):
+        w = init.cos()
+
+        def combine(carry, x):
+            y = carry + x * w
+            return y, y.clone()
+
+        return hop_scan(combine, init, xs)
+
+    return f, (_t(3), _t(4, 3, seed=1)), {}
+
+
 def plain() -> tuple:
     """The simplest capture: one frame, no HOP."""
 
@@ -257,4 +291,6 @@ CASES: dict[str, Callable[[], tuple[Callable[..., Any], tuple, dict[str, Any]]]]
     "unbacked_symbol": unbacked_symbol,
     "graph_break_in_body": graph_break_in_body,
     "recompile_on_shape": recompile_on_shape,
+    "while_loop": while_loop,
+    "scan": scan,
 }

@@ -253,3 +253,24 @@ def test_print_tree(captured):
     lines = text.splitlines()
     assert lines[0].startswith("Capture of nested_wraps.<locals>.f: 1 frame(s)")
     assert any("[wrap]" in ln and "lifted: sin<-sin" in ln for ln in lines)
+
+
+def test_while_loop(captured):
+    f = captured("while_loop").frames[0]
+    bodies = {s.name: s for s in f.subgraphs.values()}
+    assert {s.hop for s in bodies.values()} == {"while_loop"} and len(bodies) == 2
+    for sg in bodies.values():
+        # (i, y) carried; n (cond_fn) and c (body_fn) are closures, merged into both bodies
+        assert [i.kind for i in sg.inputs] == ["operand", "operand", "lifted_freevar", "lifted_freevar"]
+        assert [i.source for i in sg.inputs][1:] == ["l_x_", "l_n_", "c"]
+        assert f.graph.node("c").target == "sum"
+
+
+def test_scan(captured):
+    f = captured("scan").frames[0]
+    (sg,) = f.subgraphs.values()
+    assert sg.hop == "scan"
+    assert [(i.kind, i.source) for i in sg.inputs] == [
+        ("operand", "l_init_"), ("operand", "l_xs_"), ("lifted_freevar", "w")
+    ]
+    assert sg.inputs[1].meta["shape"] == [3]  # one slice of xs [4, 3]

@@ -96,3 +96,16 @@ def test_recompile_limit_is_per_capture():
         cap = tracer.capture(shared, torch.randn(3), more_calls=[(torch.randn(4),)])
         assert [f.compile_id for f in cap.frames] == ["0/0", "0/1"]
         assert len(cap.recompiles) == 1
+
+
+def test_capture_of_a_torch_compile_result_captures_the_original():
+    def h(x):
+        return x.cos() + 1
+
+    compiled = torch.compile(h, backend="eager")
+    cap = tracer.capture(compiled, torch.randn(2))
+    assert cap.fn.endswith("h") and cap.frames[0].code.endswith(" in h")
+    assert cap.frames[0].graph.find(target="cos")
+    lin = torch.nn.Linear(2, 2)
+    cap = tracer.capture(torch.compile(lin, backend="eager"), torch.randn(1, 2))
+    assert cap.fn == "Linear" and cap.frames[0].graph.find(target="linear")

@@ -69,6 +69,7 @@ def fresh_callable(fn: Any) -> tuple[Callable[..., Any], list[types.CodeType]]:
     same instance (module hooks are not run, as with ``module.forward(...)``).
     """
     made: list[types.CodeType] = []
+    fn = _uncompiled(fn)
     if isinstance(fn, types.FunctionType) and not _in_torch(fn):
         return _copy_function(fn, made), made
     if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType) and not _in_torch(fn.__func__):
@@ -86,8 +87,22 @@ def fresh_callable(fn: Any) -> tuple[Callable[..., Any], list[types.CodeType]]:
     return _copy_function(call, made), made
 
 
+def _uncompiled(fn: Any) -> Any:
+    """The user's own callable behind a ``torch.compile`` result (capture compiles it itself)."""
+    for _ in range(4):
+        if isinstance(fn, torch.nn.Module) and type(fn).__name__ == "OptimizedModule":
+            inner = getattr(fn, "_orig_mod", None)
+        else:
+            inner = getattr(fn, "_torchdynamo_orig_callable", None)
+        if inner is None or inner is fn:
+            return fn
+        fn = inner
+    return fn
+
+
 def describe_callable(fn: Any) -> str:
     """"mod.fn" / "Linear" (a module's class) / the type name: ``Capture.fn``."""
+    fn = _uncompiled(fn)
     if isinstance(fn, torch.nn.Module):
         return type(fn).__qualname__
     if isinstance(fn, functools.partial):

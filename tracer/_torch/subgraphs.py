@@ -76,6 +76,23 @@ def is_hop_call(n: torch.fx.Node) -> bool:
 # call's bodies). autograd_function_apply's backward body receives the gradients at run time.
 _NOT_FED_BY_PARENT = {("autograd_function_apply", 1)}
 
+# Bodies fed by one argument of the call, after inputs the HOP makes itself: (hop, body index)
+# -> (argument position, keyword). flex_attention's score_mod gets (score, b, h, q_idx, kv_idx)
+# from the kernel and then score_mod_other_buffers; its mask_mod gets (b, h, q_idx, kv_idx) and
+# then mask_mod_other_buffers.
+_FED_BY_ARGUMENT = {
+    ("flex_attention", 0): (7, "score_mod_other_buffers"),
+    ("flex_attention", 1): (8, "mask_mod_other_buffers"),
+}
+
+
+def _fed_by_argument(call: torch.fx.Node, position: int, keyword: str, n: int) -> list[Optional[torch.fx.Node]]:
+    arg = call.args[position] if len(call.args) > position else call.kwargs.get(keyword, ())
+    flat: list[Any] = []
+    _flatten(arg, flat)
+    fed = [a for a in flat if isinstance(a, torch.fx.Node)][-n:] if n else []
+    return [None] * (n - len(fed)) + fed
+
 
 def _sources(call: torch.fx.Node, placeholders: list[torch.fx.Node], last_body: int, flat: list[Any]) -> list[Optional[torch.fx.Node]]:
     after = [a for a in flat[last_body + 1:] if isinstance(a, torch.fx.Node)]
@@ -119,8 +136,12 @@ def walk_bodies(gm: torch.fx.GraphModule) -> tuple[list[BodyInfo], dict[int, lis
                     continue
                 seen.add(name)
                 phs = [p for p in body.graph.nodes if p.op == "placeholder"]
-                fed = (hop, index) not in _NOT_FED_BY_PARENT
-                sources = _sources(n, phs, last, flat) if fed else [None] * len(phs)
+                if (hop, index) in _NOT_FED_BY_PARENT:
+                    sources: list[Optional[torch.fx.Node]] = [None] * len(phs)
+                elif (hop, index) in _FED_BY_ARGUMENT:
+                    sources = _fed_by_argument(n, *_FED_BY_ARGUMENT[(hop, index)], len(phs))
+                else:
+                    sources = _sources(n, phs, last, flat)
                 info = BodyInfo(name, hop, qual, n, body, sources)
                 out.append(info)
                 queue.append((name, body))
