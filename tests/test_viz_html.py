@@ -156,3 +156,22 @@ def test_real_nested_lift_chain_goes_through_both_bodies(captured):
     assert root["kind"] == "operand" and f.graph.node(root["node"]).op == "placeholder"
     # ``b`` (sin) is bound in the outer body itself: a chain of two ending at a call
     assert sorted(len(c) for c in chains) == [2, 2, 3]
+
+
+def test_viz_never_imports_torch():
+    """viz reads tracer.model only: no module of the package imports torch (or tracer's torch side)."""
+    import ast
+    import pathlib
+
+    bad = []
+    for path in sorted(pathlib.Path(viz.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            for name in names:
+                if name.split(".")[0] == "torch" or name.startswith(("tracer._torch", "tracer.capture")):
+                    bad.append(f"{path.name}: {name}")
+    assert bad == []

@@ -68,3 +68,19 @@ def test_deterministic():
     a = viz.to_svg(viz.layout(root_graph(), engine="linear"))
     b = viz.to_svg(viz.layout(root_graph(), engine="linear"))
     assert a == b
+
+
+def test_joint_graph_boxes_carry_their_partition():
+    from viz.synthetic import joint_like_graph
+
+    g = joint_like_graph(40, layers=2)
+    root = parse(viz.to_svg(viz.layout(g, engine="linear")))
+    part = {e.get("data-node"): e.get("class").split() for e in groups(root, "node")}
+    assert "partition-forward" in part["fwd_0"] and "partition-backward" in part["bwd_0"]
+    assert not any(c.startswith("partition-") for c in part["primals_1"])  # placeholders have no partition meta
+    grouped = parse(viz.to_svg(viz.layout(g, engine="linear", threshold=10)))
+    halves = {e.get("data-group"): [] for e in groups(grouped, "group")}
+    for e in groups(grouped, "group"):
+        halves[e.get("data-group")].append([c for c in e.get("class").split() if c.startswith("partition-")])
+    assert halves["L['self'].layers.0"] == [[], ["partition-backward"]]  # forward half, backward half
+    assert ".partition-backward rect" in root.find(f"{SVG}style").text

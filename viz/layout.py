@@ -38,6 +38,7 @@ class Box:
     h: float
     group: Optional[str] = None  # module path if this box is a collapsed module group
     count: int = 1  # nodes inside a group, 1 otherwise
+    partition: str = ""  # joint graphs: "forward" or "backward" (node meta "partition", or a group's half)
 
 
 @dataclass
@@ -92,11 +93,14 @@ def _boxes(items: list[Item], max_label: int) -> list[Box]:
         if it.node is not None:
             label, sub = node_labels(it.node, max_label)
             w, h = box_size(label, sub)
-            out.append(Box(it.id, label, sub, it.node.role, 0.0, 0.0, w, h))
+            part = it.node.meta.get("partition")
+            out.append(Box(it.id, label, sub, it.node.role, 0.0, 0.0, w, h,
+                           partition=part if isinstance(part, str) else ""))
         else:
             label, sub = _group_labels(it, max_label)
             w, h = box_size(label, sub, group=True)
-            out.append(Box(it.id, label, sub, GROUP_ROLE, 0.0, 0.0, w, h, group=it.group, count=it.count))
+            out.append(Box(it.id, label, sub, GROUP_ROLE, 0.0, 0.0, w, h, group=it.group, count=it.count,
+                           partition=it.partition))
     return out
 
 

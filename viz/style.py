@@ -25,6 +25,7 @@ __all__ = [
 ]
 
 GROUP_ROLE = "group"
+BACKWARD_FILL = "#ffe4e6"  # joint graphs: backward boxes are tinted, forward ones keep their role colour
 
 
 @dataclass(frozen=True)
@@ -130,4 +131,5 @@ def css(scope: str = ".ds-graph") -> str:
     ]
     for role, st in ROLE_STYLE.items():
         rules.append(f"{scope} .role-{role} rect {{ fill: {st.fill}; stroke: {st.stroke}; }}")
+    rules.append(f"{scope} .partition-backward rect {{ fill: {BACKWARD_FILL}; }}")
     return "\n".join(rules)

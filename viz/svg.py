@@ -59,6 +59,8 @@ def _edge(e: Edge, hi: bool) -> str:
 
 def _box(b: Box, selected: bool, hi: bool) -> str:
     classes = ["group" if b.group is not None else "node", f"role-{_attr(b.role)}"]
+    if b.partition:
+        classes.append(f"partition-{_attr(b.partition)}")
     if selected:
         classes.append("selected")
     if hi:
@@ -84,7 +86,8 @@ def to_svg(layout: Layout, *, selected: Optional[str] = None, highlight: Iterabl
     Node boxes are ``<g class="node role-<role>" data-node="<id>">``; collapsed module groups are
     ``<g class="group role-group" data-group="<module path>">``; edges are
     ``<g class="edge" data-src=… data-dst=…>``. ``selected`` (a box id) gets class ``selected``;
-    boxes in ``highlight`` and edges between two highlighted boxes get class ``highlight``.
+    boxes in ``highlight`` and edges between two highlighted boxes get class ``highlight``; boxes of a
+    joint graph get ``partition-forward`` / ``partition-backward`` (backward ones are tinted).
 
     >>> from viz.synthetic import chain_graph
     >>> from viz.layout import layout
