@@ -1,0 +1,186 @@
+# %% [markdown]
+# # Closure cells
+#
+# A *cell* is how Python shares a variable between a function and the functions nested in it: a
+# local that an inner function reads is stored in a cell (`co_cellvars`), and the inner function
+# carries that cell in its `__closure__` (`co_freevars`). Dynamo meets cells in two situations:
+#
+# - cells **created by the frame being traced** — `f` defines `h`, and a nested `body` reads it;
+# - cells that **existed before tracing** — the compiled `f` is itself a closure returned by a
+#   factory, and reads its factory's variable.
+#
+# Dynamo used to model these several ways (contents in `symbolic_locals`, `ClosureVariable`, ...).
+# Since pytorch#140153 (seed 002) every cell is one kind of `VariableTracker` — `NewCellVariable`
+# then, `CellVariable` in torch 2.13 — and every write to a cell is a buffered side effect. This
+# notebook looks at both kinds of cell from inside a paused trace, and at what Dynamo refuses.
+
+# %%
+import warnings
+
+import torch
+
+import tracer
+
+warnings.filterwarnings("ignore")
+_ = torch.manual_seed(0)
+wrap = torch.ops.higher_order.wrap
+
+# %% [markdown]
+# ## Both kinds of cell, seen from a pause
+#
+# `make_scaler(w)` returns `f`, which closes over `w` (a pre-existing cell). Inside, `f` creates `h`,
+# which its nested `body` closes over (a cell created by the root frame). We pause the trace just
+# before the `wrap` call.
+
+# %%
+def make_scaler(w):
+    def f(x):
+        h = x * w
+
+        def body(a):
+            return a + h
+
+        tracer.pause("before wrap")
+        return wrap(body, x)
+
+    return f
+
+
+f = make_scaler(torch.randn(3))
+s = tracer.trace(f, torch.randn(3))
+st = s.start().wait(timeout=60)
+for v in st.locals.values():
+    print(v)
+
+# %% [markdown]
+# - `x` is an ordinary local: a `TensorVariable` backed by the graph input `l_x_`.
+# - `h` is a cell `f` created: a `CellVariable` whose contents are the tensor node `h`.
+# - `w` is the pre-existing cell from `make_scaler`. It is a `CellVariable` too, and its contents
+#   became a **graph input** of the root graph, `L_w_`: a value reached through a closure is an input
+#   to the compiled code like an argument (its source reads the cell, so it is guarded like one).
+# - `body` is a `NestedUserFunctionVariable`: a function Dynamo saw being created, with `h`'s cell as
+#   its closure.
+
+# %%
+loc = st.locals
+assert not loc["x"].is_cell and loc["x"].node == "l_x_"
+assert loc["h"].is_cell and loc["h"].kind == "CellVariable" and loc["h"].cell_contents.node == "h"
+assert loc["w"].is_cell and loc["w"].kind == "CellVariable" and loc["w"].cell_contents.node == "l_w_"
+assert [n.target for n in st.graph.placeholders] == ["L_x_", "L_w_"]
+assert loc["body"].kind == "NestedUserFunctionVariable"
+
+# %% [markdown]
+# The panel shows the same locals table, with cells marked as cells:
+
+# %%
+st
+
+# %%
+s.resume()
+assert s.wait(timeout=60) is None
+
+# %% [markdown]
+# ## Writing to a cell from the traced frame
+#
+# Because a write to a cell is a buffered side effect, the traced frame may write to a pre-existing
+# cell: Dynamo records the new value and the code it generates stores it into the real cell after
+# the graph runs. No graph break, and eager semantics are kept.
+
+# %%
+def make_counter():
+    calls = 0
+
+    def step(x):
+        nonlocal calls
+        calls += 1
+        return x.sin()
+
+    return step, lambda: calls
+
+
+step, calls = make_counter()
+cap = tracer.capture(step, torch.randn(3))
+print(cap.graph_breaks, "calls =", calls())
+
+# %%
+assert cap.graph_breaks == []
+assert calls() == 1  # the cell was really written, once
+
+# %% [markdown]
+# ## What Dynamo graph-breaks on: a cell written inside a HOP body
+#
+# A HOP body is speculated into a *separate graph* that may be run, re-run or never run by the HOP
+# (`checkpoint` replays its body in the backward). A side effect on state outside the body — like
+# writing a cell of the enclosing function — cannot be expressed in that graph, so the body's
+# speculation fails and Dynamo graph-breaks on the whole HOP call. Let us watch it happen: pause in
+# the body, then step over the write.
+
+# %%
+def g(x):
+    count = 0
+
+    def body(a):
+        nonlocal count
+        tracer.pause("in body")
+        count += 1
+        return a.sin()
+
+    return wrap(body, x), count
+
+
+s = tracer.trace(g, torch.randn(3))
+st = s.start().wait(timeout=60)
+print(st.location.code, "| tracers:", [t.hop or "root" for t in st.tracers])
+print(st.locals["count"])
+
+# %% [markdown]
+# `count` is a cell the root frame created, holding the constant `0`. Now step over `count += 1`:
+
+# %%
+s.step()
+st = s.wait(timeout=60)  # at `count += 1`
+s.step()
+st = s.wait(timeout=60)  # the write failed the speculation: where are we now?
+print(st.location, "|", st.location.code, "| tracers:", [t.hop or "root" for t in st.tracers])
+
+# %% [markdown]
+# The next pause is back at the first line of `g`, with only the root tracer and an empty graph:
+# the speculation of `body` failed, and Dynamo **restarted the analysis of the frame**, this time
+# knowing it must break the graph at the `wrap` call.
+
+# %%
+assert st.location.function == "g" and [t.hop for t in st.tracers] == [""]
+assert st.graph.nodes == []
+s.resume()
+while s.wait(timeout=60) is not None:  # later passes do not enter the body again
+    s.resume()
+assert s.error is None
+
+# %% [markdown]
+# A capture records the failed speculation with Dynamo's reason, and the graph break it caused:
+
+# %%
+cap = tracer.capture(g, torch.randn(3))
+failed = [sp for sp in cap.frames[0].speculations if not sp.ok]
+brk = cap.graph_breaks[0]
+print(failed[0].hop, "|", failed[0].reason.splitlines()[0])
+print(brk.code_line, "|", brk.user_stack)
+
+# %% [markdown]
+# The graph break points at the write, `count += 1`, reached from the `wrap(...)` call in `g`: the
+# break is on the HOP call, and its reason is why the body could not be a graph. `g` then runs the
+# `wrap` eagerly, and the body with it — so the cell really is written, exactly once.
+
+# %%
+assert failed and failed[0].hop == "wrap"
+assert "side effect" in failed[0].reason.lower()
+assert brk.code_line.strip() == "count += 1"
+assert [loc.rsplit(" in ", 1)[1] for loc in brk.user_stack] == ["g", "body"]
+assert cap.result[1] == 1
+
+# %% [markdown]
+# In the explorer, the frame's speculations list the failed one, marked with its reason, and the
+# overview shows the graph break with its source line.
+
+# %%
+cap
