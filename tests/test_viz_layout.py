@@ -270,3 +270,14 @@ def test_real_12_layer_transformer_joint_graph_opens():
     # the Dynamo graph folds into its 12 layers
     root = viz.layout(f.graph)
     assert root.grouped and sum(1 for b in root.boxes if b.group) == 12
+
+
+@pytest.mark.parametrize("module", ["viz", "viz.dot", "viz.layout", "viz.svg", "viz.style", "viz.grouping",
+                                    "viz.synthetic", "viz.layout_linear"])
+def test_docstring_examples_run(module):
+    import doctest
+    import importlib
+
+    mod = sys.modules.get(module) or importlib.import_module(module)
+    result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0

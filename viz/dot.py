@@ -46,9 +46,10 @@ def to_dot(graph: Graph, *, rankdir: str = "TB", expanded: Iterable[str] = (), m
         graph [fontname=monospace rankdir=TB]
         node [fontname=monospace fontsize=10 shape=box style="rounded,filled"]
         x [label="x\\ninput" class="role-operand" color="#2563eb" fillcolor="#dbeafe"]
-        output [label="output\\noutput" class="role-output" color="#16a34a" fillcolor="#dcfce7"]
+        output [label="output\\nreturn x" class="role-output" color="#16a34a" fillcolor="#dcfce7"]
         x -> output
     }
+    <BLANKLINE>
     """
     if rankdir not in RANKDIRS:
         raise ValueError(f"unknown rankdir {rankdir!r} (must be one of {list(RANKDIRS)})")
