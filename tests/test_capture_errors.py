@@ -72,3 +72,25 @@ def test_reentrant_capture_is_refused():
         tracer.capture(torch._dynamo.disable(outer), torch.randn(2))
     cap = tracer.capture(inner, torch.randn(2))  # the lock was released
     assert len(cap.frames) == 1
+
+
+def test_graph_break_in_cond_branch_raises_with_the_failed_speculation():
+    # cond cannot fall back to eager (unlike wrap): Dynamo raises, the capture rides along.
+    def f(x):
+        def true_fn(y):
+            torch._dynamo.graph_break()
+            return y.sin()
+
+        def false_fn(y):
+            return y.cos()
+
+        return torch.cond(x.sum() > 0, true_fn, false_fn, (x,))
+
+    with pytest.raises(Exception, match="higher order operator") as info:
+        tracer.capture(f, torch.randn(3))
+    cap = info.value.capture
+    (frame,) = cap.frames
+    assert frame.compile_id == "0/0" and frame.code.endswith(" in f") and frame.meta["no_graph"] is True
+    (spec,) = frame.speculations
+    assert spec.hop == "cond" and not spec.ok and "graph_break" in spec.reason
+    tracer.validate(cap)

@@ -62,6 +62,9 @@ def capture(
     >>> [f.compile_id for f in cap.frames]
     ['0/0']
     """
+    from tracer.session import _raise_if_paused
+
+    _raise_if_paused()  # a paused tracer.trace() holds Dynamo's compile lock: fail fast, don't wait
     return _run_capture(
         fn, args, kwargs, fullgraph=fullgraph, dynamic=dynamic, more_calls=more_calls, partitioner=partitioner,
         backward=backward, capture_scalar_outputs=capture_scalar_outputs, dynamo_config=dynamo_config,

@@ -47,11 +47,16 @@ class Recorder:
         self.codes = CodeTracker(fresh_codes or [])
         self.region: Optional[int] = None  # isolate_recompiles id of the compiled wrapper
         self.errors: list[str] = []
+        self.where: dict[Key, tuple[str, str]] = {}  # compile key -> (code location, file) of the frame
 
     # -- events ----------------------------------------------------------------------------
     def _seen(self, key: Optional[Key]) -> None:
         if key is not None and key not in self.order:
             self.order.append(key)
+        if key is not None and key not in self.where:
+            code = _current_code()
+            if code is not None:
+                self.where[key] = (code_location(code), code.co_filename)
 
     def on_start(self, key: Key) -> None:
         self._seen(key)
@@ -149,8 +154,11 @@ class Recorder:
             if not frames:
                 if key not in self.guards and not specs:
                     continue
-                frame = Frame(compile_id="", code="?", graph=Graph())
+                code, filename = self.where.get(key, ("?", ""))
+                frame = Frame(compile_id="", code=code, graph=Graph())
                 frame.meta["dynamo_compile_id"] = f"{key[0]}/{key[1]}"
+                if filename:
+                    frame.meta["filename"] = filename
                 frame.meta["no_graph"] = True
                 frames = [frame]
             for frame in frames:
