@@ -21,7 +21,7 @@ $(BIN)/python:
 # torch first, pinned: the CPU wheel on disk. Any other spec would pull gigabytes of CUDA.
 $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "installing dynascope into $(VENV) (torch==2.13.0 CPU, test extras, JupyterLab)..."
-	@$(PIP) install torch==2.13.0 2>&1 | grep -v '^WARNING: Location' || true
+	@$(PIP) install torch==2.13.0 numpy 2>&1 | grep -v '^WARNING: Location' || true
 	@$(BIN)/python -c "import torch" || { echo "torch failed to install"; exit 1; }
 	@$(PIP) install -e '.[test]' jupyterlab 2>&1 | grep -v '^WARNING: Location' || true
 	@$(BIN)/python -c "import tracer, viz, nbval, anywidget" || { echo "dynascope failed to install"; exit 1; }
