@@ -238,6 +238,18 @@ def test_mlp_saved_activations_are_the_forward_extra_outputs(partitioner):
         assert a.backward.find(target="aten.t.default")
 
 
+def test_training_graph_without_backward_run_still_records_the_backward():
+    # Only the parameters require grad: a training graph, but capture's default (backward=None)
+    # runs .backward() only when an input tensor requires grad, so torch never compiles it.
+    cap = _capture(_mlp(), torch.randn(3, 4))
+    a = _only_aot(cap)
+    assert a.mode == "training" and cap.meta["backward_ran"] is False
+    assert a.backward_ran is False
+    # The backward the partitioner made (and torch would compile lazily) is still recorded.
+    assert a.backward is not None and a.backward.find(target="aten.mm.default")
+    assert [p.name for p in a.backward.placeholders if p not in _tangents(a.backward)] == [s.name for s in a.saved]
+
+
 @pytest.mark.parametrize("partitioner", ["min_cut", "default"])
 def test_joint_partition_tags_match_the_graphs(partitioner):
     m = _mlp()
@@ -555,7 +567,7 @@ def test_compile_aot_works_as_a_plain_backend_and_rejects_unknown_partitioners()
 def test_metadata_observer_is_removed_after_capture_and_after_errors(monkeypatch):
     import torch._functorch.aot_autograd as aot_autograd
 
-    from tracer._torch import aot
+    from tracer._torch import aot, patching
 
     real = aot_autograd.run_functionalized_fw_and_collect_metadata
     _capture(lambda x: x.sin(), torch.randn(2, requires_grad=True))
@@ -565,6 +577,7 @@ def test_metadata_observer_is_removed_after_capture_and_after_errors(monkeypatch
         def partition(*args, **kwargs):
             # Raised inside AOTAutograd, after the metadata was collected.
             assert aot_autograd.run_functionalized_fw_and_collect_metadata is not real
+            assert (aot_autograd, "run_functionalized_fw_and_collect_metadata") in patching.ACTIVE
             raise RuntimeError("partitioner exploded")
 
         return partition
@@ -573,6 +586,7 @@ def test_metadata_observer_is_removed_after_capture_and_after_errors(monkeypatch
     with pytest.raises(Exception, match="partitioner exploded") as info:
         tracer.capture(lambda x: x.sin(), torch.randn(3, requires_grad=True), fullgraph=True)
     assert aot_autograd.run_functionalized_fw_and_collect_metadata is real
+    assert patching.ACTIVE == []
     # The partial capture says AOT did not finish: the joint was recorded, no compiler ran.
     partial = info.value.capture
     assert [f.aot for f in partial.frames] == [None]

@@ -25,6 +25,7 @@ from tracer._torch.aot_meta import (
 )
 from tracer._torch.aot_provenance import DynamoIndex, annotate_from, seq_nr_origins
 from tracer._torch.fx_graph import graph_from_fx
+from tracer._torch.patching import Patches
 from tracer.model import Aot, Frame, Graph
 
 __all__ = ["PARTITIONERS", "compile_aot"]
@@ -90,11 +91,9 @@ def _observe_outer_metadata(sink: list[Any]) -> Iterator[None]:
 
         return observed
 
-    setattr(mod, name, observing)
-    try:
+    with Patches() as patches:
+        patches.set(mod, name, observing)
         yield
-    finally:
-        setattr(mod, name, real)
 
 
 def _fw_metadata() -> Any:
