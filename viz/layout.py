@@ -3,6 +3,9 @@
 Invariant: only visible boxes (after module grouping) are laid out; ``dot`` runs only on graphs under
 the measured limits (Note [dot limits]) and under a hard deadline, else the linear layout runs, so a
 call returns in bounded time for any graph. Coordinates are px with y pointing down.
+
+(``viz.layout`` is the function; this module is ``sys.modules["viz.layout"]``, and
+``from viz.layout import Box`` works as usual.)
 """
 
 from __future__ import annotations
@@ -28,14 +31,14 @@ DOT_MAX_VIRTUAL = 4000
 class Box:
     """One drawn box: a node, or a collapsed module group. ``x, y`` is the top-left corner."""
 
-    id: str  # node name, or "module:<path>" for a group (viz.grouping.group_id)
+    id: str  # node name, or "module:<path>" for a group (+ " [backward]" for a joint graph's backward half)
     label: str  # first line: node name or module path
     sublabel: str  # second line: op/target and format_meta, or module type and node count
     role: str  # a tracer.model NODE_ROLES value, or "group"
-    x: float
-    y: float
-    w: float
-    h: float
+    x: float  # left edge, px
+    y: float  # top edge, px (y grows downwards)
+    w: float  # width, px (from the label length, Note [Box sizes from label lengths])
+    h: float  # height, px
     group: Optional[str] = None  # module path if this box is a collapsed module group
     count: int = 1  # nodes inside a group, 1 otherwise
     partition: str = ""  # joint graphs: "forward" or "backward" (node meta "partition", or a group's half)

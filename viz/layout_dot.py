@@ -82,7 +82,10 @@ def cache_clear() -> None:
 
 
 def run_dot(source: str, deadline: float, *, capped: bool) -> Optional[DotResult]:
-    """Lay out ``source`` with ``dot -Tjson`` within ``deadline`` seconds; None if dot is missing, fails or is slow."""
+    """Lay out ``source`` with ``dot -Tjson`` within ``deadline`` seconds; None if dot is missing, fails or is slow.
+
+    Failures are cached like results, so a graph too slow for dot costs its deadline once per session.
+    """
     key = hashlib.sha256(f"{capped}\n{source}".encode()).hexdigest()
     if key in _cache:
         _cache.move_to_end(key)
