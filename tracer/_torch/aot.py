@@ -116,7 +116,7 @@ class _AotRecorder:
         self.frame = frame
         self.partitioner = partitioner
         self.index = DynamoIndex(gm)
-        self.params = _params_and_buffers(gm)
+        self.params, self.buffers = _params_and_buffers(gm)
         self.example_inputs = list(example_inputs)
         self.outer_meta: list[Any] = []
         self.by_seq_nr: dict[int, dict[str, Any]] = {}
@@ -172,9 +172,10 @@ class _AotRecorder:
     def _names_and_params(self, meta: Any, outer: bool) -> tuple[list[str], set[int]]:
         dyn = [n.name for n in self.index.placeholders]
         n_info = len(getattr(meta, "input_info", []) or [])
-        if outer and n_info == len(self.params) + len(dyn) and self.params:
-            # aot_module_simplified passes the module's own parameters and buffers first.
-            names = list(self.params) + dyn
+        lifted = self.params + self.buffers
+        if outer and lifted and n_info == len(lifted) + len(dyn):
+            # aot_module_simplified passes the graph module's own parameters and buffers first.
+            names = lifted + dyn
             params = set(range(len(self.params)))
         else:
             names = dyn if outer else self._inner_names(n_info)
@@ -279,13 +280,16 @@ class _AotRecorder:
             self._failed("inference", e)
         return boxed_nop(gm, example_inputs)
 
-def _params_and_buffers(gm: torch.fx.GraphModule) -> list[str]:
+
+def _params_and_buffers(gm: torch.fx.GraphModule) -> tuple[list[str], list[str]]:
+    """FQNs of the parameters and buffers ``aot_module_simplified`` passes before the graph inputs."""
     try:
-        names = [k for k, _ in gm.named_parameters(remove_duplicate=False)]
-        names += [k for k, _ in gm.named_buffers(remove_duplicate=False)]
-        return names
+        return (
+            [k for k, _ in gm.named_parameters(remove_duplicate=False)],
+            [k for k, _ in gm.named_buffers(remove_duplicate=False)],
+        )
     except Exception:
-        return []
+        return [], []
 
 
 def _is_param_placeholder(node: torch.fx.Node) -> bool:
