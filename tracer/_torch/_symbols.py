@@ -9,6 +9,9 @@ PRIVATE_SYMBOLS: list[str] = [
     "torch._ops:OpOverload",
     "torch._ops:OpOverloadPacket",
     "torch._ops:HigherOrderOperator",
+    # fx_graph.py: symbolic sizes as expressions ("s0", "u0")
+    "torch.fx.experimental.sym_node:SymNode.maybe_as_int",
+    "torch.fx.experimental.sym_node:SymNode.expr",
     # subtracer.py: Note [Speculation hook point]
     "torch._dynamo.variables.higher_order_ops:speculate_subgraph",
     "torch._dynamo.variables.higher_order_ops:speculate_subgraph_with_auto_output_flattening",

@@ -26,16 +26,13 @@ def _size(s: Any) -> Any:
     if isinstance(s, int) and not isinstance(s, bool):
         return s
     if isinstance(s, torch.SymInt):
-        node = s.node
-        if node.is_constant() if hasattr(node, "is_constant") else False:
-            try:
-                return int(node.constant_value() if hasattr(node, "constant_value") else s)
-            except Exception:
-                pass
         try:
-            return str(node.expr)
+            const = s.node.maybe_as_int()
         except Exception:
-            return str(s)
+            const = None
+        if const is not None:
+            return int(const)
+        return _sym_expr(s)
     try:
         return int(s)
     except Exception:
