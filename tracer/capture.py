@@ -148,15 +148,24 @@ def _run_capture(
                         compiled(*call_args, **kwargs)
                 cap.result = result
             finally:
-                rec.finish(cap)
+                _safely(cap, "finish", rec.finish, cap)  # also on error: the partial capture
         except BaseException as e:
             _attach(e, cap)
             raise
         finally:
-            cap.meta["reset_codes"] = rec.codes.reset()
+            cap.meta["reset_codes"] = _safely(cap, "reset", rec.codes.reset) or []
         return cap
     finally:
         _ACTIVE.release()
+
+
+def _safely(cap: Capture, stage: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """Run a recording step; a failure is noted on the capture, never raised over the user's error."""
+    try:
+        return fn(*args)
+    except Exception as e:  # recording must not hide what the user's function did
+        cap.meta.setdefault("recording_errors", []).append(f"{stage}: {type(e).__name__}: {e}"[:500])
+        return None
 
 
 def _attach(e: BaseException, cap: Capture) -> None:
