@@ -698,3 +698,22 @@ def test_every_capture_case_has_a_consistent_aot_record(name, captured):
         assert [i.name for i in a.inputs] == [p.name for p in frame.graph.placeholders]
         if a.mode == "training":
             assert [s.name for s in a.saved] == _outputs(a.forward)[len(_outputs(a.forward)) - len(a.saved):]
+
+
+def test_a_recording_failure_warns_and_never_breaks_the_compile(monkeypatch):
+    from tracer._torch import aot
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("saved values exploded")
+
+    monkeypatch.setattr(aot, "saved_values", broken)
+    x = torch.randn(3, requires_grad=True)
+    with pytest.warns(UserWarning, match="could not record the AOT forward: RuntimeError: saved values exploded"):
+        cap = tracer.capture(lambda t: t.sin() * 2, x)
+    torch.testing.assert_close(cap.result, x.sin() * 2)
+    (frame,) = cap.frames
+    assert frame.meta["aot_errors"] == ["forward: RuntimeError: saved values exploded"]
+    # What was recorded before the failure is kept; the backward still compiled and was recorded.
+    assert frame.aot is not None and frame.aot.forward is not None and frame.aot.saved == []
+    assert frame.aot.backward_ran
+    tracer.validate(cap)

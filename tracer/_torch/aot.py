@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import warnings
 from typing import Any, Callable, Iterator, Optional
 
 import torch
@@ -128,8 +129,11 @@ class _AotRecorder:
 
     # -- errors ------------------------------------------------------------------------------
     def _failed(self, stage: str, e: BaseException) -> None:
-        """Recording is best effort per stage; a failure is recorded on the frame, never raised."""
-        self.frame.meta.setdefault("aot_errors", []).append(f"{stage}: {type(e).__name__}: {e}"[:500])
+        """Recording is best effort per stage: a failure never breaks the user's compile, but it is
+        never silent either (a warning, and ``frame.meta["aot_errors"]``)."""
+        text = f"{stage}: {type(e).__name__}: {e}"[:500]
+        self.frame.meta.setdefault("aot_errors", []).append(text)
+        warnings.warn(f"dynascope could not record the AOT {text} (frame {self.frame.compile_id})", stacklevel=2)
 
     # -- conversion --------------------------------------------------------------------------
     def _convert(
@@ -238,6 +242,7 @@ class _AotRecorder:
         meta = _fw_metadata()
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         aot = self._new_aot("training", meta, placeholders)
+        self.aot = self.frame.aot = aot  # AOT ran: a partial record beats none if a step below fails
         aot.forward, bodies = self._convert(gm, "forward")
         aot.subgraphs.update(self.joint_bodies)
         aot.subgraphs.update(bodies)
@@ -247,8 +252,6 @@ class _AotRecorder:
             aot.backward, bw_bodies = self._convert(self.bw_module, "backward", saved_from=aot.forward)
             aot.subgraphs.update(bw_bodies)
         aot.saved_tensor_hooks = saved_tensor_hooks(aot, self.hooks_snapshot)
-        self.aot = aot
-        self.frame.aot = aot
 
     def bw_compiler(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
         from torch._dynamo.backends.debugging import boxed_nop
@@ -272,10 +275,9 @@ class _AotRecorder:
             meta = _fw_metadata()
             placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
             aot = self._new_aot("inference", meta, placeholders)
+            self.aot = self.frame.aot = aot
             aot.inference, aot.subgraphs = self._convert(gm, "inference")
             aot.forward = aot.inference  # the graph that runs forward, in either mode
-            self.aot = aot
-            self.frame.aot = aot
         except Exception as e:
             self._failed("inference", e)
         return boxed_nop(gm, example_inputs)
