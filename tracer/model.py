@@ -101,7 +101,12 @@ InputKind = Literal["operand", "lifted_freevar", "lifted_symbol"]
 #   "fwd_nn_module_stack" AOT backward nodes: the nn_module_stack of the forward op they differentiate
 #   "from"            AOT graphs only: {"node": dynamo node name, "graph": qualified graph name,
 #                     "file", "line", "code"}: the Dynamo node this aten node came from
+#                     (+ "via": "from_node" | "seq_nr" | "stack_trace" | "desc", how it was found)
 #   "partition"       joint graph only: "forward" or "backward"
+#   "recomputed"      joint graph only: True when the partitioner also recomputes it in the backward
+#   "dead"            joint graph only: True when neither the forward nor the backward kept it
+#   "desc"            AOT placeholders: AOTAutograd's descriptor, e.g. "PlainAOTInput(idx=0)"
+#   "saved_tensor_hook" AOT graphs only: "pack" / "unpack" for nodes inlined from a saved-tensor hook
 
 
 @dataclass
