@@ -134,7 +134,6 @@ class SessionPanel:
         self.status = W.HTML()
         self.body = W.HTML()
         self.canvas = GraphCanvas(height=height)
-        self.details = W.HTML()
         self.message = W.HTML()
         self.buttons = {name: W.Button(description=name, tooltip=tip) for name, tip in [
             ("Resume", "run to the next break or to the end"),
@@ -144,8 +143,8 @@ class SessionPanel:
         self.buttons["Resume"].on_click(lambda _: self.click("resume"))
         self.buttons["Step"].on_click(lambda _: self.click("step"))
         self.buttons["Abort"].on_click(lambda _: self.click("abort"))
-        self.widget = W.VBox([self.status, self.body, self.canvas, self.details,
-                              W.HBox(list(self.buttons.values())), self.message])
+        self.widget = W.VBox([self.status, W.HBox(list(self.buttons.values())), self.message, self.body,
+                              self.canvas])
         self.refresh()
 
     def click(self, command: str) -> None:

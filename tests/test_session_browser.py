@@ -1,0 +1,97 @@
+"""The session panel in a real JupyterLab: Step / Resume buttons drive a paused trace while the kernel is idle."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+from test_browser import ARTIFACTS, CHROMIUM, Lab, browser  # noqa: F401 (browser is a fixture)
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
+
+CELLS = [
+    "import torch, tracer",
+    "def f(x):\n"
+    "    a = x.sin()\n"
+    "    tracer.pause('after sin')\n"
+    "    b = a.cos()\n"
+    "    return b + 1\n"
+    "\n"
+    "s = tracer.trace(f, torch.randn(3)).start()\n"
+    "st = s.wait(timeout=240)\n"
+    "s",
+]
+
+
+@pytest.fixture
+def lab(tmp_path):
+    if shutil.which(CHROMIUM) is None and not os.path.exists(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} missing: run `make chromium`")
+    nb = {
+        "nbformat": 4, "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}},
+        "cells": [{"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None, "outputs": [],
+                   "source": src} for i, src in enumerate(CELLS)],
+    }
+    (tmp_path / "session.ipynb").write_text(json.dumps(nb))
+    server = Lab(tmp_path)
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+def run_cells(page) -> None:
+    """Run every cell. The first run is retried: right after the kernel reports idle, JupyterLab
+    can still drop an execute request while its kernel connection settles."""
+    prompts = page.locator(".jp-Notebook .jp-Cell .jp-InputPrompt")
+    for _ in range(6):
+        prompts.nth(0).click()
+        page.keyboard.press("Control+Enter")
+        try:
+            page.wait_for_function(
+                "() => !/\\[ \\]/.test(document.querySelector('.jp-Notebook .jp-Cell .jp-InputPrompt').textContent)",
+                timeout=15_000)
+            break
+        except Exception:
+            continue
+    for i in range(1, len(CELLS)):
+        prompts.nth(i).click()
+        page.keyboard.press("Control+Enter")
+
+
+def test_session_panel_buttons_in_jupyterlab(lab, browser):  # noqa: F811
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1200})
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(f"{lab.base}/lab/tree/session.ipynb?token={lab.token}", timeout=90_000)
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
+        run_cells(page)
+        out = page.locator(".jp-OutputArea-output")
+        out.locator(".ds-session", has_text="pause 1 (pause: after sin)").first.wait_for(timeout=240_000)
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
+        canvas = page.locator(".ds-canvas").first
+        canvas.locator("svg [data-node='a']").wait_for(timeout=60_000)
+        assert canvas.locator("svg [data-node='b']").count() == 0
+        page.screenshot(path=str(ARTIFACTS / "session_paused.png"))
+
+        # The kernel is idle: a click runs the button's callback, which steps and redraws the panel.
+        page.get_by_role("button", name="Step", exact=True).click()
+        out.locator(".ds-session", has_text="pause 2 (step)").first.wait_for(timeout=120_000)
+        page.get_by_role("button", name="Step", exact=True).click()
+        out.locator(".ds-session", has_text="pause 3 (step)").first.wait_for(timeout=120_000)
+        canvas.locator("svg [data-node='b']").wait_for(timeout=60_000)  # the stepped line's cos
+        page.screenshot(path=str(ARTIFACTS / "session_stepped.png"))
+
+        page.get_by_role("button", name="Resume", exact=True).click()
+        out.locator(".ds-session", has_text="is finished").first.wait_for(timeout=120_000)
+        assert page.get_by_role("button", name="Step", exact=True).is_disabled()
+        page.screenshot(path=str(ARTIFACTS / "session_finished.png"))
+    except Exception:
+        page.screenshot(path=str(ARTIFACTS / "session_failure.png"))
+        raise
