@@ -274,3 +274,23 @@ def test_scan(captured):
         ("operand", "l_init_"), ("operand", "l_xs_"), ("lifted_freevar", "w")
     ]
     assert sg.inputs[1].meta["shape"] == [3]  # one slice of xs [4, 3]
+
+
+def test_dynamic_int_argument_is_an_operand_at_the_root():
+    from torch._higher_order_ops.wrap import wrap
+
+    def f(x, n):
+        def body(y):
+            return y * n
+
+        return wrap(body, x)
+
+    import torch
+
+    cap = tracer.capture(f, torch.randn(3), 4, dynamic=True)
+    f0 = cap.frames[0]
+    n = f0.graph.node("l_n_")
+    assert n.meta["kind"] == "symint" and n.role == "operand"  # the user passed n
+    (sg,) = f0.subgraphs.values()
+    assert kinds(sg)["l_n_"] == "lifted_symbol"  # but the body closes over it
+    tracer.validate(cap)

@@ -200,9 +200,12 @@ def _graph_arg_source(node: torch.fx.Node) -> str:
 
 
 def _root_role(node: torch.fx.Node, arg_names: set[str]) -> str:
-    """Role of a root-graph placeholder (Note [Closed sets of kinds] in tracer/model.py)."""
-    if _is_symbolic(_value(node)):
-        return "lifted_symbol"
+    """Role of a root-graph placeholder (Note [Closed sets of kinds] in tracer/model.py).
+
+    A frame argument (``L['x']``, ``L['n']`` even as a SymInt, ``L['xs'][0]``) is an operand;
+    a size symbol (``L['x'].size()[0]``) is a lifted symbol; parameters and buffers are params;
+    globals, closure cells and module attributes are lifted free variables.
+    """
     ga = node.meta.get("grapharg")
     try:
         example = getattr(ga, "example", None)
@@ -214,6 +217,8 @@ def _root_role(node: torch.fx.Node, arg_names: set[str]) -> str:
     m = _LOCAL_ARG.match(src)
     if m and m.group("name") in arg_names:
         return "operand"
+    if _is_symbolic(_value(node)):
+        return "lifted_symbol"
     return "lifted_freevar"
 
 
