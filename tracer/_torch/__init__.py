@@ -3,4 +3,27 @@
 Every private symbol used is listed in ``PRIVATE_SYMBOLS`` (see ``tracer/_torch/_symbols.py``) and
 checked by ``tests/test_torch_compat.py``, so a torch upgrade fails loudly in one place.
 Invariant: every hook here is installed for one capture and removed after it, also on error.
+
+Where the capture core hooks into Dynamo (one module each):
+
+==================  ==================================================================  ====================
+module              hook point                                                          records
+==================  ==================================================================  ====================
+``backend.py``      the Dynamo backend + ``guard_export_fn`` of ``torch._dynamo.optimize``  Frame graphs, guards
+``subtracer.py``    ``higher_order_ops.speculate_subgraph`` and                         Speculations, operand
+                    ``speculate_subgraph_with_auto_output_flattening`` (module attrs)    vs lifted inputs
+``breaks.py``       ``InstructionTranslatorBase.log_graph_break`` (class attr)          GraphBreaks
+``structured.py``   a handler on the ``torch.__trace`` logger                           compile order,
+                                                                                        Recompile reasons
+``guards.py``       ``CacheEntry.backend`` of the entries the capture made             BACKEND_MATCH
+``isolation.py``    ``convert_frame.register_bytecode_hook``, ``reset_code``,           fresh code, clean
+                    ``pgo.get_code_state``, ``torch._dynamo.config.patch``              caches, configs
+``subgraphs.py``    (reads the GraphModule only)                                        the HOP body tree
+``fx_graph.py``     (reads fx graphs only)                                              Graph / Node.meta
+``aot.py``          AOTAutograd compilers and partitioner (AOT stage)                   Frame.aot
+``pause*.py``       comptime pause (tracer.trace)                                       PausedState
+==================  ==================================================================  ====================
+
+All attribute patches go through ``patching.Patches``, whose ``ACTIVE`` list is empty whenever
+no capture runs (``tests/test_hooks_removed.py``).
 """
