@@ -717,3 +717,32 @@ def test_a_recording_failure_warns_and_never_breaks_the_compile(monkeypatch):
     assert frame.aot is not None and frame.aot.forward is not None and frame.aot.saved == []
     assert frame.aot.backward_ran
     tracer.validate(cap)
+
+
+@pytest.mark.parametrize("mode", ["donated", "no_static", "all"])
+def test_saved_tensor_hooks_filtering_mode_on_an_mlp(mode):
+    # saved_tensors_hooks_filtering_mode picks which saved values get the hooks:
+    #   "donated"   only donated buffers: intermediates nothing else holds (not inputs, not params)
+    #   "no_static" everything but static inputs (the parameters)
+    #   "all"       every saved tensor
+    from torch._functorch import config as functorch_config
+
+    pack_gm, unpack_gm = _hook_pair()
+    m = _mlp()
+    plain = _only_aot(_capture(m, torch.randn(3, 4), backward=True))
+    with functorch_config.patch(saved_tensors_hooks_filtering_mode=mode):
+        with torch.autograd.graph.saved_tensors_hooks(pack_gm, unpack_gm):
+            a = _only_aot(_capture(m, torch.randn(3, 4), backward=True))
+    saved = [plain.forward.node(s.name) for s in plain.saved]
+    expected = {
+        "donated": [n.name for n in saved if n.op != "placeholder"],
+        "no_static": [n.name for n in saved if n.role != "param"],
+        "all": [n.name for n in saved],
+    }[mode]
+    assert a.saved_tensor_hooks.applied_to == expected
+    # The user input x is saved (for the first Linear's weight gradient), as is W2 and relu:
+    # so the three modes really differ here.
+    assert {n.role for n in saved if n.op == "placeholder"} == {"param", "operand"}
+    hooked = {f"{name}_hook_0" for name in expected}
+    for s in a.saved:
+        assert s.dtype == ("bfloat16" if s.name in hooked else "float32")
