@@ -90,6 +90,8 @@ def fresh_callable(fn: Any) -> tuple[Callable[..., Any], list[types.CodeType]]:
 def _uncompiled(fn: Any) -> Any:
     """The user's own callable behind a ``torch.compile`` result (capture compiles it itself)."""
     for _ in range(4):
+        if getattr(fn, "_torchdynamo_disable", False):
+            return fn  # torch.compiler.disable: keep it disabled
         if isinstance(fn, torch.nn.Module) and type(fn).__name__ == "OptimizedModule":
             inner = getattr(fn, "_orig_mod", None)
         else:
