@@ -96,3 +96,18 @@ def test_hooks_are_live_during_a_capture():
     names = {name for _, name in seen["during"]}
     assert {"speculate_subgraph", "speculate_subgraph_with_auto_output_flattening", "log_graph_break"} <= names
     assert patching.ACTIVE == []
+
+
+def test_automatic_dynamic_state_does_not_outlive_a_capture():
+    import copy
+
+    from torch._dynamo.pgo import get_code_state
+
+    before = copy.deepcopy(dict(get_code_state()))
+
+    def f(x):
+        return x * 2
+
+    cap = tracer.capture(f, torch.randn(3), more_calls=[(torch.randn(6),)])
+    assert len(cap.recompiles) == 1  # Dynamo did mark the size dynamic inside the capture
+    assert dict(get_code_state()) == before
