@@ -496,6 +496,16 @@ def test_no_grad_inputs_record_inference_mode():
     assert cap.meta["backward_ran"] is False
 
 
+def test_grad_mode_off_records_inference_even_for_inputs_that_require_grad():
+    x = torch.randn(3, requires_grad=True)
+    with torch.no_grad():
+        cap = _capture(lambda t: t.sin() * 2, x)
+    a = _only_aot(cap)
+    assert a.mode == "inference" and a.joint is None and a.backward is None
+    assert [i.requires_grad for i in a.inputs] == [True]
+    assert not cap.result.requires_grad and cap.meta["backward_ran"] is False
+
+
 def test_effectful_op_threads_an_effect_token():
     def f(x):
         torch.ops.aten._print("dynascope")
