@@ -395,3 +395,31 @@ def test_interpreter_exit_while_paused_leaves_no_blocked_thread():
     assert done.returncode == 0, done.stderr[-2000:]
     assert "paused" in done.stdout
     assert "at exit: finished TraceAborted ended" in done.stdout
+
+
+def graph_break_fn(x):
+    a = x.sin()
+    tracer.pause("before break")
+    print("a graph break")
+    b = a.cos()
+    tracer.pause("after break")
+    return b + 1
+
+
+def test_pauses_around_a_graph_break():
+    s = tracer.trace(graph_break_fn, torch.randn(3)).start()
+    seen = []
+    while (st := s.wait(timeout=120)) is not None:
+        seen.append(st)
+        s.resume()
+    # Dynamo traces up to the break, restarts analysis to compile the prefix (attempt 1), then
+    # traces the resume function as a new frame whose graph starts from its own inputs.
+    assert [(p.label, p.attempt) for p in seen] == [("before break", 0), ("before break", 1), ("after break", 0)]
+    assert seen[0].compile_id == seen[1].compile_id != seen[2].compile_id
+    assert seen[2].location.function.startswith("torch_dynamo_resume_in_graph_break_fn")
+    frames = {f.meta["dynamo_compile_id"]: f for f in s.capture.frames}
+    assert set(frames) == {seen[0].compile_id, seen[2].compile_id}
+    # The pause inside the resume frame saw the start of that frame's graph.
+    final = frames[seen[2].compile_id].graph
+    assert [n.name for n in seen[2].graph.nodes] == [n.name for n in final.nodes][: len(seen[2].graph.nodes)]
+    assert len(s.capture.graph_breaks) == 1

@@ -103,6 +103,8 @@ class PausedState:
     locals: dict[str, LocalVar] = field(default_factory=dict)  # symbolic_locals of the paused frame
     tracers: list[TracerState] = field(default_factory=list)  # the SubgraphTracer stack, root first
     guards: list[Guard] = field(default_factory=list)  # guards installed so far
+    compile_id: str = ""  # Dynamo's own compile id ("17/0"), as the final Frame.meta["dynamo_compile_id"]
+    attempt: int = 0  # how often Dynamo restarted analysis of this frame (e.g. after a graph break)
     _controller: Any = field(default=None, repr=False, compare=False)  # the session's worker (buttons)
 
     @property
@@ -113,6 +115,8 @@ class PausedState:
     def __str__(self) -> str:
         lines = [f"{self.session}: pause {self.index} ({self.reason}{': ' + self.label if self.label else ''})",
                  f"  at {self.location}: {self.location.code}"]
+        if self.attempt:
+            lines.append(f"  (Dynamo restarted analysis of this frame: attempt {self.attempt})")
         lines.append("  tracers:")
         lines.extend("    " + str(t) for t in self.tracers)
         if self.graph.nodes:

@@ -100,6 +100,8 @@ def paused_html(state: PausedState, *, with_graph: bool = True) -> str:
         f" <span class='ds-muted' style='font-weight:normal'>{esc(state.location.instruction)}</span></div>",
         source_html(state),
         _frames_html(state),
+        (f"<div class='ds-muted'>Dynamo restarted analysis of this frame: attempt {state.attempt}</div>"
+         if state.attempt else ""),
         "<h4>SubgraphTracer stack (root first)</h4>", _stack_html(state),
     ]
     if with_graph:

@@ -11,6 +11,7 @@ import linecache
 from typing import Any, Optional
 
 import torch
+from torch._guards import CompileContext
 
 from tracer._torch.fx_graph import graph_from_fx, meta_of
 from tracer.model import Graph, Guard
@@ -44,7 +45,10 @@ def snapshot(tx: Any, inst: Any, line: int) -> dict[str, Any]:
             lifted=[_proxy_name(p) for p in tracer.lifted_freevars.values()],
             lifted_from=[_proxy_name(p) for p in tracer.lifted_freevars.keys()],
         ))
+    trace_id = CompileContext.current_trace_id()
     return {
+        "compile_id": str(trace_id.compile_id) if trace_id is not None else "",
+        "attempt": int(trace_id.attempt) if trace_id is not None else 0,
         "location": location,
         "frames": frames,
         "locals": {str(k): describe(str(k), v, tx) for k, v in list(tx.symbolic_locals.items())},
