@@ -14,7 +14,7 @@ from viz_fixtures import graph, root_graph
 import viz
 from tracer.model import Graph
 from viz import layout_dot, layout_linear
-from viz.grouping import default_expanded, module_chain, module_tree, split_path, visible
+from viz.grouping import INPUTS_GROUP, default_expanded, module_chain, module_tree, split_path, visible
 from viz.synthetic import chain_graph, joint_like_graph
 
 LAYOUT = sys.modules["viz.layout"]  # the module (``viz.layout`` is the function)
@@ -256,7 +256,9 @@ def test_real_12_layer_transformer_joint_graph_opens():
     assert lay.grouped and len(lay.boxes) <= 300
     check_geometry(lay)
     groups = {b.id: b for b in lay.boxes if b.group}
-    layer_paths = sorted({b.group for b in groups.values()}, key=lambda p: int(p.rsplit(".", 1)[-1]))
+    assert groups[f"module:{INPUTS_GROUP}"].count > 100  # primals and tangents fold (Note [Folded inputs])
+    layer_paths = sorted({b.group for b in groups.values() if b.group != INPUTS_GROUP},
+                         key=lambda p: int(p.rsplit(".", 1)[-1]))
     assert len(layer_paths) == 12 and all(".layers." in p for p in layer_paths)
     # each layer shows as a forward box and a backward box (Note [Joint graph groups])
     fwd, bwd = groups[f"module:{layer_paths[3]}"], groups[f"module:{layer_paths[3]} [backward]"]
@@ -281,3 +283,17 @@ def test_docstring_examples_run(module):
     mod = sys.modules.get(module) or importlib.import_module(module)
     result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0
+
+
+def test_many_module_less_inputs_fold_into_one_box():
+    g = joint_like_graph(400, layers=4)
+    for k in range(20):  # twenty parameters as placeholders, like an AOT graph's primals
+        g.nodes.insert(1, graph("", [(f"primals_p{k}", "placeholder", f"primals_p{k}", [], "param")]).nodes[0])
+    lay = viz.layout(g, engine="linear")
+    box = lay.box(f"module:{INPUTS_GROUP}")
+    assert box.group == INPUTS_GROUP and box.count == 22  # primals_1, tangents_1 and the twenty
+    assert not any(b.id.startswith("primals_") for b in lay.boxes)
+    opened = viz.layout(g, expanded={INPUTS_GROUP}, engine="linear")
+    assert "primals_p0" in {b.id for b in opened.boxes} and f"module:{INPUTS_GROUP}" not in {b.id for b in opened.boxes}
+    few = viz.layout(joint_like_graph(400, layers=4), engine="linear")  # two inputs: nothing to fold
+    assert {"primals_1", "tangents_1"} <= {b.id for b in few.boxes}

@@ -17,6 +17,7 @@ __all__ = [
     "BACKWARD_SUFFIX",
     "GROUP_PREFIX",
     "GROUP_THRESHOLD",
+    "INPUTS_GROUP",
     "Item",
     "Visible",
     "default_expanded",
@@ -40,6 +41,17 @@ GROUP_PREFIX = "module:"
 # from and feed the next one (a cycle per layer). Instead the backward half of a module is its own box,
 # id ``group_id(path) + BACKWARD_SUFFIX``, with the same ``group`` path: expanding the path opens both.
 BACKWARD_SUFFIX = " [backward]"
+
+
+# Note [Folded inputs]
+# ~~~~~~~~~~~~~~~~~~~~
+# Placeholders have no module stack, so grouping leaves them alone, and an AOT graph has one per
+# parameter, buffer and tangent: the 12-layer transformer's joint graph would show 145 ``primals_*``
+# boxes around 24 module boxes. When a grouped graph has more than INPUTS_FOLD_MIN such placeholders
+# they fold into one box whose path is INPUTS_GROUP (never a real module path, which starts with
+# ``L[``/``G[``); expanding INPUTS_GROUP shows them again.
+INPUTS_GROUP = "(inputs)"
+INPUTS_FOLD_MIN = 8
 
 
 def group_id(path: str) -> str:
@@ -178,21 +190,27 @@ def visible(graph: Graph, expanded: Iterable[str] = (), threshold: int = GROUP_T
     """The boxes to draw: all nodes when ``len(graph.nodes) <= threshold``, else module groups.
 
     A node shows inside the outermost group of its chain that is neither in ``expanded`` nor opened
-    automatically (see ``_auto_open``); nodes without an ``nn_module_stack`` always show themselves.
+    automatically (see ``_auto_open``); other nodes show themselves, except that many module-less
+    placeholders fold into one :data:`INPUTS_GROUP` box (Note [Folded inputs]).
     """
     nodes = graph.nodes
     grouped = len(nodes) > threshold
     opened = set(expanded) | (_auto_open(graph) if grouped else set())
+    fold_inputs = (grouped and INPUTS_GROUP not in opened
+                   and sum(1 for n in nodes if n.op == "placeholder" and not module_chain(n)) > INPUTS_FOLD_MIN)
     items: list[Item] = []
     by_id: dict[str, Item] = {}
     item_of: dict[str, str] = {}
     for idx, n in enumerate(nodes):
         target: Optional[tuple[str, str]] = None
         if grouped:
-            for path, typ in module_chain(n):
+            chain = module_chain(n)
+            for path, typ in chain:
                 if path not in opened:
                     target = (path, typ)
                     break
+            if fold_inputs and not chain and n.op == "placeholder":
+                target = (INPUTS_GROUP, "placeholder")
         if target is None:
             it = Item(id=n.name, first=idx, node=n)
             items.append(it)
