@@ -423,3 +423,26 @@ def test_pauses_around_a_graph_break():
     final = frames[seen[2].compile_id].graph
     assert [n.name for n in seen[2].graph.nodes] == [n.name for n in final.nodes][: len(seen[2].graph.nodes)]
     assert len(s.capture.graph_breaks) == 1
+
+
+def test_dynamo_step_is_restored_after_every_ending():
+    from torch._dynamo.symbolic_convert import InstructionTranslatorBase
+
+    original = vars(InstructionTranslatorBase)["step"]
+    for end in ("finish", "abort", "error", "timeout"):
+        fn, args = (failing_fn, (torch.randn(3),)) if end == "error" else (root_fn, (torch.randn(3), torch.randn(3)))
+        s = tracer.trace(fn, *args, pause_timeout=0.1 if end == "timeout" else 600).start()
+        st = None
+        try:
+            st = s.wait(timeout=120)
+            assert vars(InstructionTranslatorBase)["step"] is not original  # hooked while tracing
+            if end == "abort":
+                s.abort()
+            elif end == "finish":
+                s.resume()
+            s._worker.join(120)
+            s.wait(timeout=120)
+        except (ValueError, TraceAborted):
+            assert end in ("error", "timeout", "abort"), (end, st)
+        assert s.status == "finished"
+        assert vars(InstructionTranslatorBase)["step"] is original, end
