@@ -24,7 +24,19 @@ def _checked(cap: Capture) -> Capture:
     assert Capture.from_json(cap.to_json()) == cap
     for f in cap.frames:
         assert "aot_errors" not in f.meta, f.meta["aot_errors"]
+        a = f.aot
+        if a is not None and a.mode == "training" and a.backward is not None:
+            # Note [Which forward outputs are saved]: the saved values are the forward's last
+            # outputs, and exactly the backward's inputs other than tangents and tokens (saved
+            # symints move to the front there, hence the sort).
+            outs = _outputs(a.forward)
+            assert [s.name for s in a.saved] == outs[len(outs) - len(a.saved) :]
+            bw_in = [p.name for p in a.backward.placeholders if not any(k in p.meta.get("desc", "") for k in _NOT_SAVED)]
+            assert sorted(bw_in) == sorted(s.name for s in a.saved)
     return cap
+
+
+_NOT_SAVED = ("TangentAOTInput", "BackwardTokenAOTInput")
 
 
 def _capture(fn, *args, **kwargs) -> Capture:
@@ -39,9 +51,13 @@ def _only_aot(cap: Capture):
 
 
 def _outputs(g):
-    """Names a graph returns, in order (display form of the output node's first argument)."""
+    """Names a graph returns, in order, repeats kept (``Node.inputs`` de-duplicates; the
+    output node's display argument "(a, b, a)" does not)."""
     out = g.output
-    return list(out.inputs) if out is not None else []
+    if out is None or not out.args:
+        return []
+    text = out.args[0].strip("()[]")
+    return [t.strip() for t in text.split(",") if t.strip()]
 
 
 def _ops(g):
