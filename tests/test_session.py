@@ -446,3 +446,34 @@ def test_dynamo_step_is_restored_after_every_ending():
             assert end in ("error", "timeout", "abort"), (end, st)
         assert s.status == "finished"
         assert vars(InstructionTranslatorBase)["step"] is original, end
+
+
+class TinyNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.lin(x)
+        return torch.relu(h)  # LINE-RELU
+
+
+def test_break_at_in_a_module_forward_and_in_a_hop_body():
+    line = line_of(TinyNet.forward, "LINE-RELU")
+    s = tracer.trace(TinyNet(), torch.randn(2, 4)).break_at(f"{FILE}:{line}").start()
+    st = s.wait(timeout=120)
+    assert (st.location.function, st.location.line) == ("forward", line)
+    assert st.locals["h"].kind == "TensorVariable" and st.locals["h"].meta["shape"][-1] == 4
+    assert st.locals["self"].kind.endswith("NNModuleVariable") and st.locals["self"].value == "TinyNet"
+    ops = [n for n in st.graph.nodes if n.op not in ("placeholder", "output")]
+    assert [n.target.rsplit(".", 1)[-1] for n in ops] == ["linear"]  # relu is not traced yet
+    assert ops[0].name == st.locals["h"].node
+    finish(s)
+
+    body_line = line_of(wrap_fn, "b = z.cos() + y")
+    s = tracer.trace(wrap_fn, torch.randn(3), torch.randn(3)).break_at(f"{FILE}:{body_line}").start()
+    st = s.wait(timeout=120)
+    assert (st.reason, st.location.function) == ("break_at", "body")
+    assert [t.hop for t in st.tracers] == ["", "wrap"]
+    assert [n for n in st.graph.nodes if n.op != "placeholder"] == []  # before the line's ops
+    finish(s)
