@@ -60,6 +60,12 @@ def _outputs(g):
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
+def _return_kinds(g):
+    returns = g.output.meta["returns"]
+    assert [name for name, _ in returns] == _outputs(g)
+    return [kind for _, kind in returns]
+
+
 def _ops(g):
     return [n for n in g.nodes if n.op not in ("placeholder", "output")]
 
@@ -92,6 +98,7 @@ def test_input_data_mutation_copy_back_outside_the_graph():
     assert len(outs) == 2 + len(a.saved)
     updated = a.forward.node(outs[0])
     assert updated.target == "aten.mul.Tensor" and updated.args[1] == "2"
+    assert _return_kinds(a.forward) == ["mutated_input", "output"] + ["saved"] * len(a.saved)
     # x_updated participates in the backward: one tangent per forward output that needs grad.
     assert len(_tangents(a.backward)) == 2
     assert a.backward_ran
@@ -114,6 +121,7 @@ def test_input_data_mutation_stays_in_graph_under_inference():
     # aot_eager keeps inference input mutations: a copy_ into the input placeholder, in-graph.
     assert inp.mutation_in_graph is True
     (copy,) = a.inference.find(target="aten.copy_")
+    assert _return_kinds(a.inference) == ["output"]  # no copy-back output: it happened in-graph
     assert copy.args[0] == a.inference.placeholders[0].name
     torch.testing.assert_close(x, before * 2)
 
@@ -172,6 +180,7 @@ def test_outputs_aliasing_inputs_and_intermediates():
     assert len(outs) == 4 + len(a.saved)
     base = a.forward.node(outs[3])
     assert base.target == "aten.mul.Tensor"
+    assert _return_kinds(a.forward) == ["output"] * 3 + ["intermediate_base"] + ["saved"] * len(a.saved)
     assert a.forward.node(outs[1]).inputs == [base.name]
     # Aliased outputs are regenerated outside the graph and get no gradient; the base does.
     assert len(_tangents(a.backward)) == 1
@@ -535,6 +544,7 @@ def test_effectful_op_threads_an_effect_token():
     (effect,) = a.forward.find(target="with_effects")
     assert effect.role == "hop" and effect.args[0] == token.name
     # The token is returned first and is not a saved value; sin's backward saves the input.
+    assert _return_kinds(a.forward) == ["token", "output", "saved"]
     assert token.name not in {s.name for s in a.saved}
     assert [s.name for s in a.saved] == [a.forward.placeholders[1].name]
 

@@ -107,6 +107,8 @@ InputKind = Literal["operand", "lifted_freevar", "lifted_symbol"]
 #   "dead"            joint graph only: True when neither the forward nor the backward kept it
 #   "desc"            AOT placeholders: AOTAutograd's descriptor, e.g. "PlainAOTInput(idx=0)"
 #   "saved_tensor_hook" AOT graphs only: "pack" / "unpack" for nodes inlined from a saved-tensor hook
+#   "returns"         AOT forward/inference output node: [name, kind] per returned value, kind one of
+#                     "token", "mutated_input", "output", "intermediate_base", "rng_offset", "saved"
 
 
 @dataclass

@@ -21,6 +21,7 @@ from tracer._torch.aot_hooks import HookSnapshot, mark_hook_nodes, saved_tensor_
 from tracer._torch.aot_meta import (
     inputs_from_meta,
     outputs_from_meta,
+    return_kinds,
     saved_values,
     synthetic_base_groups,
 )
@@ -247,6 +248,7 @@ class _AotRecorder:
         aot.subgraphs.update(self.joint_bodies)
         aot.subgraphs.update(bodies)
         aot.saved, _ = saved_values(gm, meta, tokens_in_outputs=_tokens_in_outputs())
+        _set_returns(aot.forward, return_kinds(gm, meta, tokens_in_outputs=_tokens_in_outputs()))
         if self.bw_module is not None:
             # The backward torch will compile lazily; saved-tensor hooks are already inlined in it.
             aot.backward, bw_bodies = self._convert(self.bw_module, "backward", saved_from=aot.forward)
@@ -278,9 +280,17 @@ class _AotRecorder:
             self.aot = self.frame.aot = aot
             aot.inference, aot.subgraphs = self._convert(gm, "inference")
             aot.forward = aot.inference  # the graph that runs forward, in either mode
+            _set_returns(aot.inference, return_kinds(gm, meta, tokens_in_outputs=_tokens_in_outputs()))
         except Exception as e:
             self._failed("inference", e)
         return boxed_nop(gm, example_inputs)
+
+
+def _set_returns(g: Graph, returns: Optional[list[list[str]]]) -> None:
+    """``meta["returns"]`` on the output node: what each returned value is for."""
+    out = g.output
+    if out is not None and returns is not None:
+        out.meta["returns"] = returns
 
 
 def _params_and_buffers(gm: torch.fx.GraphModule) -> tuple[list[str], list[str]]:

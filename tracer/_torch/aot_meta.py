@@ -15,8 +15,10 @@ from tracer._torch.fx_graph import meta_of
 from tracer.model import AotInput, AotOutput, SavedValue
 
 __all__ = [
+    "forward_outputs",
     "inputs_from_meta",
     "outputs_from_meta",
+    "return_kinds",
     "saved_values",
     "synthetic_base_groups",
     "value_kind",
@@ -109,6 +111,30 @@ def saved_values(gm: torch.fx.GraphModule, meta: Any, *, tokens_in_outputs: bool
             start = len(outs)
     start = max(0, min(start, len(outs)))
     return [saved_value(o) for o in outs[start:]], start
+
+
+def return_kinds(gm: torch.fx.GraphModule, meta: Any, *, tokens_in_outputs: bool) -> Optional[list[list[str]]]:
+    """``[name, kind]`` per forward/inference output, kinds in the order of Note [Which forward
+    outputs are saved]: "token", "mutated_input", "output", "intermediate_base", "rng_offset", "saved".
+
+    None when the metadata does not add up to the graph's outputs (then nothing is claimed).
+    """
+    outs = forward_outputs(gm)
+    try:
+        counts = [
+            ("token", len(meta.tokens) if tokens_in_outputs else 0),
+            ("mutated_input", int(meta.num_mutated_inp_runtime_indices)),
+            ("output", int(meta.num_outputs)),
+            ("intermediate_base", int(meta.num_intermediate_bases)),
+            ("rng_offset", int(meta.num_outputs_rng_offset)),
+        ]
+    except Exception:
+        return None
+    kinds = [k for k, n in counts for _ in range(n)]
+    if len(kinds) > len(outs):
+        return None
+    kinds += ["saved"] * (len(outs) - len(kinds))
+    return [[o.name if isinstance(o, torch.fx.Node) else repr(o), k] for o, k in zip(outs, kinds, strict=True)]
 
 
 def inputs_from_meta(meta: Any, names: list[str], params: set[int]) -> list[AotInput]:
