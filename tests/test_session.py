@@ -108,6 +108,19 @@ def cell_fn(x):
     return inner(x.sin())
 
 
+def mutated_cell_fn(x):
+    count = 0
+    y = x.sin()
+
+    def bump():
+        nonlocal count
+        count += 1
+
+    bump()
+    tracer.pause("after bump")
+    return y * count
+
+
 def failing_fn(x):
     y = x + 1
     if y.shape[0] == 3:
@@ -260,6 +273,17 @@ def test_cell_variable():
     assert st.locals["t"].kind == "TensorVariable" and not st.locals["t"].is_cell
     finish(s)
     torch.testing.assert_close(s.capture.result, cell_fn(x))
+
+
+def test_cell_written_through_nonlocal_shows_the_pending_value():
+    s = tracer.trace(mutated_cell_fn, torch.randn(3)).start()
+    st = s.wait(timeout=120)
+    count = st.locals["count"]
+    # The write is buffered in Dynamo's SideEffects, not applied yet; the pause shows the new value.
+    assert count.is_cell and count.cell_contents.value == "1"
+    assert st.locals["bump"].kind == "NestedUserFunctionVariable"
+    assert "0x" not in str(st)  # no memory addresses: the text is deterministic
+    finish(s)
 
 
 def test_abort_ends_the_session_with_a_clear_error():

@@ -8,6 +8,7 @@ no torch object.
 from __future__ import annotations
 
 import linecache
+import re
 from typing import Any, Optional
 
 import torch
@@ -150,7 +151,12 @@ def _cell_contents(cell: Any, tx: Any) -> Any:
     return getattr(cell, "pre_existing_contents", None)
 
 
+_ADDRESS = re.compile(r" (?:object )?at 0x[0-9a-fA-F]+")
+
+
 def _short(text: str) -> str:
+    """Shortened repr without memory addresses, so a pause's text is deterministic."""
+    text = _ADDRESS.sub("", text)
     return text if len(text) <= 200 else text[:197] + "..."
 
 
