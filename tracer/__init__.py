@@ -25,7 +25,7 @@ from tracer.model import (
     SubgraphInput,
     validate,
 )
-from tracer.session import LocalVar, PausedState, Session, TracerState, pause, trace
+from tracer.session import LocalVar, PausedState, Session, TraceAborted, TracerState, pause, trace
 
 __all__ = [
     "Aot",
@@ -46,6 +46,7 @@ __all__ = [
     "Speculation",
     "Subgraph",
     "SubgraphInput",
+    "TraceAborted",
     "TracerState",
     "capture",
     "pause",
