@@ -501,3 +501,16 @@ def test_break_at_in_a_module_forward_and_in_a_hop_body():
     assert [t.hop for t in st.tracers] == ["", "wrap"]
     assert [n for n in st.graph.nodes if n.op != "placeholder"] == []  # before the line's ops
     finish(s)
+
+
+def test_lifted_symbols_show_at_a_pause():
+    # Seed 002 (#138363): lifting a tensor with a symbolic size also binds and lifts its symbol.
+    s = tracer.trace(nested_cond_fn, torch.randn(3), torch.randn(3), dynamic=True).start()
+    st = s.wait(timeout=120)
+    for t in st.tracers[1:]:
+        metas = {n.name: n.meta for n in t.graph.placeholders}
+        symbols = [n for n in t.lifted if metas[n].get("kind") == "symint"]
+        tensors = [n for n in t.lifted if metas[n].get("kind") == "tensor"]
+        assert len(symbols) == 1 and len(tensors) == 2, t
+        assert all(metas[n]["shape"] == [metas[symbols[0]]["value"]] for n in tensors)
+    finish(s)
