@@ -216,7 +216,7 @@ class Explorer:
         for i, title in enumerate(["Inspector", "Code", "Lifted inputs"]):
             self._side.set_title(i, title)
         left = W.VBox([W.HTML("<b>Subgraphs</b>"), self._frame_choice, self._tree, self._speculations],
-                      layout=W.Layout(width="22%", min_width="180px"))
+                      layout=W.Layout(width="22%", min_width="180px", overflow="auto"))
         center = W.VBox([W.HBox([self._up, self._crumbs]), self.canvas], layout=W.Layout(width="46%"))
         right = W.Box([self._side], layout=W.Layout(width="32%", overflow="auto", max_height=f"{height + 80}px"))
         graphs = W.HBox([left, center, right], layout=W.Layout(width="100%"))

@@ -1,0 +1,234 @@
+"""End to end in a real browser: JupyterLab + headless Chromium run a notebook that shows the explorer.
+
+The test starts its own JupyterLab (free localhost port, random token, temp root dir, isolated
+settings), opens a generated notebook with Playwright, runs it, clicks the HOP node on the canvas
+and checks the inspector and the canvas changed; then opens an ``export_html`` file with no kernel.
+Every wait is bounded and the server (and its kernels) is always shut down.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+ARTIFACTS = pathlib.Path(__file__).resolve().parent / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+# The notebook under test: a function with a real `wrap` HOP (public op namespace, no private import),
+# captured by tracer.capture, displayed by the explorer, and exported as standalone HTML.
+CELLS = [
+    "import torch, tracer, viz",
+    "def f(x):\n"
+    "    y = x.cos()\n"
+    "    return torch.ops.higher_order.wrap(lambda a: a.sin() + y, x) * 2\n"
+    "\n"
+    "cap = tracer.capture(f, torch.randn(3))\n"
+    "hop = cap.frames[0].graph.find(role='hop')[0]\n"
+    "print(hop.name, hop.calls)",
+    "viz.export_html(cap, 'report.html')\n"
+    "ex = viz.Explorer(cap)\n"
+    "ex",
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _notebook() -> dict:
+    return {
+        "nbformat": 4, "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}},
+        "cells": [{"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None, "outputs": [],
+                   "source": src} for i, src in enumerate(CELLS)],
+    }
+
+
+def _api(base: str, token: str, path: str, method: str = "GET", body: dict | None = None) -> object:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(f"{base}{path}", method=method, data=data,
+                                 headers={"Authorization": f"token {token}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        body = r.read()
+    return json.loads(body) if body else None
+
+
+class Lab:
+    """A JupyterLab server in its own process group, rooted in ``root``."""
+
+    def __init__(self, root: pathlib.Path) -> None:
+        self.root = root
+        self.port = _free_port()
+        self.token = secrets.token_hex(16)
+        self.base = f"http://127.0.0.1:{self.port}"
+        home = root / ".jupyter-home"
+        env = dict(os.environ, PYTHONPATH=str(REPO), JUPYTER_CONFIG_DIR=str(home / "config"),
+                   JUPYTER_RUNTIME_DIR=str(home / "runtime"), JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
+                   JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"), IPYTHONDIR=str(home / "ipython"))
+        # No kernel dialog, no news prompt: settings written where this server reads user settings.
+        for plugin, values in (("notebook-extension/tracker", {"autoStartDefaultKernel": True}),
+                               ("apputils-extension/notification", {"fetchNews": "false", "checkForUpdates": False})):
+            path = home / "settings" / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(values))
+        self.log = open(root / "lab.log", "w")  # noqa: SIM115 (closed in stop())
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={self.port}", "--ip=127.0.0.1",
+             f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
+             "--ServerApp.terminals_enabled=False", "--allow-root",
+             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+            cwd=root, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+
+    def wait_ready(self, timeout: float = 90) -> None:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited: {(self.root / 'lab.log').read_text()[-2000:]}")
+            try:
+                _api(self.base, self.token, "/api/status")
+                return
+            except (urllib.error.URLError, OSError):
+                time.sleep(0.5)
+        raise TimeoutError(f"jupyter lab not ready in {timeout}s: {(self.root / 'lab.log').read_text()[-2000:]}")
+
+    def stop(self) -> None:
+        # Kernels run in their own sessions: shut them down through the API before the server.
+        try:
+            for k in _api(self.base, self.token, "/api/kernels") or []:
+                _api(self.base, self.token, f"/api/kernels/{k['id']}", method="DELETE")
+        except Exception:
+            pass
+        for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
+            if self.proc.poll() is not None:
+                break
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.proc.wait(wait)
+            except subprocess.TimeoutExpired:
+                pass
+        self.log.close()
+
+
+@pytest.fixture
+def lab(tmp_path):
+    if shutil.which(CHROMIUM) is None and not os.path.exists(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} missing: run `make chromium`")
+    (tmp_path / "explorer.ipynb").write_text(json.dumps(_notebook()))
+    server = Lab(tmp_path)
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=60_000)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _run_all(page, attempts: int = 4) -> None:
+    """Run > Run All Cells, again if the kernel was still connecting and nothing started."""
+    first = page.locator(".jp-Notebook .jp-InputPrompt").first
+    for _ in range(attempts):
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        try:
+            page.wait_for_function(
+                "el => el.textContent.trim() !== '[ ]:'", arg=first.element_handle(), timeout=15_000)
+            return
+        except Exception:
+            continue
+    raise TimeoutError(f"Run All Cells did not start the notebook after {attempts} attempts")
+
+
+def test_explorer_in_jupyterlab(lab, browser):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1500, "height": 1000})
+    page.set_default_timeout(60_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    # Note: cells run before the page's widget manager is attached to the kernel display
+    # "model not found"; so wait until the kernel has answered the page's kernel_info request.
+    kernel_ready: list[bool] = []
+
+    def on_ws(ws) -> None:
+        if "/api/kernels/" in ws.url:
+            ws.on("framereceived", lambda payload: kernel_ready.append(
+                "kernel_info_reply" in (payload if isinstance(payload, str) else payload.decode("latin-1"))))
+    page.on("websocket", on_ws)
+    try:
+        page.goto(f"{lab.base}/lab/tree/explorer.ipynb?token={lab.token}", timeout=90_000)
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+        end = time.monotonic() + 120
+        while not any(kernel_ready) and time.monotonic() < end:
+            page.wait_for_timeout(250)
+        assert any(kernel_ready), "the kernel never answered kernel_info"
+        _run_all(page)
+        # The anywidget ESM ran in JupyterLab 4: its toolbar and the SVG with real nodes are there.
+        canvas = page.locator(".ds-canvas").first
+        canvas.locator("svg [data-node]").first.wait_for(timeout=240_000)
+        assert canvas.locator(".ds-toolbar button", has_text="fit").count() == 1
+        hop = canvas.locator("[data-node='wrap']")
+        assert hop.count() == 1, page.locator(".jp-OutputArea-output").all_inner_texts()
+        inspector = page.locator(".jp-OutputArea-output .widget-tab").locator("text=Click a node to inspect it")
+        assert inspector.count() >= 1
+        svg_before = canvas.locator("svg").first.inner_html()
+        canvas.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "explorer_root.png"))
+
+        hop.click()
+        # Python heard the click: the inspector shows the HOP call and the canvas shows its body.
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.ds-panel h4')].some(h => h.textContent === 'wrap')",
+            timeout=60_000,
+        )
+        page.locator(".ds-panel", has_text="opened wrap_body_0").first.wait_for(timeout=30_000)
+        canvas.locator("[data-node='sin']").wait_for(timeout=30_000)
+        assert canvas.locator("svg").first.inner_html() != svg_before
+        assert canvas.locator("[data-node='wrap']").count() == 0
+        page.screenshot(path=str(ARTIFACTS / "explorer_body.png"))
+        assert not [e for e in errors if "ds-" in e or "canvas" in e], errors
+    except Exception:
+        page.screenshot(path=str(ARTIFACTS / "explorer_failure.png"))
+        raise
+
+    # The exported report opens with no kernel and no server.
+    report = lab.root / "report.html"
+    assert report.exists()
+    lab.stop()
+    static = browser.new_page()
+    static.goto(report.as_uri(), timeout=30_000)
+    static.wait_for_selector("svg", timeout=30_000)
+    assert static.locator("svg [data-node]").count() > 0
+    static.screenshot(path=str(ARTIFACTS / "export_html.png"), full_page=True)
