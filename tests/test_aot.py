@@ -400,6 +400,9 @@ def test_invoke_subgraph_survives_into_aot():
         for h in hops:
             (body,) = h.calls
             assert body.startswith(body_prefix) and body in a.subgraphs
+    # The joint is the frame's (the bodies' own joints went through the partitioner first).
+    assert a.joint.placeholders[0].meta["desc"] == "PlainAOTInput(idx=0)"
+    assert len(a.joint.find(role="hop")) == 4  # two forward and two backward calls
     fw_body = a.subgraphs[a.forward.find(role="hop")[0].calls[0]]
     assert fw_body.find(target="aten.sin.default")
     bw_body = a.subgraphs[a.backward.find(role="hop")[0].calls[0]]

@@ -210,15 +210,24 @@ class _AotRecorder:
         return aot
 
     # -- the recording partition function ------------------------------------------------------
+    # Note [Partitioning HOP bodies]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # AOTAutograd partitions each invoke_subgraph body's joint with this same partition function
+    # (``run_joint_graph_passes_on_hops``, called with no joint inputs) *before* the frame's
+    # joint. Those calls are passed straight through: the bodies reach us afterwards, already
+    # partitioned, as the HOP bodies of the frame's joint/forward/backward graphs.
     def partition(self, joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any) -> Any:
         """Record the joint graph, then return the real partitioner's result unchanged."""
+        real = _real_partitioner(self.partitioner)
+        if isinstance(joint_inputs, (list, tuple)) and len(joint_inputs) == 0:
+            return real(joint, joint_inputs, **kwargs)  # a HOP body: Note [Partitioning HOP bodies]
         bodies: dict[str, Graph] = {}
         try:
             self.by_seq_nr = seq_nr_origins(joint.graph, self.index)
             self.joint, bodies = self._convert(joint, "joint")
         except Exception as e:
             self._failed("joint", e)
-        fw_module, bw_module = _real_partitioner(self.partitioner)(joint, joint_inputs, **kwargs)
+        fw_module, bw_module = real(joint, joint_inputs, **kwargs)
         try:
             self.bw_module = bw_module
             self.joint_bodies = bodies
