@@ -513,4 +513,5 @@ def test_lifted_symbols_show_at_a_pause():
         tensors = [n for n in t.lifted if metas[n].get("kind") == "tensor"]
         assert len(symbols) == 1 and len(tensors) == 2, t
         assert all(metas[n]["shape"] == [metas[symbols[0]]["value"]] for n in tensors)
+        assert f"{symbols[0]} (symbol)" in str(t)
     finish(s)

@@ -83,8 +83,13 @@ class TracerState:
     def __str__(self) -> str:
         ops = sum(1 for n in self.graph.nodes if n.op not in ("placeholder", "output"))
         head = "root" if not self.hop else f"{self.hop} ({self.description})"
-        lifted = f", lifted: {', '.join(self.lifted)}" if self.lifted else ""
+        lifted = f", lifted: {', '.join(self.lifted_labels())}" if self.lifted else ""
         return f"{'  ' * self.depth}{head}: {len(self.graph.nodes)} nodes, {ops} ops{lifted}"
+
+    def lifted_labels(self) -> list[str]:
+        """Lifted names, a size symbol marked "(symbol)" (seed 002, #138363)."""
+        kinds = {n.name: n.meta.get("kind", "") for n in self.graph.nodes if n.op == "placeholder"}
+        return [f"{n} (symbol)" if kinds.get(n, "").startswith("sym") else n for n in self.lifted]
 
 
 @dataclass

@@ -59,7 +59,8 @@ def _stack_html(state: PausedState) -> str:
         head = "root tracer" if not t.hop else f"{t.hop} body ({t.description})"
         lifted = ""
         if t.lifted:
-            pairs = ", ".join(f"{esc(a)} \u2190 {esc(b)}" for a, b in zip(t.lifted, t.lifted_from, strict=False))
+            pairs = ", ".join(f"{esc(a)} \u2190 {esc(b)}"
+                              for a, b in zip(t.lifted_labels(), t.lifted_from, strict=False))
             lifted = f"; lifted: {pairs}"
         items.append(f"<li>{esc(head)}: {len(t.graph.nodes)} nodes, {ops} ops{lifted}</li>")
     return f"<ol class='ds-stack' start='0'>{''.join(items)}</ol>"
