@@ -22,15 +22,17 @@ __all__ = ["DynamoIndex", "annotate_from", "seq_nr_origins"]
 # AOTAutograd retraces the Dynamo graph with an fx Interpreter, so every forward aten node it
 # creates carries ``meta["from_node"]``: a chain of ``NodeSource`` (name, graph_id, and its own
 # ``from_node``) whose oldest link names the Dynamo node that produced it. Backward nodes are
-# created by the autograd engine, not the interpreter, so they have no ``from_node``; instead
-# they share ``meta["seq_nr"]`` with the forward op whose derivative they compute. We therefore
-# resolve a node in two steps: (1) walk ``from_node`` to a node of a Dynamo graph we know;
-# (2) else map ``seq_nr`` to the origin of a forward node with the same ``seq_nr``.
-# Placeholders are resolved through their AOT descriptor (``PlainAOTInput(idx)`` is the
-# idx-th Dynamo placeholder). (3) A few backward nodes have neither (the engine's gradient
-# accumulation ``add`` has a ``seq_nr`` no forward op shares) but keep the ``stack_trace`` of the
-# forward op they belong to; when exactly one Dynamo node has that very stack trace, it is the
-# origin. ``meta["from"]["via"]`` says which step found it.
+# made by the autograd engine, not the interpreter, so they have no ``from_node``. We resolve
+# a node by the first step that answers (``meta["from"]["via"]`` names it):
+#   "from_node"    walk ``from_node`` to a node of a Dynamo graph of this frame (by graph id);
+#   "desc"         a placeholder's AOT descriptor: ``PlainAOTInput(idx)`` is the idx-th Dynamo
+#                  placeholder, a tangent of ``PlainAOTOutput(idx)`` the idx-th returned node;
+#   "seq_nr"       a backward node shares ``meta["seq_nr"]`` with the forward op whose
+#                  derivative it computes (not in HOP bodies: their seq_nr come from another trace);
+#   "stack_trace"  the engine's gradient-accumulation ``add`` has a seq_nr no forward op shares,
+#                  but keeps the forward op's ``stack_trace`` (plus a line of its own): the one
+#                  Dynamo node whose stack trace is exactly that (or its longest prefix) is it.
+# A backward placeholder holding a saved value takes the origin of the forward node it holds.
 
 
 class DynamoIndex:
