@@ -53,7 +53,11 @@ def value_kind(val: Any) -> str:
 
 
 def saved_value(node: Any) -> SavedValue:
-    """One forward output the backward reads, with its size at the shape hints."""
+    """One forward output the backward reads, with its size at the shape hints.
+
+    ``nbytes`` is numel x element size: a saved view counts its own size although it shares its
+    base's storage; a SymInt or opaque object counts 0 (no tensor memory).
+    """
     if not isinstance(node, torch.fx.Node):
         return SavedValue(name=repr(node), kind="opaque")
     val = node.meta.get("val")
