@@ -120,3 +120,17 @@ def test_source_keeps_line_numbers_when_the_context_starts_with_blank_lines():
                                        context=["", "", "y = 2", "z = 3"], context_start=1))
     html = paused_html(st)
     assert marked_line(html) == (3, "y = 2")
+
+
+def test_an_older_pause_shows_itself_until_a_click():
+    s = tracer.trace(root_fn, torch.randn(3), torch.randn(3), dynamic=False).start()
+    first = s.wait(timeout=120)
+    s.step()
+    assert s.wait(timeout=120).index == 2
+    panel = SessionPanel(s._worker, state=first)
+    assert "showing pause 1; now" in panel.status.value and "pause 1 (pause: after sin)" in panel.body.value
+    assert not panel.buttons["Step"].disabled  # the buttons drive the live session
+    panel.click("step")
+    assert "pause 3 (step)" in panel.body.value and "showing" not in panel.status.value
+    s.resume()
+    assert s.wait(timeout=120) is None

@@ -129,11 +129,11 @@ class SessionPanel:
     bounds how long a button click waits for the next pause before showing "still running".
     """
 
-    def __init__(self, driver: Any, *, text: Optional[str] = None, wait_timeout: float = 60.0,
+    def __init__(self, driver: Any, *, state: Optional[PausedState] = None, wait_timeout: float = 60.0,
                  height: int = 360) -> None:
         self.driver = driver
         self.wait_timeout = wait_timeout
-        self._text = text
+        self._shown = state  # a pause to show first (an older one stays visible until a click)
         self.status = W.HTML()
         self.body = W.HTML()
         self.canvas = GraphCanvas(height=height)
@@ -177,14 +177,18 @@ class SessionPanel:
         d = self.driver
         state = d.state if d.status == "paused" else None
         head = d.describe()
+        if self._shown is not None and self._shown is not state:
+            head = f"showing pause {self._shown.index}; now {head}"
+            state = self._shown
+        self._shown = None
         if d.status == "finished":
             err = d.error
             head += f": {type(err).__name__}: {err}" if err is not None else f": {d.capture!r}"
         self.status.value = status_html(head)
-        paused = state is not None
+        paused = d.status == "paused"
         for b in self.buttons.values():
             b.disabled = not paused and not (b.description == "Abort" and d.status == "running")
-        if paused:
+        if state is not None:
             self.body.value = paused_html(state, with_graph=False)
             self.canvas.svg = to_svg(layout(state.graph))
             self.canvas.graph = f"{state.session}:{state.index}"
@@ -211,7 +215,7 @@ def mimebundle(obj: Any, include: Container[str] | None = None,
     bundle: dict[str, Any] = {}
     driver = _driver(obj)
     if driver is not None and wanted(WIDGET_MIME):
-        view = SessionPanel(driver).widget._repr_mimebundle_()
+        view = SessionPanel(driver, state=obj if isinstance(obj, PausedState) else None).widget._repr_mimebundle_()
         if view and WIDGET_MIME in view:
             bundle[WIDGET_MIME] = view[WIDGET_MIME]
     if wanted("text/html"):
