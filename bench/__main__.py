@@ -1,0 +1,104 @@
+"""``python -m bench [--quick]``: run every benchmark, print a short table, then (last line) one JSON object.
+
+Invariant: the last line of stdout is the JSON object and nothing else, so runs can be compared by
+``tail -1``; everything else (progress, the table) comes before it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from typing import Any, Optional
+
+import torch
+
+import tracer
+from bench import capture_overhead, explorer_scaling, memory, models, pause_latency
+from bench.timing import fresh
+
+# (key, what, target as text, check) for the table; check(value) -> bool, None when there is no target.
+TARGETS: list[tuple[str, str, str, Optional[Any]]] = [
+    ("explorer_scaling_16k_over_4k", "explorer build 16k / 4k nodes", "<= 4.5", lambda v: v <= 4.5),
+    ("explorer_over_capture_transformer12", "explorer build / capture (transformer12)", "<= 0.25",
+     lambda v: v <= 0.25),
+    ("joint_layout_seconds", "joint fwd+bwd graph: our layout+SVG (s)", "", None),
+    ("joint_dot_seconds_capped", "joint fwd+bwd graph: dot -Tsvg (s, capped)", "", None),
+    ("retained_over_params", "bytes held by Capture / param bytes", "<= 0.02", lambda v: v <= 0.02),
+    ("retained_over_params_without_result", "  same, cap.result cleared", "<= 0.02", lambda v: v <= 0.02),
+    ("notebook_output_bytes", ".ipynb size with the explorer output (bytes)", "<= 2000000",
+     lambda v: v <= 2_000_000),
+    ("pause_step_ratio", "s.step() to next state / Dynamo's time for the line", "", None),
+]
+
+
+def _log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    """Every benchmark; ``quick`` uses tiny models, 3 repeats and a 10 s dot cap (smoke-level numbers)."""
+    size = "tiny" if quick else "full"
+    repeat = 3 if quick else 5
+    out: dict[str, Any] = {
+        "quick": quick, "torch": torch.__version__, "python": platform.python_version(),
+        "machine": f"{platform.machine()} {platform.processor() or ''}".strip(), "repeat": repeat,
+    }
+    _log("capture overhead")
+    out.update(capture_overhead.run(repeat=repeat, size=size))
+    _log("capturing transformer12 for the explorer, memory and notebook benchmarks")
+    cap = _capture("transformer12", size)
+    _log("explorer scaling")
+    sizes = (250, 1000) if quick else (1000, 4000, 16000)
+    scaling = explorer_scaling.run(sizes, repeat=repeat, transformer=cap,
+                                   transformer_capture_seconds=out["capture_seconds"]["transformer12"],
+                                   dot_cap=10.0 if quick else explorer_scaling.DOT_CAP_SECONDS)
+    if quick:  # keep the key names of a full run
+        scaling["explorer_scaling_16k_over_4k"] = scaling.pop("explorer_scaling_1k_over_250")
+    out.update(scaling)
+    _log("memory")
+    out.update(memory.run(32 * 2**20 if quick else 256 * 2**20, transformer=cap))
+    del cap
+    _log("pause latency")
+    out.update(pause_latency.run(repeat=repeat, size=size))
+    return out
+
+
+def _capture(name: str, size: str) -> tracer.Capture:
+    model, args = models.make(name, size)
+    fresh()
+    return tracer.capture(model, *args)
+
+
+def table(res: dict[str, Any]) -> str:
+    """The short human table (one row per number, with its target and whether it is met)."""
+    rows = [("measure", "value", "target", "")]
+    for name, ratio in res.get("capture_overhead", {}).items():
+        rows.append((f"capture / torch.compile ({name})", f"{ratio:.3f}", "<= 1.10", "ok" if ratio <= 1.10 else "MISS"))
+    for name, ratio in res.get("trace_file_overhead", {}).items():
+        rows.append((f"TORCH_TRACE compile / torch.compile ({name})", f"{ratio:.3f}", "", ""))
+    for key, what, target, check in TARGETS:
+        if key in res:
+            v = res[key]
+            mark = "" if check is None else ("ok" if check(v) else "MISS")
+            rows.append((what, f"{v:g}" if isinstance(v, (int, float)) else str(v), target, mark))
+    if res.get("joint_dot_cap_hit"):
+        rows.append(("  (dot was killed at the cap)", f"{res['joint_dot_cap_seconds']:g}", "", ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="tiny models, 3 repeats: a fast smoke run")
+    a = p.parse_args(argv)
+    res = run(quick=a.quick)
+    print(table(res))
+    print(json.dumps(res, sort_keys=True, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
