@@ -786,3 +786,33 @@ def test_saved_tensor_hooks_filtering_mode_on_an_mlp(mode):
     hooked = {f"{name}_hook_0" for name in expected}
     for s in a.saved:
         assert s.dtype == ("bfloat16" if s.name in hooked else "float32")
+
+
+@pytest.mark.parametrize(
+    "split, merged",
+    [
+        (lambda base: (base[:3], base[1:]), [[0, 1]]),  # overlapping views: one synthetic base
+        (lambda base: (base[:3], base[3:]), []),  # same storage, provably disjoint: no base needed
+    ],
+    ids=["overlapping", "disjoint"],
+)
+def test_synthetic_base_only_when_aliased_inputs_may_overlap(split, merged):
+    def f(a, b):
+        a.add_(1)
+        return a + b
+
+    base = torch.zeros(6)
+    a_view, b_view = split(base)
+    cap = _capture(f, a_view, b_view)
+    a = _only_aot(cap)
+    assert a.mode == "inference"
+    assert a.synthetic_bases == merged
+    descs = [p.meta["desc"] for p in a.inference.placeholders]
+    if merged:
+        assert len(descs) == 1 and "Base" in descs[0]
+        assert a.inference.find(target="aten.as_strided_scatter")
+    else:
+        assert descs == ["PlainAOTInput(idx=0)", "PlainAOTInput(idx=1)"]
+    assert [i.mutates_data for i in a.inputs] == [True, False]
+    # Either way the mutation reached the caller's storage.
+    assert torch.equal(base[:3], torch.ones(3))
