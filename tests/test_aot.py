@@ -791,7 +791,7 @@ def test_saved_tensor_hooks_filtering_mode_on_an_mlp(mode):
 @pytest.mark.parametrize(
     "split, merged",
     [
-        (lambda base: (base[:3], base[1:]), [[0, 1]]),  # overlapping views: one synthetic base
+        (lambda base: (base[:3], base[1:4]), [[0, 1]]),  # overlapping views: one synthetic base
         (lambda base: (base[:3], base[3:]), []),  # same storage, provably disjoint: no base needed
     ],
     ids=["overlapping", "disjoint"],
@@ -814,5 +814,7 @@ def test_synthetic_base_only_when_aliased_inputs_may_overlap(split, merged):
     else:
         assert descs == ["PlainAOTInput(idx=0)", "PlainAOTInput(idx=1)"]
     assert [i.mutates_data for i in a.inputs] == [True, False]
-    # Either way the mutation reached the caller's storage.
+    # Either way the mutation reached the caller's storage, and b saw it where they overlap.
     assert torch.equal(base[:3], torch.ones(3))
+    expected_out = torch.ones(3) + (torch.tensor([1.0, 1.0, 0.0]) if merged else torch.zeros(3))
+    assert torch.equal(cap.result, expected_out)
