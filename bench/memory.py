@@ -49,14 +49,14 @@ def real_tensors(obj: Any, _seen: set[int] | None = None, path: str = "cap") -> 
     return []
 
 
-def retained(param_bytes: int = 256 * 2**20, *, keep_result: bool = True) -> dict[str, Any]:
+def retained(param_bytes: int = 256 * 2**20, *, keep_result: bool = True, width: int = 2048) -> dict[str, Any]:
     """Capture an MLP with ``param_bytes`` of parameters, delete the model and input, and measure what
     the Capture still holds (tracemalloc and RSS given back by deleting it), over the parameter bytes.
 
     ``keep_result=False`` clears ``cap.result`` (the function's own output, whose autograd graph can
     keep the parameters alive) before measuring."""
     fresh()
-    model, args = models.big_mlp(param_bytes)
+    model, args = models.big_mlp(param_bytes, width)
     params = sum(p.numel() * p.element_size() for p in model.parameters())
     tracemalloc.start()
     try:

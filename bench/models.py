@@ -110,9 +110,8 @@ def make(name: str, size: str = "full") -> tuple[torch.nn.Module, tuple[Any, ...
     return MODELS[name](size)
 
 
-def big_mlp(param_bytes: int) -> tuple[torch.nn.Module, tuple]:
-    """An MLP with about ``param_bytes`` bytes of float32 parameters (square layers of width 2048)."""
-    width = 2048
+def big_mlp(param_bytes: int, width: int = 2048) -> tuple[torch.nn.Module, tuple]:
+    """An MLP with at least ``param_bytes`` bytes of float32 parameters (square layers of ``width``)."""
     per_layer = (width * width + width) * 4
     layers = max(1, -(-param_bytes // per_layer))
     torch.manual_seed(0)

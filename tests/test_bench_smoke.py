@@ -1,0 +1,79 @@
+"""The benchmark harness (bench/) imports and every measurement runs on a tiny configuration.
+
+No timings are asserted: only that each measurement returns its keys, and the facts it reads
+(no real tensor in a Capture, the first view of a big graph is grouped, the notebook is valid).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root: `import bench`
+
+import bench.__main__ as bench_main  # noqa: E402
+from bench import capture_overhead, explorer_scaling, memory, models, pause_latency  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny_transformer():
+    import tracer
+
+    model, args = models.make("transformer12", "tiny")
+    return tracer.capture(model, *args)
+
+
+@pytest.mark.parametrize("name", list(models.MODELS))
+def test_models_run_eagerly(name):
+    model, args = models.make(name, "tiny")
+    assert model(*args).shape[0] == args[0].shape[0]
+
+
+def test_unknown_model_names_the_choices():
+    with pytest.raises(ValueError, match="must be one of"):
+        models.make("resnet")
+
+
+def test_capture_overhead_keys():
+    res = capture_overhead.measure("mlp", repeat=1, size="tiny")
+    assert set(res) >= {"capture_ratio", "trace_file_ratio", "seconds"}
+    assert set(res["seconds"]) == set(capture_overhead.SIDES)
+    assert all(v > 0 for v in res["seconds"].values())
+
+
+def test_explorer_scaling_keys_and_grouped_first_view(tiny_transformer):
+    res = explorer_scaling.run((400, 800), repeat=1, transformer=tiny_transformer,
+                               transformer_capture_seconds=1.0, dot_cap=10.0)
+    assert set(res["explorer_seconds"]) == {"400", "800", "transformer12"}
+    assert "explorer_scaling_800_over_400" in res and "explorer_over_capture_transformer12" in res
+    view = res["first_view_largest"]
+    assert view["nodes"] >= 800 and view["grouped"] and view["boxes"] < view["nodes"]
+    joint = next(f.aot.joint for f in tiny_transformer.frames if f.aot is not None and f.aot.joint)
+    assert res["joint_nodes"] == len(joint.nodes)
+    assert {"joint_layout_seconds", "joint_dot_seconds_capped", "joint_dot_cap_hit"} <= set(res)
+
+
+def test_memory_holds_no_real_tensor(tiny_transformer):
+    res = memory.retained(1, keep_result=False, width=64)
+    assert res["param_bytes"] == (64 * 64 + 64) * 4
+    assert res["real_tensors_in_capture"] == []
+    assert {"tracemalloc_bytes", "rss_bytes", "retained_over_params"} <= set(res)
+    nb = memory.notebook_bytes(tiny_transformer)
+    assert nb["notebook_output_bytes"] > nb["html_bytes"] > 0
+
+
+def test_pause_latency_keys():
+    res = pause_latency.run(repeat=1, size="tiny")
+    assert set(res) >= {"pause_step_ratio", "pause_step_seconds", "pause_line_trace_seconds"}
+    assert res["pause_step_seconds"] > 0
+
+
+def test_table_and_json_line():
+    res = {"capture_overhead": {"mlp": 1.05}, "trace_file_overhead": {"mlp": 1.2},
+           "explorer_scaling_16k_over_4k": 5.0, "pause_step_ratio": 1.5}
+    text = bench_main.table(res)
+    assert "MISS" in text.splitlines()[3] and "ok" in text.splitlines()[1]
+    assert json.loads(json.dumps(res, sort_keys=True)) == res
