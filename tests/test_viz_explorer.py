@@ -127,42 +127,6 @@ def make_capture(hostile: str = "") -> Capture:
     return cap
 
 
-# TEMPORARY: until the rendering core (viz.layout/to_svg/node_info/html) lands, a minimal stand-in.
-_CORE = all(hasattr(viz, a) for a in ("layout", "to_svg", "node_info"))
-
-
-@pytest.fixture(autouse=True)
-def _core_stub(monkeypatch):
-    if _CORE:
-        return
-    import html as _h
-    import sys
-    import types
-    from dataclasses import dataclass
-
-    @dataclass
-    class _Lay:
-        boxes: list
-        grouped: bool = False
-
-    def layout(graph, *, expanded=frozenset(), engine="auto", deadline=5.0):
-        return _Lay([types.SimpleNamespace(id=n.name, role=n.role, group=None) for n in graph.nodes])
-
-    def to_svg(lay, *, selected=None, highlight=()):
-        return "<svg>" + "".join(f'<g class="node role-{b.role}" data-node="{_h.escape(b.id)}"><text>{_h.escape(b.id)}</text></g>'
-                                 for b in lay.boxes) + "</svg>"
-
-    def node_info(frame, graph_name, node_name):
-        from viz.inspector import graph_node_info
-        return graph_node_info(frame.graphs()[graph_name], node_name)
-
-    mod = types.ModuleType("viz.html")
-    mod.capture_html = lambda cap: "<div><svg></svg>" + _h.escape(str(cap)) + "</div>"
-    monkeypatch.setitem(sys.modules, "viz.html", mod)
-    for k, v in (("layout", layout), ("to_svg", to_svg), ("node_info", node_info)):
-        monkeypatch.setattr(viz, k, v, raising=False)
-
-
 @pytest.fixture
 def cap() -> Capture:
     return make_capture()
@@ -342,7 +306,6 @@ def test_every_user_string_is_escaped():
     assert "&lt;script&gt;" in ex._guards.value and "&lt;script&gt;" in ex._overview.value
 
 
-@pytest.mark.skipif(not _CORE, reason="needs the rendering core's grouping layout")
 def test_large_graph_opens_grouped_and_expands():
     from viz.synthetic import chain_graph
 
@@ -375,3 +338,103 @@ def test_empty_capture():
     assert ex.graph is None and ex.canvas.svg == ""
     with pytest.raises(KeyError, match="no frames"):
         ex.select("")
+
+
+# -- real captures (tests/cases.py and an AOT training capture) --------------------------------------
+from cases import CASES  # noqa: E402
+
+
+def _walk_everything(ex: Explorer) -> None:
+    """Open every frame and graph, inspect every node, click every HOP node like the browser does."""
+    for f in ex.capture.frames:
+        for name, graph in f.graphs().items():
+            ex.select(name, frame=f.compile_id)
+            assert ex.canvas.svg.startswith("<svg")
+            for n in graph.nodes:
+                ex.select_node(n.name)
+                info = ex.inspector
+                json.dumps(info)
+                assert info["name"] == n.name and info["op"] == n.op
+                if n.op == "placeholder" and name:
+                    # a body placeholder says where it came from, through every enclosing body
+                    inp = f.subgraphs[name].input(n.name)
+                    assert info["lifted_from"] == {"graph": f.subgraphs[name].parent, "node": inp.source}
+                    assert info["lifted_chain"][0]["graph"] == name
+            for hop in graph.find(role="hop"):
+                ex.select(name, frame=f.compile_id)
+                ex.canvas.selected = hop.name
+                bodies = [c for c in hop.calls if c in f.subgraphs]
+                if bodies:
+                    assert ex.graph_name == bodies[0] and ex.inspector["name"] == hop.name
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_explorer_on_every_capture_case(captured, case):
+    cap = captured(case)
+    ex = Explorer(cap)
+    assert str(ex).startswith(str(cap))
+    _walk_everything(ex)
+    # the tree lists every body of the frame, labelled with its HOP and lifted count
+    for f in cap.frames:
+        ex.select("", frame=f.compile_id)
+        labels = dict((v, label) for label, v in ex._tree.options)
+        for qn, sg in f.subgraphs.items():
+            assert f"[{sg.hop}]" in labels[qn] and f"{len(sg.lifted)} lifted" in labels[qn]
+    if any(f.aot is not None for f in cap.frames):
+        ex.partition_view()
+    # the JSON copy of the capture gives the same widget state
+    b = Explorer(Capture.from_json(cap.to_json()))
+    a = Explorer(cap)
+    for e in (a, b):
+        if cap.frames and cap.frames[0].subgraphs:
+            e.select(next(iter(cap.frames[0].subgraphs)))
+    assert _state(a) == _state(b)
+    bundle = mimebundle(cap)
+    assert bundle["text/plain"] == str(cap) and "<svg" in bundle["text/html"]
+
+
+def test_explorer_partition_of_a_real_training_capture():
+    import torch
+
+    import tracer
+
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    cap = tracer.capture(m, torch.randn(3, 4), backward=True)
+    (frame,) = [f for f in cap.frames if f.aot is not None]
+    a = frame.aot
+    assert a.mode == "training" and a.saved
+    ex = Explorer(cap)
+    ex.select("", frame=frame.compile_id)
+    view = ex.partition_view()
+    assert view.sides() == {"left": "forward", "right": "backward"}
+    saved = [s.name for s in a.saved]
+    # every saved value is a node on both sides, and both canvases mark it
+    for side, g in (("left", a.forward), ("right", a.backward)):
+        names = {n.name for n in g.nodes}
+        assert set(saved) <= names
+        assert f"{len(saved)} saved value(s) marked" in view._titles[side].value
+    assert f"{a.saved_bytes} bytes" in view.tables.value
+    view.canvases["right"].selected = saved[0]
+    assert view.info["name"] == saved[0] and "saved for backward" in view.inspector.value
+    if a.joint is not None:
+        view.choice.value = "joint"
+        assert view.sides() == {"left": "joint"} and 'data-node="' in view.canvases["left"].svg
+
+
+def test_partition_opens_for_a_large_joint_graph():
+    from viz.synthetic import chain_graph, joint_like_graph
+
+    joint = joint_like_graph(6000)
+    aot = Aot("training", joint=joint, forward=chain_graph(3000, name="forward"),
+              backward=chain_graph(3000, name="backward"))
+    cap = Capture(frames=[Frame("0/0", "big.py:1 in forward", graph=chain_graph(2000), aot=aot)], fn="Big")
+    ex = Explorer(cap)
+    view = ex.partition_view()
+    view.choice.value = "joint"
+    lay = ex._layouts.get(joint)
+    assert lay.grouped and len(lay.boxes) < 600
+    assert view.canvases["left"].svg.count("data-group=") >= 1
+    group = collapsed_groups(lay)[0]
+    view.canvases["left"].expanded = [group]  # a click on a module box
+    assert len(ex._layouts.get(joint, frozenset([group])).boxes) > len(lay.boxes)

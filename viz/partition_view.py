@@ -14,7 +14,8 @@ import ipywidgets as W
 from tracer.model import Aot, Frame, Graph
 from viz import panels
 from viz.canvas import GraphCanvas
-from viz.inspector import graph_node_info, inspector_html
+from viz.info import node_info
+from viz.inspector import inspector_html
 
 __all__ = ["PartitionView"]
 
@@ -26,6 +27,7 @@ class PartitionView:
 
     def __init__(self, layouts: Any, *, height: int = 520) -> None:
         self._layouts = layouts
+        self._frame: Frame | None = None
         self._aot: Aot | None = None
         self._graphs: dict[str, Graph] = {}
         self.choice = W.ToggleButtons(options=list(VIEWS), value=VIEWS[0])
@@ -48,6 +50,7 @@ class PartitionView:
 
     def show(self, frame: Frame | None) -> None:
         """Show the AOT data of ``frame`` (a note when AOTAutograd did not run on it)."""
+        self._frame = frame
         self._aot = frame.aot if frame is not None else None
         self._expanded = {}
         self.info = {}
@@ -105,7 +108,7 @@ class PartitionView:
         which = self.sides().get(side)
         if self._drawing or not name or which is None or name not in {n.name for n in self._graphs[which].nodes}:
             return
-        self.info = graph_node_info(self._graphs[which], name)
+        self.info = node_info(self._frame, f"aot.{which}", name)
         saved = {s.name: s for s in self._aot.saved} if self._aot is not None else {}
         note = f"saved for backward ({saved[name].nbytes} bytes)" if name in saved else ""
         self.inspector.value = inspector_html(self.info, note=note)
