@@ -39,7 +39,7 @@ lab: install
 	@$(BIN)/jupyter lab notebooks/00_quickstart.ipynb
 
 test: install chromium
-	@$(BIN)/python -m pytest -q -p no:cacheprovider tests notebooks --nbval --nbval-sanitize-with notebooks/sanitize.cfg
+	@$(BIN)/python -m pytest -q -p no:cacheprovider tests notebooks --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
 
 bench: install
 	@$(BIN)/python -m bench
