@@ -818,3 +818,34 @@ def test_synthetic_base_only_when_aliased_inputs_may_overlap(split, merged):
     assert torch.equal(base[:3], torch.ones(3))
     expected_out = torch.ones(3) + (torch.tensor([1.0, 1.0, 0.0]) if merged else torch.zeros(3))
     assert torch.equal(cap.result, expected_out)
+
+
+def test_recording_does_not_change_what_aot_eager_compiles():
+    # The same function through torch's own aot_eager (with spy compilers that only read the
+    # graphs) gives the very forward/backward graphs capture recorded.
+    from torch._dynamo.backends.debugging import aot_eager
+
+    seen = {}
+
+    def spy(kind):
+        def compiler(gm, example_inputs):
+            from torch._dynamo.backends.debugging import boxed_nop
+
+            seen[kind] = gm.print_readable(print_output=False, colored=False)
+            return boxed_nop(gm, example_inputs)
+
+        return compiler
+
+    def f(x, w):
+        return (torch.sin(x) @ w).relu().sum()
+
+    args = (torch.randn(4, 4, requires_grad=True), torch.randn(4, 4, requires_grad=True))
+    a = _only_aot(_capture(f, *args))
+    torch._dynamo.reset()
+    try:
+        out = torch.compile(f, backend=lambda gm, ex: aot_eager(gm, ex, fw_compiler=spy("fw"), bw_compiler=spy("bw")))(*args)
+        out.backward()
+    finally:
+        torch._dynamo.reset()
+    assert a.forward.code == seen["fw"]
+    assert a.backward.code == seen["bw"]
