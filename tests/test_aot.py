@@ -31,7 +31,11 @@ def _checked(cap: Capture) -> Capture:
             # symints move to the front there, hence the sort).
             outs = _outputs(a.forward)
             assert [s.name for s in a.saved] == outs[len(outs) - len(a.saved) :]
-            bw_in = [p.name for p in a.backward.placeholders if not any(k in p.meta.get("desc", "") for k in _NOT_SAVED)]
+            bw_in = [
+                p.name
+                for p in a.backward.placeholders
+                if not any(k in p.meta.get("desc", "") for k in _NOT_SAVED)
+            ]
             assert sorted(bw_in) == sorted(s.name for s in a.saved)
     return cap
 
@@ -126,6 +130,29 @@ def test_input_data_mutation_stays_in_graph_under_inference():
     torch.testing.assert_close(x, before * 2)
 
 
+def test_buffer_mutation_in_training_stays_in_graph():
+    # BatchNorm in training mode updates its running stats in place. Those buffers do not
+    # require grad, so even in a training graph aot_eager keeps the copy_ inside the graph.
+    torch.manual_seed(0)
+    bn = torch.nn.BatchNorm1d(3)
+    before = bn.running_mean.clone()
+    cap = _capture(bn, torch.randn(4, 3), backward=True)
+    a = _only_aot(cap)
+    assert a.mode == "training" and a.backward_ran
+    by_name = {i.name: i for i in a.inputs}
+    params = [i for i in a.inputs if i.is_parameter]
+    assert len(params) == 2 and all(i.requires_grad and not i.mutates_data for i in params)
+    buffers = [i for i in a.inputs if i.mutates_data]
+    assert len(buffers) == 3 and all(i.mutation_in_graph and not i.is_parameter for i in buffers)
+    assert all(not i.requires_grad for i in buffers)
+    # One copy_ per mutated buffer, writing into that buffer's forward placeholder.
+    copies = a.forward.find(target="aten.copy_")
+    placeholder_of = {p.meta["from"]["node"]: p.name for p in a.forward.placeholders if "from" in p.meta}
+    assert sorted(c.args[0] for c in copies) == sorted(placeholder_of[i.name] for i in buffers)
+    assert set(by_name) == {p.name for p in cap.frames[0].graph.placeholders}
+    assert not torch.equal(bn.running_mean, before)
+
+
 # -- Note [AOT Autograd: input metadata mutations] -----------------------------------------------
 
 
@@ -218,6 +245,38 @@ def test_mutated_input_aliasing_another_input_gets_a_synthetic_base():
     torch.testing.assert_close(cap.result.detach(), expected)
 
 
+@pytest.mark.parametrize(
+    "split, merged",
+    [
+        (lambda base: (base[:3], base[1:4]), [[0, 1]]),  # overlapping views: one synthetic base
+        (lambda base: (base[:3], base[3:]), []),  # same storage, provably disjoint: no base needed
+    ],
+    ids=["overlapping", "disjoint"],
+)
+def test_synthetic_base_only_when_aliased_inputs_may_overlap(split, merged):
+    def f(a, b):
+        a.add_(1)
+        return a + b
+
+    base = torch.zeros(6)
+    a_view, b_view = split(base)
+    cap = _capture(f, a_view, b_view)
+    a = _only_aot(cap)
+    assert a.mode == "inference"
+    assert a.synthetic_bases == merged
+    descs = [p.meta["desc"] for p in a.inference.placeholders]
+    if merged:
+        assert len(descs) == 1 and "Base" in descs[0]
+        assert a.inference.find(target="aten.as_strided_scatter")
+    else:
+        assert descs == ["PlainAOTInput(idx=0)", "PlainAOTInput(idx=1)"]
+    assert [i.mutates_data for i in a.inputs] == [True, False]
+    # Either way the mutation reached the caller's storage, and b saw it where they overlap.
+    assert torch.equal(base[:3], torch.ones(3))
+    expected_out = torch.ones(3) + (torch.tensor([1.0, 1.0, 0.0]) if merged else torch.zeros(3))
+    assert torch.equal(cap.result, expected_out)
+
+
 # -- saved activations ---------------------------------------------------------------------------
 
 
@@ -252,7 +311,9 @@ def test_mlp_saved_activations_are_the_forward_extra_outputs(partitioner):
     # The parameters are graph inputs and say so, in the metadata and in the forward graph.
     assert [i.is_parameter for i in a.inputs].count(True) == 4
     assert len(a.forward.find(op="placeholder", role="param")) == 4
-    assert all(a.backward.node(s.name).role == "param" for s in a.saved if a.forward.node(s.name).role == "param")
+    assert all(
+        a.backward.node(s.name).role == "param" for s in a.saved if a.forward.node(s.name).role == "param"
+    )
     assert [i.requires_grad for i in a.inputs if not i.is_parameter] == [False]
     # relu's output is needed by both ReLU's and the second Linear's backward: saved (or its detach alias).
     saved_targets = {a.forward.node(s.name).target for s in a.saved}
@@ -272,7 +333,9 @@ def test_training_graph_without_backward_run_still_records_the_backward():
     assert a.backward_ran is False
     # The backward the partitioner made (and torch would compile lazily) is still recorded.
     assert a.backward is not None and a.backward.find(target="aten.mm.default")
-    assert [p.name for p in a.backward.placeholders if p not in _tangents(a.backward)] == [s.name for s in a.saved]
+    assert [p.name for p in a.backward.placeholders if p not in _tangents(a.backward)] == [
+        s.name for s in a.saved
+    ]
 
 
 @pytest.mark.parametrize("partitioner", ["min_cut", "default"])
@@ -370,7 +433,9 @@ def test_graph_module_saved_tensor_hooks_are_inlined(mode):
         assert by_name[packed.name].dtype == "bfloat16"
         assert by_name[packed.name].nbytes * 2 == next(s.nbytes for s in plain.saved if s.name == name)
     # The unpack hook is the backward's prologue: bf16 -> f32 copies of the packed inputs.
-    unpacks = [n for n in a.backward.nodes if n.meta.get("saved_tensor_hook") == "unpack" and n.op != "placeholder"]
+    unpacks = [
+        n for n in a.backward.nodes if n.meta.get("saved_tensor_hook") == "unpack" and n.op != "placeholder"
+    ]
     assert len(unpacks) == len(hooks.applied_to)
     assert all(n.target == "aten._to_copy.default" and n.meta["dtype"] == "float32" for n in unpacks)
     assert a.saved_bytes < plain.saved_bytes
@@ -379,6 +444,35 @@ def test_graph_module_saved_tensor_hooks_are_inlined(mode):
     _hooked_fn(x, w).sum().backward()
     torch.testing.assert_close(compiled_grad, x.grad, rtol=0.05, atol=0.05)
     assert not torch.equal(compiled_grad, x.grad)  # the bf16 round trip really ran
+
+
+@pytest.mark.parametrize("mode", ["donated", "no_static", "all"])
+def test_saved_tensor_hooks_filtering_mode_on_an_mlp(mode):
+    # saved_tensors_hooks_filtering_mode picks which saved values get the hooks:
+    #   "donated"   only donated buffers: intermediates nothing else holds (not inputs, not params)
+    #   "no_static" everything but static inputs (the parameters)
+    #   "all"       every saved tensor
+    from torch._functorch import config as functorch_config
+
+    pack_gm, unpack_gm = _hook_pair()
+    m = _mlp()
+    plain = _only_aot(_capture(m, torch.randn(3, 4), backward=True))
+    with functorch_config.patch(saved_tensors_hooks_filtering_mode=mode):
+        with torch.autograd.graph.saved_tensors_hooks(pack_gm, unpack_gm):
+            a = _only_aot(_capture(m, torch.randn(3, 4), backward=True))
+    saved = [plain.forward.node(s.name) for s in plain.saved]
+    expected = {
+        "donated": [n.name for n in saved if n.op != "placeholder"],
+        "no_static": [n.name for n in saved if n.role != "param"],
+        "all": [n.name for n in saved],
+    }[mode]
+    assert a.saved_tensor_hooks.applied_to == expected
+    # The user input x is saved (for the first Linear's weight gradient), as is W2 and relu:
+    # so the three modes really differ here.
+    assert {n.role for n in saved if n.op == "placeholder"} == {"param", "operand"}
+    hooked = {f"{name}_hook_0" for name in expected}
+    for s in a.saved:
+        assert s.dtype == ("bfloat16" if s.name in hooked else "float32")
 
 
 # -- higher-order operators ----------------------------------------------------------------------
@@ -458,7 +552,10 @@ def _provenance_cases():
         return checkpoint(lambda t: t.sin().cos(), x, use_reentrant=False) * 2
 
     return {
-        "mlp_like": (mlp_like, (torch.randn(4, 4, requires_grad=True), torch.randn(4, 4, requires_grad=True))),
+        "mlp_like": (
+            mlp_like,
+            (torch.randn(4, 4, requires_grad=True), torch.randn(4, 4, requires_grad=True)),
+        ),
         "mutation": (mutation, (torch.randn(3, requires_grad=True).clone(),)),
         "checkpoint": (ckpt, (torch.randn(3, requires_grad=True),)),
         "inference": (mlp_like, (torch.randn(4, 4), torch.randn(4, 4))),
@@ -502,6 +599,30 @@ def test_every_forward_node_with_a_user_line_maps_to_a_dynamo_node(case):
         # A saved value's backward placeholder has the origin of the forward node it holds.
         for s in a.saved:
             assert a.backward.node(s.name).meta.get("from") == a.forward.node(s.name).meta.get("from")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_capture_case_has_a_consistent_aot_record(name, captured):
+    """The capture core's shared cases (tests/cases.py): provenance and names hold up everywhere."""
+    cap = _checked(captured(name))
+    assert cap.frames
+    for frame in cap.frames:
+        a = frame.aot
+        assert a is not None, f"frame {frame.compile_id}: AOT did not run"
+        graphs = frame.graphs()
+        for g in (a.joint, a.forward, a.backward, a.inference, *a.subgraphs.values()):
+            for n in g.nodes if g is not None else ():
+                origin = n.meta.get("from")
+                if origin is not None:
+                    graphs[origin["graph"]].node(origin["node"])  # raises KeyError if missing
+                    # A HOP body's seq_nr belong to another trace: never used there.
+                    assert not (g.name in a.subgraphs and origin["via"] == "seq_nr")
+                for body in n.calls:
+                    assert body in a.subgraphs
+        assert len(a.inputs) == len(frame.graph.placeholders)
+        assert [i.name for i in a.inputs] == [p.name for p in frame.graph.placeholders]
+        if a.mode == "training":
+            assert [s.name for s in a.saved] == _outputs(a.forward)[len(_outputs(a.forward)) - len(a.saved) :]
 
 
 # -- inference, effects, subclasses --------------------------------------------------------------
@@ -577,61 +698,6 @@ def test_tensor_subclass_input_is_desugared_not_a_crash():
     assert len(a.inputs) == 1 and a.inputs[0].requires_grad
 
 
-# -- the contract of compile_aot -----------------------------------------------------------------
-
-
-def test_compile_aot_works_as_a_plain_backend_and_rejects_unknown_partitioners():
-    from tracer._torch.aot import compile_aot
-
-    frames: list[Frame] = []
-
-    def backend(gm, example_inputs):
-        frames.append(Frame(compile_id=f"{len(frames)}/0", code="?"))
-        return compile_aot(gm, example_inputs, frame=frames[-1], partitioner="default")
-
-    torch._dynamo.reset()
-    x = torch.randn(3, requires_grad=True)
-    try:
-        out = torch.compile(lambda t: t.cos() * 2, backend=backend)(x)
-        assert frames[0].aot is not None and frames[0].aot.partitioner == "default"
-        assert not frames[0].aot.backward_ran  # the backward compiles lazily ...
-        out.sum().backward()
-        assert frames[0].aot.backward_ran  # ... on the first .backward()
-    finally:
-        torch._dynamo.reset()  # leave no cache entry behind
-    torch.testing.assert_close(x.grad, -2 * x.detach().sin())
-    with pytest.raises(ValueError, match=r"unknown partitioner 'greedy' \(must be one of \['min_cut', 'default'\]\)"):
-        compile_aot(torch.fx.symbolic_trace(lambda t: t), [x], frame=Frame("0/0", "?"), partitioner="greedy")
-
-
-def test_metadata_observer_is_removed_after_capture_and_after_errors(monkeypatch):
-    import torch._functorch.aot_autograd as aot_autograd
-
-    from tracer._torch import aot, patching
-
-    real = aot_autograd.run_functionalized_fw_and_collect_metadata
-    _capture(lambda x: x.sin(), torch.randn(2, requires_grad=True))
-    assert aot_autograd.run_functionalized_fw_and_collect_metadata is real
-
-    def broken_partitioner(name):
-        def partition(*args, **kwargs):
-            # Raised inside AOTAutograd, after the metadata was collected.
-            assert aot_autograd.run_functionalized_fw_and_collect_metadata is not real
-            assert (aot_autograd, "run_functionalized_fw_and_collect_metadata") in patching.ACTIVE
-            raise RuntimeError("partitioner exploded")
-
-        return partition
-
-    monkeypatch.setattr(aot, "_real_partitioner", broken_partitioner)
-    with pytest.raises(Exception, match="partitioner exploded") as info:
-        tracer.capture(lambda x: x.sin(), torch.randn(3, requires_grad=True), fullgraph=True)
-    assert aot_autograd.run_functionalized_fw_and_collect_metadata is real
-    assert patching.ACTIVE == []
-    # The partial capture says AOT did not finish: the joint was recorded, no compiler ran.
-    partial = info.value.capture
-    assert [f.aot for f in partial.frames] == [None]
-
-
 class Scale(OpaqueBase):
     """A user object a custom op takes as is: an opaque reference type (Note [Opaque Objects])."""
 
@@ -693,51 +759,61 @@ def test_opaque_object_is_an_input_and_a_saved_value_not_a_crash():
     assert opaque.name in call.inputs
 
 
-def test_buffer_mutation_in_training_stays_in_graph():
-    # BatchNorm in training mode updates its running stats in place. Those buffers do not
-    # require grad, so even in a training graph aot_eager keeps the copy_ inside the graph.
-    torch.manual_seed(0)
-    bn = torch.nn.BatchNorm1d(3)
-    before = bn.running_mean.clone()
-    cap = _capture(bn, torch.randn(4, 3), backward=True)
-    a = _only_aot(cap)
-    assert a.mode == "training" and a.backward_ran
-    by_name = {i.name: i for i in a.inputs}
-    params = [i for i in a.inputs if i.is_parameter]
-    assert len(params) == 2 and all(i.requires_grad and not i.mutates_data for i in params)
-    buffers = [i for i in a.inputs if i.mutates_data]
-    assert len(buffers) == 3 and all(i.mutation_in_graph and not i.is_parameter for i in buffers)
-    assert all(not i.requires_grad for i in buffers)
-    # One copy_ per mutated buffer, writing into that buffer's forward placeholder.
-    copies = a.forward.find(target="aten.copy_")
-    placeholder_of = {p.meta["from"]["node"]: p.name for p in a.forward.placeholders if "from" in p.meta}
-    assert sorted(c.args[0] for c in copies) == sorted(placeholder_of[i.name] for i in buffers)
-    assert set(by_name) == {p.name for p in cap.frames[0].graph.placeholders}
-    assert not torch.equal(bn.running_mean, before)
+# -- the contract of compile_aot -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_every_capture_case_has_a_consistent_aot_record(name, captured):
-    """The capture core's shared cases (tests/cases.py): provenance and names hold up everywhere."""
-    cap = _checked(captured(name))
-    assert cap.frames
-    for frame in cap.frames:
-        a = frame.aot
-        assert a is not None, f"frame {frame.compile_id}: AOT did not run"
-        graphs = frame.graphs()
-        for g in (a.joint, a.forward, a.backward, a.inference, *a.subgraphs.values()):
-            for n in g.nodes if g is not None else ():
-                origin = n.meta.get("from")
-                if origin is not None:
-                    graphs[origin["graph"]].node(origin["node"])  # raises KeyError if missing
-                    # A HOP body's seq_nr belong to another trace: never used there.
-                    assert not (g.name in a.subgraphs and origin["via"] == "seq_nr")
-                for body in n.calls:
-                    assert body in a.subgraphs
-        assert len(a.inputs) == len(frame.graph.placeholders)
-        assert [i.name for i in a.inputs] == [p.name for p in frame.graph.placeholders]
-        if a.mode == "training":
-            assert [s.name for s in a.saved] == _outputs(a.forward)[len(_outputs(a.forward)) - len(a.saved):]
+def test_compile_aot_works_as_a_plain_backend_and_rejects_unknown_partitioners():
+    from tracer._torch.aot import compile_aot
+
+    frames: list[Frame] = []
+
+    def backend(gm, example_inputs):
+        frames.append(Frame(compile_id=f"{len(frames)}/0", code="?"))
+        return compile_aot(gm, example_inputs, frame=frames[-1], partitioner="default")
+
+    torch._dynamo.reset()
+    x = torch.randn(3, requires_grad=True)
+    try:
+        out = torch.compile(lambda t: t.cos() * 2, backend=backend)(x)
+        assert frames[0].aot is not None and frames[0].aot.partitioner == "default"
+        assert not frames[0].aot.backward_ran  # the backward compiles lazily ...
+        out.sum().backward()
+        assert frames[0].aot.backward_ran  # ... on the first .backward()
+    finally:
+        torch._dynamo.reset()  # leave no cache entry behind
+    torch.testing.assert_close(x.grad, -2 * x.detach().sin())
+    with pytest.raises(
+        ValueError, match=r"unknown partitioner 'greedy' \(must be one of \['min_cut', 'default'\]\)"
+    ):
+        compile_aot(torch.fx.symbolic_trace(lambda t: t), [x], frame=Frame("0/0", "?"), partitioner="greedy")
+
+
+def test_metadata_observer_is_removed_after_capture_and_after_errors(monkeypatch):
+    import torch._functorch.aot_autograd as aot_autograd
+
+    from tracer._torch import aot, patching
+
+    real = aot_autograd.run_functionalized_fw_and_collect_metadata
+    _capture(lambda x: x.sin(), torch.randn(2, requires_grad=True))
+    assert aot_autograd.run_functionalized_fw_and_collect_metadata is real
+
+    def broken_partitioner(name):
+        def partition(*args, **kwargs):
+            # Raised inside AOTAutograd, after the metadata was collected.
+            assert aot_autograd.run_functionalized_fw_and_collect_metadata is not real
+            assert (aot_autograd, "run_functionalized_fw_and_collect_metadata") in patching.ACTIVE
+            raise RuntimeError("partitioner exploded")
+
+        return partition
+
+    monkeypatch.setattr(aot, "_real_partitioner", broken_partitioner)
+    with pytest.raises(Exception, match="partitioner exploded") as info:
+        tracer.capture(lambda x: x.sin(), torch.randn(3, requires_grad=True), fullgraph=True)
+    assert aot_autograd.run_functionalized_fw_and_collect_metadata is real
+    assert patching.ACTIVE == []
+    # The partial capture says AOT did not finish: the joint was recorded, no compiler ran.
+    partial = info.value.capture
+    assert [f.aot for f in partial.frames] == [None]
 
 
 def test_a_recording_failure_warns_and_never_breaks_the_compile(monkeypatch):
@@ -748,7 +824,9 @@ def test_a_recording_failure_warns_and_never_breaks_the_compile(monkeypatch):
 
     monkeypatch.setattr(aot, "saved_values", broken)
     x = torch.randn(3, requires_grad=True)
-    with pytest.warns(UserWarning, match="could not record the AOT forward: RuntimeError: saved values exploded"):
+    with pytest.warns(
+        UserWarning, match="could not record the AOT forward: RuntimeError: saved values exploded"
+    ):
         cap = tracer.capture(lambda t: t.sin() * 2, x)
     torch.testing.assert_close(cap.result, x.sin() * 2)
     (frame,) = cap.frames
@@ -757,67 +835,6 @@ def test_a_recording_failure_warns_and_never_breaks_the_compile(monkeypatch):
     assert frame.aot is not None and frame.aot.forward is not None and frame.aot.saved == []
     assert frame.aot.backward_ran
     tracer.validate(cap)
-
-
-@pytest.mark.parametrize("mode", ["donated", "no_static", "all"])
-def test_saved_tensor_hooks_filtering_mode_on_an_mlp(mode):
-    # saved_tensors_hooks_filtering_mode picks which saved values get the hooks:
-    #   "donated"   only donated buffers: intermediates nothing else holds (not inputs, not params)
-    #   "no_static" everything but static inputs (the parameters)
-    #   "all"       every saved tensor
-    from torch._functorch import config as functorch_config
-
-    pack_gm, unpack_gm = _hook_pair()
-    m = _mlp()
-    plain = _only_aot(_capture(m, torch.randn(3, 4), backward=True))
-    with functorch_config.patch(saved_tensors_hooks_filtering_mode=mode):
-        with torch.autograd.graph.saved_tensors_hooks(pack_gm, unpack_gm):
-            a = _only_aot(_capture(m, torch.randn(3, 4), backward=True))
-    saved = [plain.forward.node(s.name) for s in plain.saved]
-    expected = {
-        "donated": [n.name for n in saved if n.op != "placeholder"],
-        "no_static": [n.name for n in saved if n.role != "param"],
-        "all": [n.name for n in saved],
-    }[mode]
-    assert a.saved_tensor_hooks.applied_to == expected
-    # The user input x is saved (for the first Linear's weight gradient), as is W2 and relu:
-    # so the three modes really differ here.
-    assert {n.role for n in saved if n.op == "placeholder"} == {"param", "operand"}
-    hooked = {f"{name}_hook_0" for name in expected}
-    for s in a.saved:
-        assert s.dtype == ("bfloat16" if s.name in hooked else "float32")
-
-
-@pytest.mark.parametrize(
-    "split, merged",
-    [
-        (lambda base: (base[:3], base[1:4]), [[0, 1]]),  # overlapping views: one synthetic base
-        (lambda base: (base[:3], base[3:]), []),  # same storage, provably disjoint: no base needed
-    ],
-    ids=["overlapping", "disjoint"],
-)
-def test_synthetic_base_only_when_aliased_inputs_may_overlap(split, merged):
-    def f(a, b):
-        a.add_(1)
-        return a + b
-
-    base = torch.zeros(6)
-    a_view, b_view = split(base)
-    cap = _capture(f, a_view, b_view)
-    a = _only_aot(cap)
-    assert a.mode == "inference"
-    assert a.synthetic_bases == merged
-    descs = [p.meta["desc"] for p in a.inference.placeholders]
-    if merged:
-        assert len(descs) == 1 and "Base" in descs[0]
-        assert a.inference.find(target="aten.as_strided_scatter")
-    else:
-        assert descs == ["PlainAOTInput(idx=0)", "PlainAOTInput(idx=1)"]
-    assert [i.mutates_data for i in a.inputs] == [True, False]
-    # Either way the mutation reached the caller's storage, and b saw it where they overlap.
-    assert torch.equal(base[:3], torch.ones(3))
-    expected_out = torch.ones(3) + (torch.tensor([1.0, 1.0, 0.0]) if merged else torch.zeros(3))
-    assert torch.equal(cap.result, expected_out)
 
 
 def test_recording_does_not_change_what_aot_eager_compiles():
@@ -843,7 +860,9 @@ def test_recording_does_not_change_what_aot_eager_compiles():
     a = _only_aot(_capture(f, *args))
     torch._dynamo.reset()
     try:
-        out = torch.compile(f, backend=lambda gm, ex: aot_eager(gm, ex, fw_compiler=spy("fw"), bw_compiler=spy("bw")))(*args)
+        out = torch.compile(
+            f, backend=lambda gm, ex: aot_eager(gm, ex, fw_compiler=spy("fw"), bw_compiler=spy("bw"))
+        )(*args)
         out.backward()
     finally:
         torch._dynamo.reset()

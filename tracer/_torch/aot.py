@@ -41,7 +41,9 @@ def _real_partitioner(name: str) -> Callable[..., Any]:
     return min_cut_rematerialization_partition if name == "min_cut" else default_partition
 
 
-def compile_aot(gm: torch.fx.GraphModule, example_inputs: list[Any], *, frame: Frame, partitioner: str = "min_cut"):
+def compile_aot(
+    gm: torch.fx.GraphModule, example_inputs: list[Any], *, frame: Frame, partitioner: str = "min_cut"
+):
     """Run AOTAutograd like ``backend="aot_eager"`` on a Dynamo graph, recording into ``frame.aot``.
 
     Called by the capture core's recording backend once per Dynamo graph; returns the compiled
@@ -134,7 +136,9 @@ class _AotRecorder:
         never silent either (a warning, and ``frame.meta["aot_errors"]``)."""
         text = f"{stage}: {type(e).__name__}: {e}"[:500]
         self.frame.meta.setdefault("aot_errors", []).append(text)
-        warnings.warn(f"dynascope could not record the AOT {text} (frame {self.frame.compile_id})", stacklevel=2)
+        warnings.warn(
+            f"dynascope could not record the AOT {text} (frame {self.frame.compile_id})", stacklevel=2
+        )
 
     # -- conversion --------------------------------------------------------------------------
     def _convert(
@@ -192,7 +196,10 @@ class _AotRecorder:
         return names, params
 
     def _inner_names(self, n_info: int) -> list[str]:
-        return [self.index.placeholders[i].name if i < len(self.index.placeholders) else f"input_{i}" for i in range(n_info)]
+        return [
+            self.index.placeholders[i].name if i < len(self.index.placeholders) else f"input_{i}"
+            for i in range(n_info)
+        ]
 
     def _user_output_names(self) -> list[str]:
         return [o.name if isinstance(o, torch.fx.Node) else repr(o) for o in self.index.outputs]

@@ -30,7 +30,11 @@ def tag_partition(joint: Graph, fw: torch.fx.GraphModule, bw: torch.fx.GraphModu
         if n.op == "placeholder":
             part = "forward" if n.name in fw_in else "backward" if n.name in bw_in else None
             if part is None:
-                part = "backward" if str(n.meta.get("desc", "")).startswith(("TangentAOTInput", "BackwardToken")) else "forward"
+                part = (
+                    "backward"
+                    if str(n.meta.get("desc", "")).startswith(("TangentAOTInput", "BackwardToken"))
+                    else "forward"
+                )
         elif n.name in fw_ops:
             part = "forward"
             if n.name in bw_ops:

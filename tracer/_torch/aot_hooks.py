@@ -43,7 +43,9 @@ class HookSnapshot:
     saved: list[str] = field(default_factory=list)  # the forward's saved outputs, in order
 
 
-def snapshot(fw_module: torch.fx.GraphModule, bw_module: torch.fx.GraphModule, num_fwd_outputs: object) -> HookSnapshot:
+def snapshot(
+    fw_module: torch.fx.GraphModule, bw_module: torch.fx.GraphModule, num_fwd_outputs: object
+) -> HookSnapshot:
     """Taken in the partition function, right after the real partitioner returned."""
     snap = HookSnapshot(
         forward={n.name for n in fw_module.graph.nodes},

@@ -44,7 +44,7 @@ def _hint(s: Any) -> int:
 
 
 def value_kind(val: Any) -> str:
-    """"tensor", "symint" or "opaque" (one of ``tracer.model.SAVED_KINDS``) for a saved value."""
+    """ "tensor", "symint" or "opaque" (one of ``tracer.model.SAVED_KINDS``) for a saved value."""
     if isinstance(val, torch.Tensor):
         return "tensor"
     if isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)):
@@ -96,7 +96,9 @@ def forward_outputs(gm: torch.fx.GraphModule) -> list[Any]:
 # ``num_forward`` (plus the effect tokens, which ``num_forward`` leaves out while they are still
 # threaded through the graph) is saved for the backward. This holds after saved-tensor hooks were
 # inlined too: the hooks replace saved outputs by their packed values in the same region.
-def saved_values(gm: torch.fx.GraphModule, meta: Any, *, tokens_in_outputs: bool) -> tuple[list[SavedValue], int]:
+def saved_values(
+    gm: torch.fx.GraphModule, meta: Any, *, tokens_in_outputs: bool
+) -> tuple[list[SavedValue], int]:
     """(saved values, number of forward outputs before them) of a partitioned forward graph."""
     outs = forward_outputs(gm)
     start: Optional[int] = None
@@ -117,7 +119,9 @@ def saved_values(gm: torch.fx.GraphModule, meta: Any, *, tokens_in_outputs: bool
     return [saved_value(o) for o in outs[start:]], start
 
 
-def return_kinds(gm: torch.fx.GraphModule, meta: Any, *, tokens_in_outputs: bool) -> Optional[list[list[str]]]:
+def return_kinds(
+    gm: torch.fx.GraphModule, meta: Any, *, tokens_in_outputs: bool
+) -> Optional[list[list[str]]]:
     """``[name, kind]`` per forward/inference output, kinds in the order of Note [Which forward
     outputs are saved]: "token", "mutated_input", "output", "intermediate_base", "rng_offset", "saved".
 
@@ -138,7 +142,9 @@ def return_kinds(gm: torch.fx.GraphModule, meta: Any, *, tokens_in_outputs: bool
     if len(kinds) > len(outs):
         return None
     kinds += ["saved"] * (len(outs) - len(kinds))
-    return [[o.name if isinstance(o, torch.fx.Node) else repr(o), k] for o, k in zip(outs, kinds, strict=True)]
+    return [
+        [o.name if isinstance(o, torch.fx.Node) else repr(o), k] for o, k in zip(outs, kinds, strict=True)
+    ]
 
 
 def inputs_from_meta(meta: Any, names: list[str], params: set[int]) -> list[AotInput]:
@@ -209,7 +215,11 @@ def synthetic_base_groups(placeholders: list[torch.fx.Node], example_inputs: lis
     taken: set[int] = set()
     for b in bases:
         key = _storage_key(example_inputs, b)
-        group = [i for i in missing if i not in taken and (i == b or (key is not None and _storage_key(example_inputs, i) == key))]
+        group = [
+            i
+            for i in missing
+            if i not in taken and (i == b or (key is not None and _storage_key(example_inputs, i) == key))
+        ]
         taken.update(group)
         if group:
             groups.append(group)

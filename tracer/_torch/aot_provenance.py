@@ -105,7 +105,11 @@ class DynamoIndex:
         elif kind == "TangentAOTInput" and type(getattr(desc, "output", None)).__name__ == "PlainAOTOutput":
             # The gradient of user output idx: from the node the Dynamo graph returns there.
             idx = getattr(desc.output, "idx", None)
-            if isinstance(idx, int) and 0 <= idx < len(self.outputs) and isinstance(self.outputs[idx], torch.fx.Node):
+            if (
+                isinstance(idx, int)
+                and 0 <= idx < len(self.outputs)
+                and isinstance(self.outputs[idx], torch.fx.Node)
+            ):
                 return self.origin("", self.outputs[idx], via="desc")
         return None
 
