@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import threading
 import warnings
 from typing import Any, Callable, Iterator, Optional
 
@@ -85,12 +86,15 @@ def _observe_outer_metadata(sink: list[Any]) -> Iterator[None]:
         yield
         return
 
+    me = threading.get_ident()
+
     def observing(*args: Any, **kwargs: Any) -> Any:
         run = real(*args, **kwargs)
 
         def observed(*a: Any, **k: Any) -> Any:
             meta = run(*a, **k)
-            sink.append(meta)
+            if threading.get_ident() == me:  # another thread's compile is not ours to record
+                sink.append(meta)
             return meta
 
         return observed
