@@ -61,7 +61,8 @@ function render({ model, el }) {
   bar.appendChild(hint);
 
   const mark = () => {
-    for (const e of stage.querySelectorAll(".ds-selected")) e.classList.remove("ds-selected");
+    // "selected" is what viz.to_svg drew; "ds-selected" follows clicks without a redraw.
+    for (const e of stage.querySelectorAll(".ds-selected, .selected")) e.classList.remove("ds-selected", "selected");
     const name = model.get("selected");
     if (!name) return;
     for (const e of stage.querySelectorAll("[data-node]")) {

@@ -40,7 +40,9 @@ def graph_node_info(graph: Graph, name: str) -> dict[str, Any]:
     return info
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any, key: str = "") -> str:
+    if key == "graph" and value == "":
+        return "root"
     if isinstance(value, str):
         return f"<pre>{esc(value)}</pre>" if "\n" in value else esc(value)
     if isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float)) for v in value):
@@ -53,6 +55,6 @@ def inspector_html(info: dict[str, Any] | None, *, note: str = "") -> str:
     if not info:
         return panel("<div class='ds-muted'>Click a node to inspect it. Click a HOP call to open its body.</div>")
     keys = [k for k in _FIRST if k in info] + [k for k in info if k not in _FIRST]
-    rows = "".join(f"<tr><th>{esc(k)}</th><td>{_cell(info[k])}</td></tr>" for k in keys)
+    rows = "".join(f"<tr><th>{esc(k)}</th><td>{_cell(info[k], k)}</td></tr>" for k in keys)
     head = f"<h4>{esc(info.get('name', '?'))}</h4>" + (f"<div class='ds-muted'>{esc(note)}</div>" if note else "")
     return panel(f"{head}<table class='ds-inspector'>{rows}</table>")

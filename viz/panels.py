@@ -34,7 +34,8 @@ _STYLE = (
     ".ds-panel th{background:#f6f8fa}.ds-panel h4{margin:8px 0 4px;font:bold 13px sans-serif}"
     ".ds-panel .ds-muted{color:#57606a}.ds-panel .ds-bad{color:#cf222e}"
     ".ds-panel tr.ds-saved td{background:#fff8c5}.ds-panel summary{cursor:pointer;font:bold 12px sans-serif}"
-    ".ds-panel pre{margin:0}</style>"
+    ".ds-panel pre{margin:0;white-space:pre-wrap;word-break:break-word}"
+    ".ds-panel table.ds-inspector td{word-break:break-word;max-width:360px}</style>"
 )
 
 
