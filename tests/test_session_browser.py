@@ -17,12 +17,17 @@ CELLS = [
     "    a = x.sin()\n"
     "    tracer.pause('after sin')\n"
     "    b = a.cos()\n"
-    "    return b + 1\n"
+    "    c = b + 1\n"
+    "    return c * 2\n"
     "\n"
     "s = tracer.trace(f, torch.randn(3)).start()\n"
     "st = s.wait(timeout=240)\n"
     "s",
+    # Run later by the test, not by run_cells: moves the session from code; the panel must follow.
+    "s.step()\n"
+    "print('now at pause', s.wait(timeout=240).index)",
 ]
+SETUP = 2  # the cells run_cells runs
 
 
 @pytest.fixture
@@ -58,7 +63,7 @@ def run_cells(page) -> None:
             break
         except Exception:
             continue
-    for i in range(1, len(CELLS)):
+    for i in range(1, SETUP):
         prompts.nth(i).click()
         page.keyboard.press("Control+Enter")
 
@@ -87,6 +92,12 @@ def test_session_panel_buttons_in_jupyterlab(lab, browser):  # noqa: F811
         out.locator(".ds-session", has_text="pause 3 (step)").first.wait_for(timeout=120_000)
         canvas.locator("svg [data-node='b']").wait_for(timeout=60_000)  # the stepped line's cos
         page.screenshot(path=str(ARTIFACTS / "session_stepped.png"))
+
+        # A step from a cell (the kernel busy, then idle): the displayed panel redraws by itself.
+        page.locator(".jp-Notebook .jp-Cell .jp-InputPrompt").nth(SETUP).click()
+        page.keyboard.press("Control+Enter")
+        out.locator("text=now at pause 4").first.wait_for(timeout=120_000)
+        out.locator(".ds-session", has_text="pause 4 (step)").first.wait_for(timeout=60_000)
 
         page.get_by_role("button", name="Resume", exact=True).click()
         out.locator(".ds-session", has_text="is finished").first.wait_for(timeout=120_000)

@@ -134,3 +134,15 @@ def test_an_older_pause_shows_itself_until_a_click():
     assert "pause 3 (step)" in panel.body.value and "showing" not in panel.status.value
     s.resume()
     assert s.wait(timeout=120) is None
+
+
+def test_panel_follows_a_session_moved_from_code():
+    s = tracer.trace(root_fn, torch.randn(3), torch.randn(3)).start()
+    s.wait(timeout=120)
+    panel = SessionPanel(s._worker)
+    s.step()  # from a cell, not the button
+    s.wait(timeout=120)
+    assert "pause 2 (step)" in panel.body.value
+    s.resume()
+    assert s.wait(timeout=120) is None
+    assert "finished" in panel.status.value and all(b.disabled for b in panel.buttons.values())

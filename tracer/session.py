@@ -104,6 +104,29 @@ class _Worker:
         self.error: Optional[BaseException] = None
         self.thread: Optional[threading.Thread] = None
         self.thread_id: Optional[int] = None
+        self.listeners: list[weakref.WeakMethod] = []  # redraw callbacks of displayed panels
+
+    def add_listener(self, method: Callable[[], None]) -> None:
+        """Call bound ``method()`` at every pause and at the end (held weakly); see Note [Panel updates]."""
+        with self.cond:
+            self.listeners.append(weakref.WeakMethod(method))
+
+    def _notify(self) -> None:
+        # Note [Panel updates]: called with ``cond`` held, after the state changed and before waiters
+        # wake, so a panel shown in the notebook is redrawn by the time ``wait()`` returns. A listener
+        # must not block; its errors never reach the trace.
+        alive = []
+        for ref in self.listeners:
+            method = ref()
+            if method is None:
+                continue
+            alive.append(ref)
+            try:
+                method()
+            except Exception:
+                pass
+        self.listeners = alive
+        self.cond.notify_all()
 
     def describe(self) -> str:
         if self.status == "paused" and self.state is not None:
@@ -137,7 +160,7 @@ class _Worker:
             self.state = PausedState(session=self.name, index=self.pauses, reason=reason, label=label,
                                      _controller=self, **parts)
             self.status, self.command, self.step_mode = "paused", None, False
-            self.cond.notify_all()
+            self._notify()
             deadline = time.monotonic() + self.pause_timeout
             while self.command is None and self.abort_reason is None:
                 remaining = deadline - time.monotonic()
@@ -174,7 +197,7 @@ class _Worker:
             self.capture, self.error = (capture if error is None else None), error
             self.status, self.state = "finished", None
             self.fn = self.args = self.kwargs = None  # type: ignore[assignment]
-            self.cond.notify_all()
+            self._notify()
 
     # -- the notebook side ---------------------------------------------------------------------
     def start(self) -> None:

@@ -125,7 +125,9 @@ class SessionPanel:
     """The widget of a Session (or of one of its PausedStates): state views plus Resume / Step / Abort.
 
     ``driver`` is the session's worker (``tracer.session``): it offers ``status``, ``state``,
-    ``describe()``, ``command_paused(cmd)``, ``abort(reason)`` and ``wait(timeout)``. ``wait_timeout``
+    ``describe()``, ``command_paused(cmd)``, ``abort(reason)``, ``wait(timeout)`` and
+    ``add_listener(method)`` (the panel redraws at every pause and at the end, also when a cell
+    rather than a button moved the session). ``wait_timeout``
     bounds how long a button click waits for the next pause before showing "still running".
     """
 
@@ -149,6 +151,9 @@ class SessionPanel:
         self.widget = W.VBox([self.status, W.HBox(list(self.buttons.values())), self.message, self.body,
                               self.canvas])
         self.refresh()
+        add_listener = getattr(driver, "add_listener", None)
+        if add_listener is not None:  # redraw when the session moves on, whoever moved it
+            add_listener(self.refresh)
 
     def click(self, command: str) -> None:
         """What a button does; also callable from Python (tests)."""
