@@ -70,6 +70,15 @@ def is_dynascope_file(file: str) -> bool:
     return os.path.normcase(os.path.realpath(file)).startswith(_NOT_USER[1])
 
 
+# Note [HOP body starts]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# ``break_on_hop`` needs "a HOP body speculation starts". Rather than patching ``speculate_subgraph``
+# a second time (the capture core already wraps it; two layers of patches would have to unwind in
+# order across threads), the step hook notices a SubgraphTracer it has not seen on top of
+# ``OutputGraph.tracers``: ``OutputGraph.subtracer`` pushed it and the body function's first
+# instruction is about to be traced (seed 003). Seen tracers are held weakly.
+
+
 def hop_name(tracer: Any) -> str:
     """The HOP a SubgraphTracer traces a body for: "cond", "wrap", ... ("" for the root tracer)."""
     target = getattr(tracer, "source_target", None)
@@ -116,7 +125,7 @@ def _before_step(tx: InstructionTranslatorBase, agent: Agent, seen_tracers: weak
     if ip is None or ip >= len(tx.instructions):
         return
     inst = tx.instructions[ip]
-    # A new SubgraphTracer on top of the stack: a HOP body speculation just started (seed 003).
+    # See Note [HOP body starts].
     new_hop = None
     current = tx.output.current_tracer
     if current.parent is not None and current not in seen_tracers:
