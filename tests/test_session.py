@@ -515,3 +515,31 @@ def test_lifted_symbols_show_at_a_pause():
         assert all(metas[n]["shape"] == [metas[symbols[0]]["value"]] for n in tensors)
         assert f"{symbols[0]} (symbol)" in str(t)
     finish(s)
+
+
+def _plain(obj, path="state"):
+    """Assert ``obj`` holds only JSON-friendly values and our dataclasses (no torch object)."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(obj):
+        for f in dataclasses.fields(obj):
+            if f.name != "_controller":
+                _plain(getattr(obj, f.name), f"{path}.{f.name}")
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            _plain(v, f"{path}[{i}]")
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            assert isinstance(k, str), path
+            _plain(v, f"{path}[{k!r}]")
+    else:
+        assert obj is None or type(obj) in (str, int, float, bool), (path, type(obj))
+
+
+def test_paused_state_is_plain_data():
+    s = tracer.trace(nested_cond_fn, torch.randn(3), torch.randn(3), dynamic=True).start()
+    _plain(s.wait(timeout=120))
+    s.abort()
+    s = tracer.trace(TinyNet(), torch.randn(2, 4)).break_on_hop("*").break_at(f"{FILE}:{line_of(TinyNet.forward, 'LINE-RELU')}")
+    _plain(s.start().wait(timeout=120))
+    s.abort()
