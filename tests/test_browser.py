@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 ARTIFACTS = pathlib.Path(__file__).resolve().parent / "artifacts"
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = os.environ.get("DYNASCOPE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 
@@ -134,7 +134,7 @@ class Lab:
 
 @pytest.fixture
 def lab(tmp_path):
-    if shutil.which(CHROMIUM) is None and not os.path.exists(CHROMIUM):
+    if not os.path.exists(CHROMIUM):
         pytest.fail(f"{CHROMIUM} missing: run `make chromium`")
     (tmp_path / "explorer.ipynb").write_text(json.dumps(_notebook()))
     server = Lab(tmp_path)
@@ -231,6 +231,14 @@ def test_explorer_in_jupyterlab(lab, browser):
         assert canvas.locator("svg").first.inner_html() != svg_before
         assert canvas.locator("[data-node='wrap']").count() == 0
         page.screenshot(path=str(ARTIFACTS / "explorer_body.png"))
+        # The Partition tab is built when first opened: its canvas draws the AOT forward graph.
+        page.locator(".jp-OutputArea-output .lm-TabBar-tab", has_text="Partition").first.click()
+        page.locator(".ds-panel", has_text="AOTAutograd").first.wait_for(timeout=60_000)
+        page.locator(".ds-canvas").nth(1).locator("svg [data-node]").first.wait_for(timeout=60_000)
+        page.screenshot(path=str(ARTIFACTS / "explorer_partition.png"))
+        # Each canvas's arrow marker has its own id, so a hidden canvas cannot hide another's arrows.
+        markers = page.evaluate("() => [...document.querySelectorAll('.ds-canvas marker')].map(m => m.id)")
+        assert len(markers) >= 2 and len(set(markers)) == len(markers), markers
         assert not errors, errors
     except Exception:
         page.screenshot(path=str(ARTIFACTS / "explorer_failure.png"))

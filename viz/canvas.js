@@ -2,7 +2,21 @@
 // Clicks go back through the synced traits `selected` (a node) and `expanded` (a module box).
 // Names are never turned into markup here: the SVG arrives escaped and we only read attributes.
 
+// Several canvases share a page (and a hidden tab's SVG does not render its <defs>), so every id
+// inside a drawing (the arrow marker) gets this canvas's suffix, and so do its url(#...) references.
+function scopeIds(svg, suffix) {
+  const ids = new Set();
+  for (const m of svg.matchAll(/\sid="([^"]+)"/g)) ids.add(m[1]);
+  for (const id of ids) {
+    svg = svg.split(`id="${id}"`).join(`id="${id}-${suffix}"`).split(`url(#${id})`).join(`url(#${id}-${suffix})`);
+  }
+  return svg;
+}
+
 function render({ model, el }) {
+  // A page-wide counter: anywidget may evaluate this module once per widget model.
+  globalThis.__dynascopeCanvases = (globalThis.__dynascopeCanvases || 0) + 1;
+  const uid = `dsc${globalThis.__dynascopeCanvases}`;
   el.classList.add("ds-canvas");
   const bar = document.createElement("div");
   bar.className = "ds-toolbar";
@@ -72,7 +86,7 @@ function render({ model, el }) {
   let drawn = null;  // the `graph` last fitted: a new graph is fitted, a redraw of the same one keeps the view
   const draw = () => {
     view.style.height = `${model.get("height")}px`;
-    stage.innerHTML = model.get("svg");
+    stage.innerHTML = scopeIds(model.get("svg"), uid);
     mark();
     if (drawn !== model.get("graph")) {
       drawn = model.get("graph");

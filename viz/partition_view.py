@@ -74,6 +74,8 @@ class PartitionView:
         g = self._graphs
         if self.choice.value == "joint" and "joint" in g:
             return {"left": "joint"}
+        if self._aot is not None and self._aot.mode == "inference" and "inference" in g:
+            return {"left": "inference"}
         if "forward" in g or "backward" in g:
             return {k: v for k, v in (("left", "forward"), ("right", "backward")) if v in g}
         return {"left": "inference"} if "inference" in g else {}
