@@ -543,3 +543,21 @@ def test_paused_state_is_plain_data():
     s = tracer.trace(TinyNet(), torch.randn(2, 4)).break_on_hop("*").break_at(f"{FILE}:{line_of(TinyNet.forward, 'LINE-RELU')}")
     _plain(s.start().wait(timeout=120))
     s.abort()
+
+
+def test_break_at_a_function_and_its_source_text():
+    s = tracer.trace(unmarked_fn, torch.randn(5)).break_at(unmarked_fn, "a.neg()").start()
+    st = s.wait(timeout=120)
+    assert (st.reason, st.location.line) == ("break_at", line_of(unmarked_fn, "LINE-NEG"))
+    finish(s)
+    net = TinyNet()
+    s = tracer.trace(net, torch.randn(2, 4)).break_at(net, "torch.relu").start()
+    assert s.wait(timeout=120).location.line == line_of(TinyNet.forward, "LINE-RELU")
+    finish(s)
+    s = tracer.trace(unmarked_fn, torch.randn(5))
+    with pytest.raises(ValueError, match="exactly one"):
+        s.break_at(unmarked_fn, "x")  # on several lines: the error lists them
+    with pytest.raises(ValueError, match="exactly one"):
+        s.break_at(unmarked_fn, "not in the source")
+    with pytest.raises(TypeError, match="function, line"):
+        s.break_at(42, 3)

@@ -25,8 +25,9 @@ import itertools
 import os
 import threading
 import time
+import types
 import weakref
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from tracer._torch.pause import comptime_pause as _comptime_pause
 from tracer._torch.pause import pause_hooks as _pause_hooks
@@ -289,6 +290,30 @@ def _run_capture() -> Callable[..., Capture]:
     return run
 
 
+def _line_in(fn: Any, line: Union[int, str, None]) -> tuple[str, int]:
+    """(file, line) of ``line`` (a number or a unique piece of text) in the source of ``fn``."""
+    if not hasattr(fn, "__code__") and callable(getattr(fn, "forward", None)):
+        fn = fn.forward  # an nn.Module: its forward
+    code = getattr(getattr(fn, "__func__", fn), "__code__", fn)
+    if not isinstance(code, types.CodeType):
+        raise TypeError(f"break_at expects 'file.py:LINE' or (function, line), got {type(fn).__name__}")
+    if isinstance(line, int) and not isinstance(line, bool):
+        return (code.co_filename, line)
+    if not isinstance(line, str) or not line.strip():
+        raise ValueError(f"break_at({code.co_name}, line) needs a line number or a piece of its source text, "
+                         f"got {line!r}")
+    try:
+        lines, start = inspect.getsourcelines(code)
+    except (OSError, TypeError) as e:
+        raise ValueError(f"break_at: no source for {code.co_name} ({e}); pass a line number instead") from None
+    hits = [start + i for i, text in enumerate(lines) if line in text]
+    if len(hits) != 1:
+        shown = [f"{start + i}: {t.strip()}" for i, t in enumerate(lines) if t.strip()][:30]
+        raise ValueError(f"break_at: {line!r} is on {len(hits)} lines of {code.co_name} (must be exactly one); "
+                         f"its lines are {shown}")
+    return (code.co_filename, hits[0])
+
+
 class Session:
     """One capture traced in a worker thread that can pause mid-trace; see :func:`trace`.
 
@@ -310,17 +335,26 @@ class Session:
         self._finalizer = weakref.finalize(self, self._worker.abort, "the Session was garbage-collected", 5.0)
 
     # -- breakpoints ---------------------------------------------------------------------------
-    def break_at(self, location: str) -> Session:
-        """Pause before Dynamo traces ``"file.py:LINE"`` (any frame: root, inlined, or a HOP body).
+    def break_at(self, location: Any, line: Union[int, str, None] = None) -> Session:
+        """Pause before Dynamo traces a source line (any frame: root, inlined, or a HOP body).
 
-        ``file`` matches by path suffix ("model.py", "pkg/model.py") or exactly when absolute.
+        ``location`` is ``"file.py:LINE"`` (``file`` matches by path suffix, or exactly when
+        absolute), or a function (or method, nn.Module for its forward, or code object) with ``line``: an absolute
+        line number, or text that appears on exactly one line of its source. The second form suits
+        functions defined in notebook cells, whose file names are generated:
+        ``s.break_at(f, "return b * y")``.
         """
-        file, sep, line = str(location).rpartition(":")
-        if not sep or not file or not line.strip().isdigit() or int(line) <= 0:
-            raise ValueError(f"break_at expects 'file.py:LINE' (e.g. 'model.py:42'), got {location!r}")
+        if isinstance(location, str) and line is None:
+            file, sep, num = location.rpartition(":")
+            if not sep or not file or not num.strip().isdigit() or int(num) <= 0:
+                raise ValueError(f"break_at expects 'file.py:LINE' (e.g. 'model.py:42') or (function, line), "
+                                 f"got {location!r}")
+            where = (file, int(num))
+        else:
+            where = _line_in(location, line)
         w = self._worker
         with w.cond:
-            w.breaks = (*w.breaks, (file, int(line)))
+            w.breaks = (*w.breaks, where)
         return self
 
     def break_on_hop(self, hop: str) -> Session:
