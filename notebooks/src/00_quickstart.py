@@ -49,7 +49,9 @@ print(cap)
 # %% [markdown]
 # The printout is the capture's tree: one entry per compiled **frame**, named by its compile id.
 # `0/0` is `forward` up to the break; `1/0` is the *resume function* Dynamo generated for the rest
-# of `forward`: Python evaluated the `if`, and tracing resumed in the branch it took. The capture also kept the model's own result, so
+# of `forward`: Python evaluated the `if`, and tracing resumed in the branch it took. Each frame's
+# graph then went through AOTAutograd (the `aot:` line: a training graph, since the parameters
+# require grad — notebooks 04 and 05 open it up). The capture also kept the model's own result, so
 # you can check it is what eager mode computes.
 
 # %%
@@ -119,6 +121,17 @@ assert x_guard.kind == "TENSOR_MATCH"
 h_guard = next(g for g in second.guards if g.source == "L['h']")
 assert h_guard.kind == "TENSOR_MATCH"
 print(h_guard)
+
+# %% [markdown]
+# ## Keep it, share it
+#
+# A capture is plain data — no torch objects — so it round-trips through JSON losslessly, and a
+# loaded capture renders in the explorer exactly like a live one:
+
+# %%
+loaded = tracer.Capture.from_json(cap.to_json())
+assert loaded == cap
+print(repr(loaded))
 
 # %% [markdown]
 # Next: [01 — HOP capture and lifted inputs](01_hop_capture_and_lifted_inputs.ipynb) opens up the

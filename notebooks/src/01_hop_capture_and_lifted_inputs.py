@@ -197,7 +197,8 @@ for i in body.inputs:
 # Four placeholders for a body that was passed one argument:
 #
 # 1. `s77`, the symbol in the operand's shape `[s77]`, bound when the operand's placeholder was made,
-#    so it comes right *before* the operand;
+#    so it comes right *before* the operand (symbols are named by a hash of their source,
+#    `L['x'].size()[0]`, since pytorch#149665 — that is why it is `s77` in every run);
 # 2. `l_x_`, the operand;
 # 3. `u0` and `c`: `c` is a closure lifted during speculation, and `u0` is bound with it, again
 #    placed before the tensor that mentions it. The root graph feeds `u0` from the `item` node.

@@ -62,7 +62,7 @@ cap
 # ## BACKEND_MATCH
 #
 # Compiled code is only valid for the backend that compiled it: a frame compiled with `"eager"`
-# must not be reused by `torch.compile(fn, backend="inductor")`. pytorch#96723 (seed 004) added the
+# must not be reused by `torch.compile(fn, backend="inductor")`. pytorch#107337 (seed 004) added the
 # `BACKEND_MATCH` guard for this — effectively a per-backend cache. In torch 2.13 the check has moved
 # out of the guard functions into the cache lookup itself (each cache entry remembers its backend,
 # and a mismatch is reported as a `BACKEND_MATCH failure` recompile reason). dynascope lists it with
