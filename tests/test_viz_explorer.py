@@ -438,3 +438,45 @@ def test_partition_opens_for_a_large_joint_graph():
     group = collapsed_groups(lay)[0]
     view.canvases["left"].expanded = [group]  # a click on a module box
     assert len(ex._layouts.get(joint, frozenset([group])).boxes) > len(lay.boxes)
+
+
+def test_inspector_reads_the_lifted_chain(cap):
+    ex = Explorer(cap)
+    ex.select("wrap_body_0.wrap_body_0")
+    ex.select_node("y")
+    chain = ex.inspector["lifted_chain"]
+    assert [(c["graph"], c["node"]) for c in chain] == [("wrap_body_0.wrap_body_0", "y"), ("wrap_body_0", "y"), ("", "y")]
+    html = ex._inspector.value
+    assert "y in wrap_body_0.wrap_body_0 (lifted_freevar)<br>&larr; y in wrap_body_0 (lifted_freevar)" in html
+    assert "&larr; y in root (call_method)" in html
+
+
+@pytest.mark.slow
+def test_explorer_on_a_real_12_layer_transformer():
+    """Issue 4: the 12-layer transformer's graph opens grouped, a layer expands, nodes inside inspect,
+    and the Partition view opens the joint graph."""
+    import torch
+
+    import tracer
+
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(32, 2, 64, dropout=0.0, batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, 12, enable_nested_tensor=False)
+    cap = tracer.capture(model, torch.randn(2, 5, 32), backward=True)
+    ex = Explorer(cap)
+    g = ex.graph
+    lay = ex._layouts.get(g, ex.expanded)
+    assert lay.grouped and len(lay.boxes) < 300
+    layers = [p for p in collapsed_groups(lay) if p.endswith(".layers.3")]
+    assert layers, collapsed_groups(lay)
+    ex.canvas.expanded = [*ex.canvas.expanded, layers[0]]  # a click on the layer's box
+    assert layers[0] in ex.expanded
+    inside = [b.id for b in ex._layouts.get(g, ex.expanded).boxes if not b.group and b.id in {n.name for n in g.nodes}
+              and any(layers[0] == p for p, _ in g.node(b.id).meta.get("nn_module_stack", []))]
+    assert inside and f'data-node="{inside[0]}"' in ex.canvas.svg
+    ex.canvas.selected = inside[0]
+    assert ex.inspector["nn_module"].startswith(layers[0])
+    view = ex.partition_view()
+    view.choice.value = "joint"
+    joint = ex._layouts.get(cap.frames[0].aot.joint)
+    assert joint.grouped and "data-group=" in view.canvases["left"].svg

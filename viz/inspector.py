@@ -40,9 +40,19 @@ def graph_node_info(graph: Graph, name: str) -> dict[str, Any]:
     return info
 
 
+def _where(graph: str, node: str) -> str:
+    return f"{node or '?'} in {graph or 'root'}"
+
+
 def _cell(value: Any, key: str = "") -> str:
     if key == "graph" and value == "":
         return "root"
+    # Note [Lifted chain] (viz/info.py): read as "this placeholder <- its feeder in the parent <- ...".
+    if key == "lifted_from" and isinstance(value, dict):
+        return esc(_where(value.get("graph", ""), value.get("node", "")))
+    if key == "lifted_chain" and isinstance(value, list) and all(isinstance(v, dict) for v in value):
+        steps = [f"{_where(v.get('graph', ''), v.get('node', ''))} ({v.get('kind', '?')})" for v in value]
+        return "<br>&larr; ".join(esc(s) for s in steps)
     if isinstance(value, str):
         return f"<pre>{esc(value)}</pre>" if "\n" in value else esc(value)
     if isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float)) for v in value):
