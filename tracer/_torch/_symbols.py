@@ -43,7 +43,7 @@ PRIVATE_SYMBOLS: list[str] = [
     "torch._logging._internal:LazyTraceHandler",
     "torch._logging._internal:TorchLogsFormatter",
     "torch._higher_order_ops.wrap:wrap",
-    # pause.py / pause_snapshot.py: the Session's hooks (Note [comptime callbacks] in tracer/session.py)
+    # pause.py / pause_snapshot.py: the Session's hooks (Note [comptime callbacks] in tracer/session_worker.py)
     "torch._dynamo.comptime:comptime",
     "torch._dynamo.comptime:ComptimeContext._i_will_not_complain_if_bc_breaks_InstructionTranslator",
     "torch._dynamo.symbolic_convert:InstructionTranslatorBase.step",

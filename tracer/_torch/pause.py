@@ -150,7 +150,7 @@ def comptime_pause(label: str) -> None:
 
 
 def _on_comptime(ctx: Any) -> None:
-    # Runs inside Dynamo, in the thread that traces: see Note [comptime callbacks] in tracer/session.py.
+    # Runs inside Dynamo, in the thread that traces: see Note [comptime callbacks] in tracer/session_worker.py.
     agent = _agent
     if agent is None or threading.get_ident() != agent.thread_id:
         return

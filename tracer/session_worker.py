@@ -1,0 +1,279 @@
+"""The worker thread of a Session and its pause protocol (the ``Agent`` of ``tracer._torch.pause``).
+
+Invariant: at most one worker traces at a time in a process (``_active``); a worker never blocks
+forever (every pause times out; abort, interrupt, garbage collection of its Session and interpreter
+exit all release it); it holds no reference to its Session, and its hooks are gone once it finished.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import time
+import weakref
+from typing import Any, Callable, Optional
+
+from tracer._torch.pause import pause_hooks as _pause_hooks
+from tracer.model import Capture
+from tracer.paused import PausedState
+
+__all__ = ["DEFAULT_PAUSE_TIMEOUT", "TraceAborted"]
+
+DEFAULT_PAUSE_TIMEOUT = 600.0  # seconds a pause may last before the trace is aborted
+
+# Note [comptime callbacks]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``tracer.pause(label)`` is seed 004's comptime made notebook-native. Under Dynamo,
+# ``torch._dynamo.comptime.comptime(cb)`` calls ``cb(ComptimeContext)`` while it traces the call (no
+# graph break, nothing in the graph); in eager it calls only its no-op fallback. Our callback (and the
+# per-line step hook) runs in the session's worker thread, snapshots Dynamo's state into plain data,
+# then blocks on a Condition until the notebook says resume / step / abort. Abort raises
+# ``_AbortTrace`` (a BaseException, so no ``except Exception`` in Dynamo swallows it) right there,
+# and Dynamo unwinds through its own ``finally`` blocks; the hooks' context manager then restores
+# ``InstructionTranslatorBase.step``.
+#
+# Note [Dynamo's compile lock]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Dynamo compiles under one process-wide RLock (``convert_frame.compile_lock``). A paused worker
+# holds it, so any other thread that starts a compile waits until the pause ends. That is why a second
+# session, and ``tracer.capture`` (through ``_raise_if_paused``), refuse to start while a session is
+# active instead of waiting; a plain ``torch.compile`` call elsewhere waits at most ``pause_timeout``.
+
+
+class TraceAborted(RuntimeError):
+    """The session's trace was stopped before it finished (abort(), a pause timeout, an interrupt...)."""
+
+
+class _AbortTrace(BaseException):
+    """Raised inside Dynamo by the pause hooks to unwind the trace; never escapes the worker."""
+
+
+_lock = threading.Lock()
+_active: Optional[_Worker] = None  # the worker started and not yet finished
+_workers: weakref.WeakSet[_Worker] = weakref.WeakSet()
+
+
+def _raise_if_paused(what: str = "tracer.capture()") -> None:
+    """Raise a clear error when a Session is tracing; see Note [Dynamo's compile lock]."""
+    w = _active
+    if w is not None and w.status in ("running", "paused"):
+        raise RuntimeError(
+            f"{what} cannot run while {w.describe()}: Dynamo's compile lock is held by its trace. "
+            f"Call resume() until it finishes, or abort() it, first."
+        )
+
+
+class _Worker:
+    """The session's thread and its pause protocol (the ``Agent`` of ``tracer._torch.pause``).
+
+    Holds no reference to its Session, so a Session can be garbage-collected while paused.
+    """
+
+    def __init__(self, name: str, fn: Callable, args: tuple, kwargs: dict, options: dict,
+                 pause_timeout: float) -> None:
+        self.name = name
+        self.fn, self.args, self.kwargs, self.options = fn, args, kwargs, options
+        self.pause_timeout = pause_timeout
+        self.cond = threading.Condition()  # guards every field below
+        self.status = "new"  # new -> running <-> paused -> finished
+        self.command: Optional[str] = None  # "resume" or "step", set by the notebook while paused
+        self.abort_reason: Optional[str] = None
+        self.breaks: tuple[tuple[str, int], ...] = ()
+        self.hops: frozenset[str] = frozenset()
+        self.step_mode = False
+        self.state: Optional[PausedState] = None
+        self.pauses = 0
+        self.capture: Optional[Capture] = None
+        self.error: Optional[BaseException] = None
+        self.thread: Optional[threading.Thread] = None
+        self.thread_id: Optional[int] = None
+        self.listeners: list[weakref.WeakMethod] = []  # redraw callbacks of displayed panels
+
+    def add_listener(self, method: Callable[[], None]) -> None:
+        """Call bound ``method()`` at every pause and at the end (held weakly); see Note [Panel updates]."""
+        with self.cond:
+            self.listeners.append(weakref.WeakMethod(method))
+
+    def _notify(self) -> None:
+        # Note [Panel updates]: called with ``cond`` held, after the state changed and before waiters
+        # wake, so a panel shown in the notebook is redrawn by the time ``wait()`` returns. A listener
+        # must not block; its errors never reach the trace.
+        alive = []
+        for ref in self.listeners:
+            method = ref()
+            if method is None:
+                continue
+            alive.append(ref)
+            try:
+                method()
+            except Exception:
+                pass
+        self.listeners = alive
+        self.cond.notify_all()
+
+    def describe(self) -> str:
+        if self.status == "paused" and self.state is not None:
+            return f"{self.name} is paused at {self.state.location}"
+        return f"{self.name} is {self.status}"
+
+    # -- the Agent protocol: called in the worker thread, from inside Dynamo -----------------------
+    def check_abort(self) -> None:
+        reason = self.abort_reason
+        if reason is not None:
+            raise _AbortTrace(reason)
+
+    def wants(self, file: str, line: Optional[int], is_user: bool, new_hop: Optional[str]
+              ) -> Optional[tuple[str, str]]:
+        if new_hop is not None and (new_hop in self.hops or "*" in self.hops):
+            return ("break_on_hop", new_hop)
+        if line is None:
+            return None
+        for bfile, bline in self.breaks:
+            if bline == line and _file_matches(file, bfile):
+                return ("break_at", f"{bfile}:{bline}")
+        if self.step_mode and is_user:
+            return ("step", "")
+        return None
+
+    def pause(self, reason: str, label: str, take_snapshot: Callable[[], dict[str, Any]]) -> None:
+        parts = take_snapshot()  # in this thread, before the notebook hears of the pause
+        with self.cond:
+            self.check_abort()
+            self.pauses += 1
+            self.state = PausedState(session=self.name, index=self.pauses, reason=reason, label=label,
+                                     _controller=self, **parts)
+            self.status, self.command, self.step_mode = "paused", None, False
+            self._notify()
+            deadline = time.monotonic() + self.pause_timeout
+            while self.command is None and self.abort_reason is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    self.abort_reason = (
+                        f"{self.name} was paused at {self.state.location} for more than "
+                        f"{self.pause_timeout:g} s (pause_timeout); the trace was aborted"
+                    )
+                    break
+                self.cond.wait(remaining)
+            self.status = "running"  # set by resume()/step() already; not by an abort or a timeout
+            self.check_abort()
+            self.step_mode = self.command == "step"
+            self.command = None
+
+    # -- the thread ----------------------------------------------------------------------------
+    def run(self) -> None:
+        global _active
+        self.thread_id = threading.get_ident()
+        error: Optional[BaseException] = None
+        capture = None
+        try:
+            capture = _run_capture()(self.fn, self.args, self.kwargs,
+                                     extra_hooks=(lambda: _pause_hooks(self),), **self.options)
+        except BaseException as e:  # noqa: B036 - everything must end up in s.error, see Note [comptime callbacks]
+            error = e
+        aborted = _find_abort(error)
+        if aborted is not None or (error is None and self.abort_reason is not None):
+            error = TraceAborted(f"{self.name} was aborted: {self.abort_reason or aborted}")
+        with _lock:
+            if _active is self:
+                _active = None
+        with self.cond:
+            self.capture, self.error = (capture if error is None else None), error
+            self.status, self.state = "finished", None
+            self.fn = self.args = self.kwargs = None  # type: ignore[assignment]
+            self._notify()
+
+    # -- the notebook side ---------------------------------------------------------------------
+    def start(self) -> None:
+        global _active
+        with _lock:
+            if self.status != "new":
+                raise RuntimeError(f"{self.name} was already started (it is {self.status})")
+            other = _active
+            if other is not None and other.status in ("running", "paused"):
+                raise RuntimeError(
+                    f"cannot start {self.name}: {other.describe()}, and one session traces at a time. "
+                    f"Call resume() on it until it finishes, or abort() it, first."
+                )
+            _active = self
+            self.status = "running"
+        self.thread = threading.Thread(target=self.run, name=f"dynascope {self.name}", daemon=True)
+        self.thread.start()
+
+    def command_paused(self, command: str) -> None:
+        with self.cond:
+            if self.status != "paused":
+                hint = " (call start() first)" if self.status == "new" else ""
+                raise RuntimeError(f"{command}() needs a paused session, but {self.describe()}{hint}")
+            self.command, self.status = command, "running"
+            self.cond.notify_all()
+
+    def abort(self, reason: str = "abort() was called", join_timeout: float = 30.0) -> None:
+        with self.cond:
+            if self.status == "finished":
+                return
+            if self.status == "new":
+                self.status, self.error = "finished", TraceAborted(f"{self.name} was aborted before it started")
+                self.cond.notify_all()
+                return
+            if self.abort_reason is None:
+                self.abort_reason = reason
+            self.cond.notify_all()
+        self.join(join_timeout)
+
+    def join(self, timeout: float) -> None:
+        t = self.thread
+        if t is not None and t is not threading.current_thread():
+            t.join(timeout)
+
+    def wait(self, timeout: Optional[float]) -> Optional[PausedState]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            with self.cond:
+                if self.status == "new":
+                    raise RuntimeError(f"{self.name} was not started: call start() first")
+                while self.status == "running":
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        raise TimeoutError(f"{self.name} still running after wait(timeout={timeout:g})")
+                    self.cond.wait(remaining)
+                status, state, error = self.status, self.state, self.error
+        except KeyboardInterrupt:
+            self.abort("interrupted (KeyboardInterrupt in wait())")
+            raise
+        if status == "paused":
+            return state
+        if error is not None:
+            raise error
+        return None
+
+
+def _find_abort(error: Optional[BaseException]) -> Optional[str]:
+    """The abort message if ``error`` is (or was caused by) our _AbortTrace, however Dynamo wrapped it."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, _AbortTrace):
+            return str(error)
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def _file_matches(file: str, wanted: str) -> bool:
+    f = file.replace("\\", "/")
+    w = wanted.replace("\\", "/")
+    if os.path.isabs(wanted):
+        return os.path.realpath(file) == os.path.realpath(wanted)
+    return f == w or f.endswith("/" + w)
+
+
+def _run_capture() -> Callable[..., Capture]:
+    from tracer.capture import _run_capture as run  # the submodule (``tracer.capture`` is the function)
+
+    return run
+
+
+@atexit.register
+def _abort_all_at_exit() -> None:
+    for w in list(_workers):
+        w.abort("the interpreter is exiting", join_timeout=5.0)
