@@ -59,13 +59,24 @@ def collapsed_groups(lay: Any) -> list[str]:
 
 
 class Explorer:
-    """The inline explorer of a :class:`~tracer.model.Capture`.
+    """The inline explorer of a :class:`~tracer.model.Capture`: display it (or evaluate the Capture).
 
-    >>> ex = Explorer(cap)                 # doctest: +SKIP
-    >>> ex.select("wrap_body_0")           # a HOP body by qualified name; "" is the root graph
-    >>> ex.select_node("add")
-    >>> ex.inspector["op"]
-    'call_function'
+    ``select`` shows a graph ("" is the root, else a HOP body's qualified name), ``select_node``
+    fills the inspector, ``expand`` opens a module box; a click in the browser does the same.
+
+    >>> from tracer.model import Capture, Frame, Graph, Node
+    >>> g = Graph([Node("x", "placeholder", "x", role="operand", users=["sin"]),
+    ...            Node("sin", "call_function", "torch.sin", ["x"], inputs=["x"], users=["output"]),
+    ...            Node("output", "output", "output", ["sin"], inputs=["sin"], role="output")])
+    >>> ex = Explorer(Capture(frames=[Frame("0/0", "f.py:1 in f", graph=g)], fn="f"))
+    >>> ex.select_node("sin")
+    >>> ex.inspector["target"], ex.inspector["users"]
+    ('torch.sin', ['output'])
+    >>> ex
+    Explorer(f: frame 0/0, graph 'root', node 'sin')
+    >>> ex.select("wrap_body_0")
+    Traceback (most recent call last):
+    KeyError: "no subgraph 'wrap_body_0' in frame 0/0 (choices: ['']; '' is the root graph)"
     """
 
     def __init__(self, cap: Capture, *, frame: str | None = None, height: int = 520) -> None:

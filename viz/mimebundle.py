@@ -19,7 +19,12 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 def mimebundle(cap: Capture, include: Container[str] | None = None,
                exclude: Container[str] | None = None) -> dict[str, Any]:
-    """The ``_repr_mimebundle_`` of a Capture, honouring IPython's ``include``/``exclude``."""
+    """The ``_repr_mimebundle_`` of a Capture, honouring IPython's ``include``/``exclude``.
+
+    >>> from tracer.model import Capture
+    >>> mimebundle(Capture(fn="f"), include={"text/plain"})
+    {'text/plain': 'Capture of f: 0 frame(s), 0 graph break(s), 0 recompile(s)'}
+    """
 
     def wanted(mime: str) -> bool:
         return (not include or mime in include) and (not exclude or mime not in exclude)
