@@ -11,7 +11,7 @@ STAMP   := $(VENV)/.stamp-install
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT     := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get
 
-.PHONY: lab test bench install system-deps dot chromium clean
+.PHONY: lab test bench notebooks install dot chromium clean
 
 install: $(STAMP) dot
 
@@ -40,6 +40,10 @@ lab: install
 
 test: install chromium
 	@$(BIN)/python -m pytest -q -p no:cacheprovider tests notebooks --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
+
+# Rebuild every tutorial notebook from notebooks/src/ and re-execute it (after changing what it shows).
+notebooks: install
+	@$(BIN)/python notebooks/_build.py
 
 bench: install
 	@$(BIN)/python -m bench
