@@ -353,13 +353,17 @@ def test_keyboard_interrupt_in_wait_aborts(monkeypatch):
     original = s._worker.cond.wait
 
     def interrupted(timeout=None):
+        if threading.current_thread() is not threading.main_thread():
+            return original(timeout)  # the worker's own pause wait is not the one interrupted
         monkeypatch.setattr(s._worker.cond, "wait", original)
         raise KeyboardInterrupt
 
     monkeypatch.setattr(s._worker.cond, "wait", interrupted)
     s.start()
     with pytest.raises(KeyboardInterrupt):
-        s.wait(timeout=120)
+        # The main thread's wait must find the trace running: if it paused first, step (running again).
+        while s.wait(timeout=120) is not None:
+            s.step()
     s._worker.join(60)
     with pytest.raises(TraceAborted, match="KeyboardInterrupt"):
         s.wait(timeout=120)
