@@ -159,7 +159,9 @@ def test_explorer_builds_and_shows_root(cap):
     assert "[wrap]" in labels[1] and "1 lifted" in labels[1]
     assert labels[2].startswith("\u2003\u2003")  # depth 2 is indented twice
     # failed speculation is listed with its reason
-    assert "failed: graph break in body" in ex._speculations.value
+    assert "FAILED cond/true_fn" in ex._speculations.value
+    assert "graph break in body: print()" in ex._speculations.value
+    assert "ok wrap/wrap -&gt; wrap_body_0 (lifted: y)" in ex._speculations.value
 
 
 def test_select_subgraph_and_node(cap):

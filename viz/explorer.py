@@ -264,7 +264,7 @@ class Explorer:
             if f is not None:
                 self._frame_choice.value = f.compile_id
                 self._tree.options = self._tree_options(f)
-        self._speculations.value = panels.speculations_html(f) if f is not None else ""
+        self._speculations.value = panels.speculations_html(f, compact=True) if f is not None else ""
         self._show_guards()
         if self._partition is not None:
             self._partition.show(f)

@@ -99,14 +99,25 @@ def overview_html(cap: Capture) -> str:
     )
 
 
-def speculations_html(frame: Frame) -> str:
-    """The frame's SubgraphTracer runs in start order; failed ones in red with their reason."""
+def speculations_html(frame: Frame, *, compact: bool = False) -> str:
+    """The frame's SubgraphTracer runs in start order; failed ones in red with their reason.
+
+    ``compact``: one column (for a narrow sidebar): "ok wrap/wrap -> wrap_body_0 (lifted: y)".
+    """
     rows, classes = [], []
     for s in frame.speculations:
         status = "ok" if s.ok else f"failed: {s.reason}"
-        rows.append([f"{'  ' * (s.depth - 1)}{s.hop}/{s.description}", s.subgraph or "", ", ".join(s.lifted), status])
+        indent = "  " * (s.depth - 1)
+        if compact:
+            body = f" -> {s.subgraph}" if s.subgraph else ""
+            lifted = f" (lifted: {', '.join(s.lifted)})" if s.lifted else ""
+            rows.append([f"{indent}{'ok' if s.ok else 'FAILED'} {s.hop}/{s.description}{body}{lifted}"
+                         + ("" if s.ok else f"\n{indent}  {s.reason}")])
+        else:
+            rows.append([f"{indent}{s.hop}/{s.description}", s.subgraph or "", ", ".join(s.lifted), status])
         classes.append("" if s.ok else "ds-bad")
-    return panel("<h4>Speculations</h4>" + table(["hop/description", "body", "lifted", "status"], rows, row_class=classes))
+    headers = ["speculation"] if compact else ["hop/description", "body", "lifted", "status"]
+    return panel("<h4>Speculations</h4>" + table(headers, rows, row_class=classes))
 
 
 def lifted_html(frame: Frame, graph_name: str) -> str:
