@@ -565,3 +565,14 @@ def test_break_at_a_function_and_its_source_text():
         s.break_at(unmarked_fn, "not in the source")
     with pytest.raises(TypeError, match="function, line"):
         s.break_at(42, 3)
+
+
+def test_importing_the_session_api_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, tracer, viz.session_panel; print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"  # see Note [Lazy torch import]

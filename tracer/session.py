@@ -24,7 +24,6 @@ import types
 import weakref
 from typing import Any, Callable, Optional, Union
 
-from tracer._torch.pause import comptime_pause as _comptime_pause
 from tracer.model import Capture
 from tracer.paused import LocalVar, Location, PausedState, TracerState
 from tracer.session_worker import (
@@ -38,6 +37,14 @@ from tracer.session_worker import (
 __all__ = ["LocalVar", "Location", "PausedState", "Session", "TraceAborted", "TracerState", "pause", "trace"]
 
 _numbers = itertools.count(1)
+
+# Note [Lazy torch import]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# ``import tracer`` (and so ``import viz``) must not import torch: the torch side of a session
+# (``tracer._torch.pause``) is imported when the first Session starts, which also installs the
+# comptime marker that ``pause()`` calls. Before that no session can be tracing, so ``pause()``
+# has nothing to do, exactly as in eager.
+_comptime_pause: Optional[Callable[[str], None]] = None
 
 
 def _line_in(fn: Any, line: Union[int, str, None]) -> tuple[str, int]:
@@ -119,6 +126,11 @@ class Session:
     # -- running -------------------------------------------------------------------------------
     def start(self) -> Session:
         """Start tracing in a worker thread and return at once; then call :meth:`wait`."""
+        global _comptime_pause
+        if _comptime_pause is None:  # Note [Lazy torch import]
+            from tracer._torch.pause import comptime_pause
+
+            _comptime_pause = comptime_pause
         self._worker.start()
         return self
 
@@ -217,4 +229,6 @@ def pause(label: str = "") -> None:
 
     See Note [comptime callbacks] in tracer/session_worker.py.
     """
-    _comptime_pause(label)
+    marker = _comptime_pause
+    if marker is not None:  # Note [Lazy torch import]
+        marker(label)

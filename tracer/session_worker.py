@@ -14,7 +14,6 @@ import time
 import weakref
 from typing import Any, Callable, Optional
 
-from tracer._torch.pause import pause_hooks as _pause_hooks
 from tracer.model import Capture
 from tracer.paused import PausedState
 
@@ -167,6 +166,9 @@ class _Worker:
         error: Optional[BaseException] = None
         capture = None
         try:
+            # Imported here, not at the top: see Note [Lazy torch import] in tracer/session.py.
+            from tracer._torch.pause import pause_hooks as _pause_hooks
+
             capture = _run_capture()(self.fn, self.args, self.kwargs,
                                      extra_hooks=(lambda: _pause_hooks(self),), **self.options)
         except BaseException as e:  # noqa: B036 - everything must end up in s.error, see Note [comptime callbacks]
