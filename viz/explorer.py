@@ -17,7 +17,8 @@ import ipywidgets as W
 from tracer.model import Capture, Frame, Graph
 from viz import panels
 from viz.canvas import GraphCanvas
-from viz.inspector import graph_node_info, inspector_html
+from viz.info import node_info
+from viz.inspector import inspector_html
 
 __all__ = ["Explorer", "show"]
 
@@ -327,10 +328,6 @@ class Explorer:
         self._guards.value = panels.guards_html(guards, self._guard_filter.value)
 
     def _node_info(self, name: str) -> dict[str, Any]:
-        try:
-            from viz import node_info
-        except ImportError:  # the rendering core did not provide it: the frame-free facts still help
-            return graph_node_info(self.graph, name)
         return node_info(self._frame, self._graph_name, name)
 
     def _go_up(self) -> None:

@@ -9,35 +9,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tracer.model import Graph, format_meta
 from viz.panels import esc, panel
 
-__all__ = ["graph_node_info", "inspector_html"]
+__all__ = ["inspector_html"]
 
 # Keys shown first, in this order; any other key follows in the dict's own order.
 _FIRST = ("name", "graph", "op", "role", "target", "value", "args", "kwargs", "inputs", "users", "calls",
           "source", "nn_module", "nn_module_stack", "lifted_from", "lifted_chain")
-
-
-def graph_node_info(graph: Graph, name: str) -> dict[str, Any]:
-    """The facts of a node that need no frame around it (used for AOT graphs, which have no subgraphs)."""
-    n = graph.node(name)
-    info: dict[str, Any] = {
-        "name": n.name,
-        "graph": graph.name,
-        "op": n.op,
-        "role": n.role,
-        "target": n.target,
-        "value": format_meta(n.meta),
-        "args": list(n.args),
-        "kwargs": dict(n.kwargs),
-        "users": list(n.users),
-    }
-    src = n.meta.get("source")
-    if isinstance(src, dict):
-        info["source"] = f"{src.get('file', '?')}:{src.get('line', '?')}  {str(src.get('code', '')).strip()}"
-    info["meta"] = dict(n.meta)
-    return info
 
 
 def _where(graph: str, node: str) -> str:
