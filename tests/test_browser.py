@@ -31,6 +31,8 @@ CHROMIUM = os.environ.get("DYNASCOPE_CHROMIUM") or shutil.which("chromium") or "
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 
+EVIL = "<img src=x onerror=alert(1)>"
+
 # The notebook under test: a function with a real `wrap` HOP (public op namespace, no private import),
 # captured by tracer.capture, displayed by the explorer, and exported as standalone HTML.
 CELLS = [
@@ -45,6 +47,12 @@ CELLS = [
     "viz.export_html(cap, 'report.html')\n"
     "ex = viz.Explorer(cap)\n"
     "ex",
+    # the same capture with a node (and the function) renamed to markup: it must show as text
+    "import json\n"
+    f"EVIL = {EVIL!r}\n"
+    "hostile = tracer.Capture.from_json(cap.to_json().replace('\"mul\"', json.dumps(EVIL)))\n"
+    "hostile.fn = EVIL\n"
+    "viz.Explorer(hostile)",
 ]
 
 
@@ -178,6 +186,8 @@ def test_explorer_in_jupyterlab(lab, browser):
     page.set_default_timeout(60_000)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     # Note: cells run before the page's widget manager is attached to the kernel display
     # "model not found"; so wait until the kernel has answered the page's kernel_info request.
     kernel_ready: list[bool] = []
@@ -196,11 +206,12 @@ def test_explorer_in_jupyterlab(lab, browser):
         assert any(kernel_ready), "the kernel never answered kernel_info"
         _run_all(page)
         # The anywidget ESM ran in JupyterLab 4: its toolbar and the SVG with real nodes are there.
-        canvas = page.locator(".ds-canvas").first
+        out = page.locator(".jp-Notebook .jp-Cell").nth(2)
+        canvas = out.locator(".ds-canvas").first
         canvas.locator("svg [data-node]").first.wait_for(timeout=240_000)
         assert canvas.locator(".ds-toolbar button", has_text="fit").count() == 1
         hop = canvas.locator("[data-node='wrap']")
-        assert hop.count() == 1, page.locator(".jp-OutputArea-output").all_inner_texts()
+        assert hop.count() == 1, out.locator(".jp-OutputArea-output").all_inner_texts()
         svg_before = canvas.locator("svg").first.inner_html()
         canvas.scroll_into_view_if_needed()
         # Zoom (button and wheel) and pan (drag) move the stage, and are not clicks.
@@ -216,29 +227,36 @@ def test_explorer_in_jupyterlab(lab, browser):
         page.mouse.up()
         t2 = stage.evaluate("e => e.style.transform")
         assert len({t0, t1, t2}) == 3, (t0, t1, t2)
-        assert page.locator(".ds-panel", has_text="Click a node to inspect it").count() >= 1
+        assert out.locator(".ds-panel", has_text="Click a node to inspect it").count() == 1
         canvas.locator(".ds-toolbar button", has_text="fit").click()
         page.screenshot(path=str(ARTIFACTS / "explorer_root.png"))
 
         hop.click()
         # Python heard the click: the inspector shows the HOP call and the canvas shows its body.
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('.ds-panel h4')].some(h => h.textContent === 'wrap')",
-            timeout=60_000,
-        )
-        page.locator(".ds-panel", has_text="opened wrap_body_0").first.wait_for(timeout=30_000)
+        out.locator(".ds-panel h4", has_text="wrap").first.wait_for(timeout=60_000)
+        out.locator(".ds-panel", has_text="opened wrap_body_0").first.wait_for(timeout=30_000)
         canvas.locator("[data-node='sin']").wait_for(timeout=30_000)
         assert canvas.locator("svg").first.inner_html() != svg_before
         assert canvas.locator("[data-node='wrap']").count() == 0
         page.screenshot(path=str(ARTIFACTS / "explorer_body.png"))
         # The Partition tab is built when first opened: its canvas draws the AOT forward graph.
-        page.locator(".jp-OutputArea-output .lm-TabBar-tab", has_text="Partition").first.click()
-        page.locator(".ds-panel", has_text="AOTAutograd").first.wait_for(timeout=60_000)
-        page.locator(".ds-canvas").nth(1).locator("svg [data-node]").first.wait_for(timeout=60_000)
+        out.locator(".lm-TabBar-tab", has_text="Partition").first.click()
+        out.locator(".ds-panel", has_text="AOTAutograd").first.wait_for(timeout=60_000)
+        out.locator(".ds-canvas").nth(1).locator("svg [data-node]").first.wait_for(timeout=60_000)
         page.screenshot(path=str(ARTIFACTS / "explorer_partition.png"))
         # Each canvas's arrow marker has its own id, so a hidden canvas cannot hide another's arrows.
         markers = page.evaluate("() => [...document.querySelectorAll('.ds-canvas marker')].map(m => m.id)")
         assert len(markers) >= 2 and len(set(markers)) == len(markers), markers
+
+        # Markup in user names is shown as text on the canvas and in the inspector, never run.
+        evil_out = page.locator(".jp-Notebook .jp-Cell").nth(3)
+        evil_box = evil_out.locator(".ds-canvas svg text", has_text=EVIL).first
+        evil_box.wait_for(timeout=60_000)
+        evil_box.click()
+        evil_out.locator(".ds-panel h4", has_text=EVIL).first.wait_for(timeout=30_000)
+        assert evil_out.locator(".ds-panel", has_text=f"dynascope · Capture({EVIL}").count() == 1
+        assert page.locator(".jp-OutputArea img").count() == 0
+        assert not dialogs, dialogs
         assert not errors, errors
     except Exception:
         page.screenshot(path=str(ARTIFACTS / "explorer_failure.png"))
