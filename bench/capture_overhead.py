@@ -52,10 +52,14 @@ def measure(name: str, *, repeat: int = 5, size: str = "full") -> dict[str, Any]
                 cpu[side].append(t.cpu)
         fresh()
 
+    def rounds(d: dict[str, list[float]], side: str) -> list[float]:
+        return [a / b for a, b in zip(d[side], d["compile"], strict=True)]
+
     def ratio(d: dict[str, list[float]], side: str) -> float:
-        return median([a / b for a, b in zip(d[side], d["compile"], strict=True)])
+        return median(rounds(d, side))
 
     return {
+        "capture_rounds": [round(r, 3) for r in rounds(wall, "capture")],
         "capture_ratio": ratio(wall, "capture"),
         "trace_file_ratio": ratio(wall, "trace_file"),
         "capture_ratio_cpu": ratio(cpu, "capture"),
@@ -85,5 +89,6 @@ def run(names: tuple[str, ...] = tuple(models.MODELS), *, repeat: int = 5, size:
         "capture_overhead_cpu": {n: round(p["capture_ratio_cpu"], 3) for n, p in per.items()},
         "trace_file_overhead_cpu": {n: round(p["trace_file_ratio_cpu"], 3) for n, p in per.items()},
         "capture_seconds": {n: round(p["seconds"]["capture"], 3) for n, p in per.items()},
+        "capture_overhead_rounds": {n: p["capture_rounds"] for n, p in per.items()},
         "compile_seconds": {n: round(p["seconds"]["compile"], 3) for n, p in per.items()},
     }
