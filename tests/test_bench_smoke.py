@@ -51,6 +51,7 @@ def test_explorer_scaling_keys_and_grouped_first_view(tiny_transformer):
     assert "explorer_scaling_800_over_400" in res and "explorer_over_capture_transformer12" in res
     view = res["first_view_largest"]
     assert view["nodes"] >= 800 and view["grouped"] and view["boxes"] < view["nodes"]
+    assert view["boxes"] < view["expanded_boxes"] <= view["nodes"]  # opening a module box shows its insides
     joint = next(f.aot.joint for f in tiny_transformer.frames if f.aot is not None and f.aot.joint)
     assert res["joint_nodes"] == len(joint.nodes)
     assert {"joint_layout_seconds", "joint_dot_seconds_capped", "joint_dot_cap_hit"} <= set(res)
