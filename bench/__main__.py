@@ -57,6 +57,7 @@ def run(quick: bool = False) -> dict[str, Any]:
                                    dot_cap=10.0 if quick else explorer_scaling.DOT_CAP_SECONDS)
     if quick:  # keep the key names of a full run
         scaling["explorer_scaling_16k_over_4k"] = scaling.pop("explorer_scaling_1k_over_250")
+        scaling["explorer_scaling_16k_over_4k_wall"] = scaling.pop("explorer_scaling_1k_over_250_wall")
     out.update(scaling)
     _log("memory")
     out.update(memory.run(32 * 2**20 if quick else 256 * 2**20, transformer=cap))
