@@ -64,7 +64,8 @@ torch.testing.assert_close(cap.result, model(x))
 #
 # Evaluating the capture renders the explorer: the overview (frames, graph breaks, recompiles), the
 # tree of (sub)graphs, the graph canvas (click a node to inspect its shape, source line and users),
-# the guards table and, when AOTAutograd ran, the forward/backward partition.
+# the guards table and, when AOTAutograd ran, the forward/backward partition. Without a live kernel —
+# on GitHub, or before you run the notebook — the cell shows a static HTML version of the same.
 
 # %%
 cap

@@ -103,8 +103,8 @@ assert len(call.users) == 1  # only wrap[0] is read
 # the backward (`skip_fwd_side_effects_in_bwd_under_checkpoint`). With that option, it **returns
 # every intermediate tensor of a checkpoint body as an extra output** (Note [Return subgraph
 # intermediates as subgraph outputs]); the ones the root graph never reads are dropped again, so the
-# body below returns exactly `cos` and `out`. This is safe for checkpoint because AOTAutograd inlines the body later, so the subgraph boundary
-# (and its extra outputs) disappears.
+# body below returns exactly `cos` and `out`. This is safe for checkpoint because AOTAutograd
+# inlines the body later, so the subgraph boundary (and its extra outputs) disappears.
 
 # %%
 def gn(x, z):

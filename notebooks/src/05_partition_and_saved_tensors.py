@@ -155,7 +155,8 @@ print(hooked.backward.code)
 hooks = hooked.saved_tensor_hooks
 assert hooks.applied_to == ["mm"]
 packed = next(s for s in hooked.saved if s.name == "mm_hook_0")
-assert packed.dtype == "bfloat16" and packed.nbytes * 2 == next(s.nbytes for s in plain.saved if s.name == "mm")
+plain_mm = next(s for s in plain.saved if s.name == "mm")
+assert packed.dtype == "bfloat16" and packed.nbytes * 2 == plain_mm.nbytes
 assert hooked.saved_bytes == plain.saved_bytes - packed.nbytes
 first_bw_op = hooked.backward.find(op="call_function")[0]
 assert first_bw_op.target == "aten._to_copy.default" and first_bw_op.inputs == ["mm_hook_0"]

@@ -39,8 +39,9 @@ print(by_source["L['scale']"].code)
 
 # %% [markdown]
 # - `x` gets a `TENSOR_MATCH`: dtype, device, `requires_grad`, and — shapes being static on a first
-#   compile — its exact sizes and strides (checked in C++ by the guard manager). The branch on `x.shape[0]` needs no guard of its own:
-#   with static sizes, `4 > 2` is simply true for every input that passes `TENSOR_MATCH`.
+#   compile — its exact sizes and strides (checked in C++ by the guard manager). The branch on
+#   `x.shape[0]` needs no guard of its own: with static sizes, `4 > 2` is simply true for every
+#   input that passes `TENSOR_MATCH`.
 # - `scale` is a Python float: Dynamo specializes on its value (it is burnt into the graph as a
 #   constant), so it is guarded by `CONSTANT_MATCH`, `L['scale'] == 0.5`.
 # - The guards with no source protect global state the graph depends on: grad mode, default device,
