@@ -196,16 +196,14 @@ for i in body.inputs:
 # %% [markdown]
 # Four placeholders for a body that was passed one argument:
 #
-# 1. `s77`, the symbol in the operand's shape `[s77]`, bound when the operand's placeholder was made,
-#    so it comes right *before* the operand (symbols are named by a hash of their source,
+# 1. `s77`, the symbol in the operand's shape `[s77]` (symbols are named by a hash of their source,
 #    `L['x'].size()[0]`, since pytorch#149665 — that is why it is `s77` in every run);
 # 2. `l_x_`, the operand;
-# 3. `u0` and `c`: `c` is a closure lifted during speculation, and `u0` is bound with it, again
-#    placed before the tensor that mentions it. The root graph feeds `u0` from the `item` node.
+# 3. `u0`, the unbacked symbol in `c`'s shape, fed by the root graph's `item` node;
+# 4. `c`, the closure.
 #
-# Why are the lifted ones after the operand even though Dynamo only met them while tracing? After
-# speculation Dynamo moves every lifted placeholder behind the operands (Note [HigherOrderOperator
-# subgraph input ordering]), so a HOP's explicit arguments always come first.
+# Each symbol comes right *before* the tensor that mentions it: it is bound in the same
+# `create_graph_input` call, just ahead of the tensor's placeholder.
 
 # %%
 kinds = [(i.name, i.kind) for i in body.inputs]
@@ -218,3 +216,33 @@ assert kinds == [
 assert body.input("u0").source == "item"
 assert cap.frames[0].graph.node("item").meta["value"] == "u0"
 assert body.input("c").meta["shape"] == ["u0", 1]
+
+# %% [markdown]
+# And the order of the pairs? It is the order of **first use**. `wrap` creates even its operand's
+# placeholder lazily (we saw `l_x_` in the speculation's `lifted` list above), so every input is
+# created when the body first reads it. Swap the body's two expressions and the placeholders swap
+# too — although the user passed `a` and never passed `c`.
+#
+# (Note [HigherOrderOperator subgraph input ordering] moves lifted placeholders *behind* the
+# operands for HOPs that create their operands' placeholders up front; with `wrap`'s lazy operands
+# there is nothing to move. That is why a capture classifies body inputs by what the user passed,
+# never by position.)
+
+# %%
+def h_swapped(x, lengths):
+    n = lengths.max().item()
+    c = x.new_zeros(n, 1)
+
+    def body(a):
+        return c + 1, a.sin()  # c first now
+
+    return wrap(body, x)
+
+
+cap = tracer.capture(h_swapped, torch.randn(5), torch.tensor([2, 4, 3]), dynamic=True, capture_scalar_outputs=True)
+body = cap.frames[0].subgraphs["wrap_body_0"]
+print([(i.name, i.kind) for i in body.inputs])
+
+# %%
+assert [i.name for i in body.inputs] == ["u0", "c", "s77", "l_x_"]
+assert body.input("l_x_").kind == "operand"
