@@ -35,9 +35,9 @@ def outputs_of(graph):
 #
 # `x.mul_(2)` writes into the caller's tensor. The functional graph computes the new value
 # out of place (`mul`) and uses it for everything after; the write itself is a `copy_` into the
-# input. Since the `aot_eager` backend accepts input mutations in its graph, AOTAutograd keeps the
-# `copy_` **inside** the graph, at its very end (`mutation_in_graph`); otherwise the new value would
-# be an extra graph output that the runtime epilogue copies back.
+# input. The `aot_eager` backend accepts input mutations in its graph
+# (`keep_inference_input_mutations`), so when autograd is not involved AOTAutograd keeps the `copy_`
+# **inside** the graph, at its very end (`mutation_in_graph`).
 
 # %%
 def mutate_data(x):
@@ -56,6 +56,25 @@ assert inp.mutates_data and not inp.mutates_metadata and inp.mutation_in_graph
 copy = a.inference.find(target="aten.copy_")
 assert len(copy) == 1 and a.inference.nodes.index(copy[0]) == len(a.inference.nodes) - 2  # last op
 assert torch.equal(x, torch.full((3,), 2.0))  # the caller's tensor really was doubled, once
+
+# %% [markdown]
+# If the mutated input requires grad, the mutation must be visible to autograd, which a graph-internal
+# `copy_` would hide. Then the new value becomes an **extra forward output**, ahead of the user's
+# outputs, and the runtime epilogue copies it into `x` outside the graph (autograd records that copy:
+# `x.grad_fn` is a `CopyBackwards`).
+
+# %%
+x = torch.ones(3, requires_grad=True).clone()  # a non-leaf that requires grad
+a = aot_of(tracer.capture(mutate_data, x))
+print(a.inputs[0])
+print("forward returns:", outputs_of(a.forward), "| user outputs:", [o.name for o in a.outputs])
+
+# %%
+inp = a.inputs[0]
+assert inp.mutates_data and inp.requires_grad and not inp.mutation_in_graph
+assert not a.forward.find(target="aten.copy_")
+assert outputs_of(a.forward) == ["mul", "add"] and [o.name for o in a.outputs] == ["add"]
+assert type(x.grad_fn).__name__ == "CopyBackwards" and torch.equal(x.detach(), torch.full((3,), 2.0))
 
 # %% [markdown]
 # ## Input metadata mutation
