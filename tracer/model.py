@@ -395,7 +395,7 @@ class Capture:
     recompiles: list[Recompile] = field(default_factory=list)
     fn: str = ""  # qualified name of the captured function or module class
     meta: dict[str, Any] = field(default_factory=dict)  # torch version, options, notes
-    result: Any = field(default=None, compare=False, repr=False)  # the function's own return value; never serialized
+    result: Any = field(default=None, compare=False, repr=False)  # the function's own return value (tensors detached); never serialized
 
     def frame(self, compile_id: str) -> Frame:
         for f in self.frames:
