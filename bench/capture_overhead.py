@@ -17,7 +17,7 @@ from bench import models
 from bench.timing import fresh, median, timed
 from tracer._torch.bench_support import structured_trace_to
 
-__all__ = ["SIDES", "run"]
+__all__ = ["SIDES", "measure", "run", "warm_up"]
 
 SIDES = ("compile", "capture", "trace_file")
 
