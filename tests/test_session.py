@@ -162,6 +162,12 @@ def test_pause_in_root_frame():
     assert ops[0].name == la.node and ops[0].inputs == [lx.node]
     assert len(st.tracers) == 1 and st.tracers[0].hop == "" and st.tracers[0].depth == 0
     assert any(g.source == "L['x']" and g.kind == "TENSOR_MATCH" for g in st.guards)
+    # Guard stacks read like the rest of the model: "file.py:LINE in fn", user frames only, so a
+    # notebook's stored output does not depend on where dynascope is checked out.
+    stacks = [line for g in st.guards for line in g.user_stack]
+    assert stacks and all("/" not in line and os.sep not in line for line in stacks)
+    assert any(line.startswith(f"{FILE}:") and line.endswith(" in root_fn") for line in stacks)
+    assert not any(" in comptime_pause" in line or line.startswith("session.py:") for line in stacks)
     s.resume()
     assert s.wait(timeout=120) is None
     torch.testing.assert_close(s.capture.result, root_fn(x, y))

@@ -161,6 +161,9 @@ def _short(text: str) -> str:
 
 
 def _guards(tx: Any) -> list[Guard]:
+    from tracer._torch.breaks import format_stack
+    from tracer._torch.pause import is_dynascope_file  # pause imports this module: import at call time
+
     out = []
     for g in list(tx.output.guards):
         try:
@@ -171,9 +174,10 @@ def _guards(tx: Any) -> list[Guard]:
             source = str(g.name)
         except Exception:
             source = ""
-        stack = []
-        for fs in list(g.user_stack or [])[-8:]:
-            stack.append(f"{fs.filename}:{fs.lineno} in {fs.name}")
-        out.append(Guard(kind=kind, source=source, user_stack=stack))
+        # Basenames, as everywhere else ("file.py:LINE in fn"), so a notebook's stored output does not
+        # depend on where the repository is checked out; dynascope's own frames (the pause call) are
+        # not the user's stack.
+        frames = [fs for fs in list(g.user_stack or []) if not is_dynascope_file(fs.filename)]
+        out.append(Guard(kind=kind, source=source, user_stack=format_stack(frames[-8:])))
     out.sort(key=lambda g: (g.source, g.kind))
     return out
