@@ -6,6 +6,7 @@ import json
 
 import ipywidgets as W
 import pytest
+from viz_fixtures import EVIL, graph, t
 
 import viz
 from tracer.model import (
@@ -14,10 +15,8 @@ from tracer.model import (
     AotOutput,
     Capture,
     Frame,
-    Graph,
     GraphBreak,
     Guard,
-    Node,
     Recompile,
     SavedValue,
     Speculation,
@@ -27,45 +26,24 @@ from tracer.model import (
 )
 from viz.explorer import Explorer, collapsed_groups
 from viz.mimebundle import WIDGET_MIME, mimebundle
-
-EVIL = "<script>alert(1)</script>"
-
-
-def _t(shape):
-    return {"kind": "tensor", "dtype": "float32", "shape": list(shape), "device": "cpu"}
-
-
-def _graph(name: str, specs: list[tuple]) -> Graph:
-    """Nodes from (name, op, target, inputs, role, extra) tuples; users filled from inputs."""
-    nodes = []
-    for spec in specs:
-        nname, op, target, inputs, role, *extra = spec
-        kw = extra[0] if extra else {}
-        nodes.append(Node(name=nname, op=op, target=target, args=list(inputs), inputs=list(inputs), role=role,
-                          meta=kw.pop("meta", _t([3])), **kw))
-    by = {n.name: n for n in nodes}
-    for n in nodes:
-        for i in n.inputs:
-            by[i].users.append(n.name)
-    code = "\n".join(f"    {n.name} = {n.target}({', '.join(n.args)})" for n in nodes if n.op != "output")
-    return Graph(nodes=nodes, code=f"def forward(self):\n{code}\n", name=name)
+from viz.synthetic import chain_graph, joint_like_graph
 
 
 def make_capture(hostile: str = "") -> Capture:
     """y = x.cos(); wrap(lambda a: wrap(lambda b: b.sin() + y, a), x): a lifted freevar through two bodies."""
     src = {"file": "user.py", "line": 7, "fn": "f", "code": f"    y = x.cos()  # {hostile}"}
-    root = _graph("", [
+    root = graph("", [
         ("l_x_", "placeholder", "L_x_", [], "operand"),
-        ("y", "call_method", "cos", ["l_x_"], "op", {"meta": {**_t([3]), "source": src,
+        ("y", "call_method", "cos", ["l_x_"], "op", {"meta": {**t(3), "source": src,
                                                             "nn_module_stack": [["block", "Block"]]}}),
         ("wrap_body_0", "get_attr", "wrap_body_0", [], "param"),
         ("wrap", "call_function", "torch.ops.higher_order.wrap", ["wrap_body_0", "l_x_", "y"], "hop",
-         {"calls": ["wrap_body_0"], "meta": {"kind": "tuple", "items": [_t([3])]}}),
+         {"calls": ["wrap_body_0"], "meta": {"kind": "tuple", "items": [t(3)]}}),
         ("getitem", "call_function", "operator.getitem", ["wrap"], "op"),
         (hostile or "mul", "call_function", "operator.mul", ["getitem"], "op"),
         ("output", "output", "output", [hostile or "mul"], "output"),
     ])
-    outer = _graph("wrap_body_0", [
+    outer = graph("wrap_body_0", [
         ("a", "placeholder", "a", [], "operand"),
         ("y", "placeholder", "y", [], "lifted_freevar"),
         ("wrap_body_0", "get_attr", "wrap_body_0", [], "param"),
@@ -74,7 +52,7 @@ def make_capture(hostile: str = "") -> Capture:
         ("getitem", "call_function", "operator.getitem", ["wrap"], "op"),
         ("output", "output", "output", ["getitem"], "output"),
     ])
-    inner = _graph("wrap_body_0.wrap_body_0", [
+    inner = graph("wrap_body_0.wrap_body_0", [
         ("b", "placeholder", "b", [], "operand"),
         ("y", "placeholder", "y", [], "lifted_freevar"),
         ("sin", "call_method", "sin", ["b"], "op"),
@@ -85,9 +63,9 @@ def make_capture(hostile: str = "") -> Capture:
         compile_id="0/0", code=f"user.py:5 in f{hostile}", graph=root,
         subgraphs={
             "wrap_body_0": Subgraph("wrap_body_0", "wrap", "", "wrap", outer, [
-                SubgraphInput("a", "operand", "l_x_", _t([3])), SubgraphInput("y", "lifted_freevar", "y", _t([3]))]),
+                SubgraphInput("a", "operand", "l_x_", t(3)), SubgraphInput("y", "lifted_freevar", "y", t(3))]),
             "wrap_body_0.wrap_body_0": Subgraph("wrap_body_0.wrap_body_0", "wrap", "wrap_body_0", "wrap", inner, [
-                SubgraphInput("b", "operand", "a", _t([3])), SubgraphInput("y", "lifted_freevar", "y", _t([3]))]),
+                SubgraphInput("b", "operand", "a", t(3)), SubgraphInput("y", "lifted_freevar", "y", t(3))]),
         },
         speculations=[
             Speculation("wrap", "wrap", 1, True, subgraph="wrap_body_0", lifted=["y"]),
@@ -100,12 +78,12 @@ def make_capture(hostile: str = "") -> Capture:
             Guard("TYPE_MATCH", f"G['{hostile or 'g'}']", ["___check_type_id(G['g'], 1)"]),
         ],
     )
-    fw = _graph("forward", [
+    fw = graph("forward", [
         ("primals_1", "placeholder", "primals_1", [], "operand"),
         ("sin", "call_function", "aten.sin.default", ["primals_1"], "op"),
         ("output", "output", "output", ["sin", "primals_1"], "output"),
     ])
-    bw = _graph("backward", [
+    bw = graph("backward", [
         ("primals_1", "placeholder", "primals_1", [], "operand"),
         ("tangents_1", "placeholder", "tangents_1", [], "operand"),
         ("cos", "call_function", "aten.cos.default", ["primals_1"], "op"),
@@ -114,7 +92,7 @@ def make_capture(hostile: str = "") -> Capture:
     ])
     aot = Aot("training", forward=fw, backward=bw, saved=[SavedValue("primals_1", "tensor", [3], "float32", 12)],
               inputs=[AotInput("primals_1", requires_grad=True)], outputs=[AotOutput("sin")], backward_ran=True)
-    f1 = Frame(compile_id="1/0", code="user.py:12 in g", graph=_graph("", [
+    f1 = Frame(compile_id="1/0", code="user.py:12 in g", graph=graph("", [
         ("l_x_", "placeholder", "L_x_", [], "operand"),
         ("sin", "call_method", "sin", ["l_x_"], "op"),
         ("output", "output", "output", ["sin"], "output")]), aot=aot)
@@ -309,7 +287,6 @@ def test_every_user_string_is_escaped():
 
 
 def test_large_graph_opens_grouped_and_expands():
-    from viz.synthetic import chain_graph
 
     g = chain_graph(16000)
     cap = Capture(frames=[Frame("0/0", "big.py:1 in forward", graph=g)], fn="Big")
@@ -349,10 +326,10 @@ from cases import CASES  # noqa: E402
 def _walk_everything(ex: Explorer) -> None:
     """Open every frame and graph, inspect every node, click every HOP node like the browser does."""
     for f in ex.capture.frames:
-        for name, graph in f.graphs().items():
+        for name, g in f.graphs().items():
             ex.select(name, frame=f.compile_id)
             assert ex.canvas.svg.startswith("<svg")
-            for n in graph.nodes:
+            for n in g.nodes:
                 ex.select_node(n.name)
                 info = ex.inspector
                 json.dumps(info)
@@ -362,7 +339,7 @@ def _walk_everything(ex: Explorer) -> None:
                     inp = f.subgraphs[name].input(n.name)
                     assert info["lifted_from"] == {"graph": f.subgraphs[name].parent, "node": inp.source}
                     assert info["lifted_chain"][0]["graph"] == name
-            for hop in graph.find(role="hop"):
+            for hop in g.find(role="hop"):
                 ex.select(name, frame=f.compile_id)
                 ex.canvas.selected = hop.name
                 bodies = [c for c in hop.calls if c in f.subgraphs]
@@ -425,7 +402,6 @@ def test_explorer_partition_of_a_real_training_capture():
 
 
 def test_partition_opens_for_a_large_joint_graph():
-    from viz.synthetic import chain_graph, joint_like_graph
 
     joint = joint_like_graph(6000)
     aot = Aot("training", joint=joint, forward=chain_graph(3000, name="forward"),
