@@ -29,11 +29,16 @@ from tracer._torch.aot_meta import (
 from tracer._torch.aot_provenance import DynamoIndex, annotate_from, seq_nr_origins
 from tracer._torch.fx_graph import graph_from_fx
 from tracer._torch.patching import Patches
+from tracer._torch.structured import logged_graph_code
 from tracer.model import Aot, Frame, Graph
 
 __all__ = ["PARTITIONERS", "compile_aot"]
 
 PARTITIONERS = ("min_cut", "default")
+
+# The structured-trace artifact under which AOTAutograd logs each graph we convert.
+_LOGGED_AS = {"joint": "aot_joint_graph", "forward": "aot_forward_graph", "backward": "aot_backward_graph",
+              "inference": "aot_inference_graph"}
 
 
 def _real_partitioner(name: str) -> Callable[..., Any]:
@@ -154,7 +159,8 @@ class _AotRecorder:
         placeholders their origin. ``body``: a HOP body, see Note [AOT provenance].
         """
         node_roles = roles(gm)
-        g = graph_from_fx(gm, name, role_of=lambda n: node_roles.get(n.name))
+        code = None if body else logged_graph_code(_LOGGED_AS[name])  # Note [Graph text torch already rendered]
+        g = graph_from_fx(gm, name, role_of=lambda n: node_roles.get(n.name), code=code)
         by_seq: dict[int, dict[str, Any]] = {}
         if not body:
             by_seq = dict(self.by_seq_nr)

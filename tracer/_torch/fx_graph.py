@@ -6,6 +6,7 @@ conversion never raises on an opaque value: it records ``{"kind": "opaque", "typ
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import Any, Callable, Optional
@@ -180,6 +181,15 @@ def source_of(stack_trace: Optional[str]) -> Optional[dict[str, Any]]:
     """The innermost user frame of an fx ``stack_trace``: {file, line, fn, code}."""
     if not stack_trace:
         return None
+    src = _source_of(stack_trace)
+    return dict(src) if src is not None else None
+
+
+@functools.lru_cache(maxsize=8192)
+def _source_of(stack_trace: str) -> Optional[dict[str, Any]]:
+    # Memoized: every node a user line makes carries the same stack_trace string (a layer of a
+    # transformer gives dozens of aten nodes per line, and the joint, forward and backward graphs
+    # repeat them), so parsing each distinct trace once is most of node_meta's time saved.
     frames = list(_FRAME_RE.finditer(stack_trace))
     if not frames:
         return None
@@ -264,11 +274,19 @@ def readable_code(gm: Any) -> str:
             return ""
 
 
-def graph_from_fx(gm_or_graph: Any, name: str = "", *, role_of: Optional[Callable[[Node], Optional[str]]] = None) -> Graph:
+def graph_from_fx(
+    gm_or_graph: Any,
+    name: str = "",
+    *,
+    role_of: Optional[Callable[[Node], Optional[str]]] = None,
+    code: Optional[str] = None,
+) -> Graph:
     """Convert an fx GraphModule or Graph to a plain :class:`tracer.model.Graph`.
 
     ``role_of(node) -> role | None`` may assign a role per Note [Closed sets of kinds]; the default
     roles are "output" for the output node, "param" for get_attr of a non-module, and "op" else.
+    ``code``: the readable text when torch already rendered it (see Note [Graph text torch already
+    rendered] in tracer/_torch/structured.py); rendered here otherwise.
     """
     fx_graph = gm_or_graph.graph if isinstance(gm_or_graph, torch.fx.GraphModule) else gm_or_graph
     gm = gm_or_graph if isinstance(gm_or_graph, torch.fx.GraphModule) else getattr(fx_graph, "owning_module", None)
@@ -294,7 +312,9 @@ def graph_from_fx(gm_or_graph: Any, name: str = "", *, role_of: Optional[Callabl
             if r:
                 node.role = r
         nodes.append(node)
-    return Graph(nodes=nodes, code=readable_code(gm if gm is not None else fx_graph), name=name)
+    if code is None:
+        code = readable_code(gm if gm is not None else fx_graph)
+    return Graph(nodes=nodes, code=code, name=name)
 
 
 def _default_role(n: torch.fx.Node, gm: Any) -> str:

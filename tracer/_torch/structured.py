@@ -1,4 +1,5 @@
-"""In-process handler for Dynamo's structured trace (logger ``torch.__trace``): compile order and recompile reasons.
+"""In-process handler for Dynamo's structured trace (logger ``torch.__trace``): compile order, recompile
+reasons, and the readable graph texts torch renders anyway.
 
 Invariant: the handler is attached for one capture and detached after it (also on error); it
 only reads records, it never changes what torch logs elsewhere (TORCH_TRACE files keep working).
@@ -10,7 +11,7 @@ import json
 import logging
 from typing import Any, Callable
 
-__all__ = ["StructuredTraceHandler"]
+__all__ = ["GRAPH_TEXTS", "StructuredTraceHandler", "logged_graph_code"]
 
 # Note [What we read from the structured trace]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -19,8 +20,24 @@ __all__ = ["StructuredTraceHandler"]
 #   "dynamo_start"                      a compile of a frame began: gives compile order;
 #   artifact "recompile_reasons"        the guard(s) that failed on the cache entries before
 #                                       this recompile (JSON payload: a string or a list).
-# Everything else (graph dumps, chromium events, metrics) is ignored. The payload is formatted
-# by torch before handlers run, so we only pay for what torch formats anyway when tracing.
+#   graph dumps (GRAPH_TEXTS)           see Note [Graph text torch already rendered]
+# Everything else (chromium events, metrics) is ignored. Note that attaching any handler makes
+# ``trace_structured`` format every payload (it checks ``trace_log.handlers``), which is why we
+# take what we can from those payloads instead of formatting the same text a second time.
+#
+# Note [Graph text torch already rendered]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``Graph.code`` is ``print_readable()`` text, and rendering it is the largest single cost of
+# recording (bench/RESULTS.md). AOTAutograd renders it itself for its joint, forward, backward and
+# inference graphs whenever ``aot_config.enable_log`` is on (the default), and Dynamo renders its
+# output graph for the structured trace because our handler is attached; each is logged *before*
+# the compiler that receives the graph runs. So the recorders ask ``logged_graph_code(name)`` for the
+# text of the compile running now and render it only when torch did not (enable_log off, a HOP
+# body). torch's text is the richer variant (strides and devices in the annotations). One caveat:
+# the joint is logged before ``_apply_tensorify_python_scalars``, which rewrites float scalars of
+# dynamic graphs into tensors; for such graphs the joint text shows the graph before that pass.
+GRAPH_TEXTS = ("dynamo_output_graph", "aot_joint_graph", "aot_forward_graph", "aot_backward_graph",
+               "aot_inference_graph")
 
 
 class StructuredTraceHandler(logging.Handler):
@@ -31,6 +48,7 @@ class StructuredTraceHandler(logging.Handler):
         self.on_start = on_start
         self.on_recompile = on_recompile
         self._logger: logging.Logger | None = None
+        self.texts: dict[tuple[tuple[int, int], str], str] = {}  # (compile key, GRAPH_TEXTS name) -> text
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -42,6 +60,11 @@ class StructuredTraceHandler(logging.Handler):
                 return
             if "dynamo_start" in meta:
                 self.on_start(key)
+            for name in GRAPH_TEXTS:
+                if name in meta:
+                    payload = getattr(record, "payload", None)
+                    if isinstance(payload, str):
+                        self.texts[(key, name)] = payload
             art = meta.get("artifact")
             if isinstance(art, dict) and art.get("name") == "recompile_reasons":
                 payload = getattr(record, "payload", None) or "[]"
@@ -58,11 +81,37 @@ class StructuredTraceHandler(logging.Handler):
     def __enter__(self) -> StructuredTraceHandler:
         from torch._logging._internal import trace_log
 
+        global _ACTIVE_HANDLER
         self._logger = trace_log
         trace_log.addHandler(self)
+        _ACTIVE_HANDLER = self
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        global _ACTIVE_HANDLER
+        if _ACTIVE_HANDLER is self:
+            _ACTIVE_HANDLER = None
+        self.texts.clear()
         if self._logger is not None:
             self._logger.removeHandler(self)
             self._logger = None
+
+
+_ACTIVE_HANDLER: StructuredTraceHandler | None = None  # the capture's handler while it is attached
+
+
+def logged_graph_code(name: str) -> str | None:
+    """The readable text torch logged as ``name`` (one of GRAPH_TEXTS) for the compile running now.
+
+    None outside a capture, or when torch did not log it; see Note [Graph text torch already rendered].
+    """
+    handler = _ACTIVE_HANDLER
+    if handler is None:
+        return None
+    from torch._guards import CompileContext
+
+    trace_id = CompileContext.current_trace_id()
+    if trace_id is None:
+        return None
+    key = (trace_id.compile_id.frame_id, trace_id.compile_id.frame_compile_id)
+    return handler.texts.get((key, name))
