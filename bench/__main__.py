@@ -47,7 +47,9 @@ def run(quick: bool = False) -> dict[str, Any]:
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(), "repeat": repeat,
     }
     _log("capture overhead")
-    out.update(capture_overhead.run(repeat=repeat, size=size))
+    # Single compiles of one model vary by +-30% round to round on this 2-core VM even when idle, so the
+    # overhead ratio takes more rounds than the rest to settle (5 rounds: 1.06 and 1.15 for the same code).
+    out.update(capture_overhead.run(repeat=repeat if quick else 11, size=size))
     _log("capturing transformer12 for the explorer, memory and notebook benchmarks")
     cap = _capture("transformer12", size)
     _log("explorer scaling")
