@@ -8,6 +8,7 @@ Every wait is bounded and the server (and its kernels) is always shut down.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -20,6 +21,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from typing import Iterator
 
 import pytest
 
@@ -140,17 +142,24 @@ class Lab:
         self.log.close()
 
 
-@pytest.fixture
-def lab(tmp_path):
-    if not os.path.exists(CHROMIUM):
+@contextlib.contextmanager
+def serving(root: pathlib.Path, name: str, notebook: dict) -> Iterator[Lab]:
+    """A JupyterLab serving ``root`` with ``notebook`` written as ``name``; always stopped after."""
+    if shutil.which(CHROMIUM) is None and not os.path.exists(CHROMIUM):
         pytest.fail(f"{CHROMIUM} missing: run `make chromium`")
-    (tmp_path / "explorer.ipynb").write_text(json.dumps(_notebook()))
-    server = Lab(tmp_path)
+    (root / name).write_text(json.dumps(notebook))
+    server = Lab(root)
     try:
         server.wait_ready()
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def lab(tmp_path):
+    with serving(tmp_path, "explorer.ipynb", _notebook()) as server:
+        yield server
 
 
 @pytest.fixture

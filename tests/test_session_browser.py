@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-
 import pytest
-from test_browser import ARTIFACTS, CHROMIUM, Lab, browser  # noqa: F401 (browser is a fixture)
+from test_browser import ARTIFACTS, browser, serving  # noqa: F401 (browser is a fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
@@ -32,21 +28,14 @@ SETUP = 2  # the cells run_cells runs
 
 @pytest.fixture
 def lab(tmp_path):
-    if shutil.which(CHROMIUM) is None and not os.path.exists(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} missing: run `make chromium`")
     nb = {
         "nbformat": 4, "nbformat_minor": 5,
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}},
         "cells": [{"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None, "outputs": [],
                    "source": src} for i, src in enumerate(CELLS)],
     }
-    (tmp_path / "session.ipynb").write_text(json.dumps(nb))
-    server = Lab(tmp_path)
-    try:
-        server.wait_ready()
+    with serving(tmp_path, "session.ipynb", nb) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def run_cells(page) -> None:
