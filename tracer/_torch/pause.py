@@ -20,6 +20,7 @@ from torch._dynamo.symbolic_convert import InstructionTranslatorBase
 
 from tracer._torch.patching import ACTIVE, Patches
 from tracer._torch.pause_snapshot import snapshot
+from tracer._torch.subtracer import hop_name_of
 
 __all__ = ["Agent", "comptime_pause", "hooks_installed", "pause_hooks"]
 
@@ -81,12 +82,7 @@ def is_dynascope_file(file: str) -> bool:
 
 def hop_name(tracer: Any) -> str:
     """The HOP a SubgraphTracer traces a body for: "cond", "wrap", ... ("" for the root tracer)."""
-    target = getattr(tracer, "source_target", None)
-    if target is None:
-        return ""
-    if isinstance(target, torch._ops.HigherOrderOperator):
-        return target.name()
-    return str(getattr(target, "__name__", target))
+    return hop_name_of(getattr(tracer, "source_target", None))
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ import torch.fx
 
 from tracer._torch.patching import Patches
 
-__all__ = ["SpecRecord", "install_speculation_hooks", "compile_key", "SPECULATE_FUNCTIONS"]
+__all__ = ["SpecRecord", "install_speculation_hooks", "compile_key", "hop_name_of", "SPECULATE_FUNCTIONS"]
 
 # Note [Speculation hook point]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -63,9 +63,13 @@ class SpecRecord:
     explicit_names: list[str] = field(default_factory=list)  # names of explicit_nodes when speculation ended
 
 
-def _hop_name(source_target: Any, description: str) -> str:
+def hop_name_of(source_target: Any, default: str = "") -> str:
+    """The name of the HOP a SubgraphTracer traces a body for ("cond", "wrap", ...); ``default`` if none.
+
+    One definition for ``Speculation.hop`` and the pause's ``TracerState.hop``, so both views agree.
+    """
     if source_target is None:
-        return description
+        return default
     name = getattr(source_target, "name", None)
     if callable(name):
         try:
@@ -116,7 +120,7 @@ def _wrap(real: Callable[..., Any], sink: Callable[[SpecRecord], None]) -> Calla
             depth = len(tx.output.tracers)
         except Exception:
             depth = 0
-        rec = SpecRecord(key, attempt, _hop_name(kwargs.get("source_target"), description), str(description), depth)
+        rec = SpecRecord(key, attempt, hop_name_of(kwargs.get("source_target"), description), str(description), depth)
         sink(rec)
         try:
             result = real(tx, f, sub_args, sub_kwargs, description, *args, **kwargs)
