@@ -97,7 +97,7 @@ def test_hooks_are_live_during_a_capture():
 
         return cm()
 
-    from tracer.capture import _run_capture
+    from tracer.capturing import _run_capture
 
     _run_capture(lambda x: x + 1, (torch.randn(2),), {}, extra_hooks=[probe])
     names = {name for _, name in seen["during"]}

@@ -1,4 +1,4 @@
-"""Static HTML (capture_html / export_html), node_info, text_tree, and rendering of real captures."""
+"""Static HTML (capture_html / export_html), node_info, and rendering of real captures."""
 
 from __future__ import annotations
 
@@ -67,12 +67,6 @@ def test_export_html_is_a_standalone_page(cap, tmp_path):
     assert path == tmp_path / "report.html"
     assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>")
     assert "<svg" in text and "<script" not in text and "http" not in text.replace("http://www.w3.org/2000/svg", "")
-
-
-def test_text_tree_is_str(cap):
-    assert viz.text_tree(cap) == str(cap)
-    bundle = viz.mimebundle(cap, include=["text/plain", "text/html"])
-    assert bundle["text/plain"] == str(cap) and bundle["text/html"] == viz.capture_html(cap)
 
 
 def test_node_info_of_a_lifted_input_follows_the_chain(cap):

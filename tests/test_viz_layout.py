@@ -12,12 +12,12 @@ import pytest
 from viz_fixtures import graph, root_graph
 
 import viz
+import viz.graph_layout as LAYOUT
 from tracer.model import Graph
 from viz import layout_dot, layout_linear
 from viz.grouping import INPUTS_GROUP, default_expanded, module_chain, module_tree, split_path, visible
 from viz.synthetic import chain_graph, joint_like_graph
 
-LAYOUT = sys.modules["viz.layout"]  # the module (``viz.layout`` is the function)
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz dot not installed")
 
 

@@ -6,7 +6,7 @@
 ['0/0']
 """
 
-from tracer.capture import capture
+from tracer.capturing import capture
 from tracer.model import (
     Aot,
     AotInput,

@@ -136,9 +136,9 @@ class PausedState:
         return f"PausedState({self.session!r}, {self.reason}, at {self.location})"
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        from viz.session_panel import mimebundle
+        from tracer import display  # See Note [Display through a registry]
 
-        return mimebundle(self, include=include, exclude=exclude)
+        return display.mimebundle(self, include=include, exclude=exclude)
 
 
 def value_text(meta: dict[str, Any]) -> str:

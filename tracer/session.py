@@ -199,9 +199,9 @@ class Session:
         return "\n".join(lines)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        from viz.session_panel import mimebundle
+        from tracer import display  # See Note [Display through a registry]
 
-        return mimebundle(self, include=include, exclude=exclude)
+        return display.mimebundle(self, include=include, exclude=exclude)
 
 
 def trace(fn: Callable, *args: Any, pause_timeout: float = DEFAULT_PAUSE_TIMEOUT, **kwargs: Any) -> Session:
@@ -216,7 +216,7 @@ def trace(fn: Callable, *args: Any, pause_timeout: float = DEFAULT_PAUSE_TIMEOUT
 
 
 def _split_capture_kwargs(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    from tracer.capture import capture
+    from tracer.capturing import capture
 
     params = inspect.signature(capture).parameters
     option_names = {n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}

@@ -270,7 +270,7 @@ def _file_matches(file: str, wanted: str) -> bool:
 
 
 def _run_capture() -> Callable[..., Capture]:
-    from tracer.capture import _run_capture as run  # the submodule (``tracer.capture`` is the function)
+    from tracer.capturing import _run_capture as run  # the submodule
 
     return run
 

@@ -10,12 +10,27 @@ Invariant: nothing here imports torch; a Capture loaded from JSON renders exactl
 
 from viz.dot import to_dot
 from viz.explorer import Explorer, show
+from viz.graph_layout import Box, Edge, Layout, layout
 from viz.html import capture_html, export_html
 from viz.info import node_info
-from viz.layout import Box, Edge, Layout, layout
 from viz.mimebundle import mimebundle
 from viz.svg import to_svg
-from viz.text import text_tree
+
+
+def _register_views() -> None:
+    """Register viz's renderers with tracer's display hook (Note [Display through a registry])."""
+    from tracer import display
+    from tracer.model import Capture
+    from tracer.paused import PausedState
+    from tracer.session import Session
+    from viz import session_panel
+
+    display.register(Capture, mimebundle)
+    display.register(PausedState, session_panel.mimebundle)
+    display.register(Session, session_panel.mimebundle)
+
+
+_register_views()
 
 __all__ = [
     "Box",
@@ -28,7 +43,6 @@ __all__ = [
     "mimebundle",
     "node_info",
     "show",
-    "text_tree",
     "to_dot",
     "to_svg",
 ]

@@ -13,8 +13,8 @@ from typing import Union
 
 from tracer.model import Aot, Capture, Frame, Graph
 from viz import panels
+from viz.graph_layout import layout
 from viz.grouping import default_expanded
-from viz.layout import layout
 from viz.panels import esc
 from viz.style import ROLE_STYLE
 from viz.svg import to_svg

@@ -14,7 +14,7 @@ import subprocess
 from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
-    from viz.layout import Box
+    from viz.graph_layout import Box
 
 __all__ = ["DotResult", "cache_clear", "layout_source", "run_dot"]
 
@@ -32,7 +32,7 @@ __all__ = ["DotResult", "cache_clear", "layout_source", "run_dot"]
 #     seconds:    0.1*    1.4     1.6      3.8     21.0      (* capped; uncapped it took 3.2 s)
 # "virtual" counts the virtual nodes dot adds (one per row a long edge crosses): the joint graph's
 # cost explodes with them, not with its boxes. So ``viz.layout`` sends a graph to dot only under
-# DOT_MAX_BOXES and DOT_MAX_VIRTUAL (viz/layout.py; about 1 s here) and still under a hard deadline;
+# DOT_MAX_BOXES and DOT_MAX_VIRTUAL (viz/graph_layout.py; about 1 s here) and still under a hard deadline;
 # everything else gets the linear layout. Full network simplex is used only for tiny graphs
 # (boxes + virtual < NSLIMIT_FROM): it draws nicer pictures but already took 3.2 s at 100 joint nodes.
 NSLIMIT_FROM = 200

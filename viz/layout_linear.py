@@ -11,7 +11,7 @@ import heapq
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from viz.layout import Box
+    from viz.graph_layout import Box
 
 __all__ = ["MARGIN", "RANK_GAP", "NODE_GAP", "place", "ranks"]
 

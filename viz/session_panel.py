@@ -20,7 +20,7 @@ from pygments.styles.default import DefaultStyle
 from tracer.paused import PausedState
 from viz import panels
 from viz.canvas import GraphCanvas
-from viz.layout import layout
+from viz.graph_layout import layout
 from viz.mimebundle import WIDGET_MIME
 from viz.panels import esc
 from viz.svg import to_svg

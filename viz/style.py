@@ -30,23 +30,23 @@ BACKWARD_FILL = "#ffe4e6"  # joint graphs: backward boxes are tinted, forward on
 
 @dataclass(frozen=True)
 class RoleStyle:
-    """Colours and DOT shape of one role."""
+    """Colours of one role."""
 
     fill: str
     stroke: str
-    shape: str  # graphviz shape name; the SVG draws "box" as a rect, others as rounded rects/ellipses
     title: str  # human name, for legends
 
 
 ROLE_STYLE: dict[str, RoleStyle] = {
-    "operand": RoleStyle("#dbeafe", "#2563eb", "box", "operand input"),
-    "lifted_freevar": RoleStyle("#fef3c7", "#d97706", "box", "lifted free variable"),
-    "lifted_symbol": RoleStyle("#fce7f3", "#db2777", "box", "lifted symbol"),
-    "param": RoleStyle("#e5e7eb", "#4b5563", "box", "parameter / buffer"),
-    "hop": RoleStyle("#ede9fe", "#7c3aed", "box", "higher-order op call"),
-    "output": RoleStyle("#dcfce7", "#16a34a", "box", "output"),
-    "op": RoleStyle("#ffffff", "#6b7280", "box", "op"),
-    GROUP_ROLE: RoleStyle("#f1f5f9", "#334155", "box", "module group (collapsed)"),
+    "operand": RoleStyle("#dbeafe", "#2563eb", "operand input"),
+    "lifted_freevar": RoleStyle("#fef3c7", "#d97706", "lifted free variable"),
+    "lifted_symbol": RoleStyle("#fce7f3", "#db2777", "lifted symbol"),
+    "hop_supplied": RoleStyle("#ccfbf1", "#0d9488", "input the HOP supplies"),
+    "param": RoleStyle("#e5e7eb", "#4b5563", "parameter / buffer"),
+    "hop": RoleStyle("#ede9fe", "#7c3aed", "higher-order op call"),
+    "output": RoleStyle("#dcfce7", "#16a34a", "output"),
+    "op": RoleStyle("#ffffff", "#6b7280", "op"),
+    GROUP_ROLE: RoleStyle("#f1f5f9", "#334155", "module group (collapsed)"),
 }
 assert set(NODE_ROLES) <= set(ROLE_STYLE), "every node role needs a style"
 

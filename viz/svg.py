@@ -11,7 +11,7 @@ from __future__ import annotations
 from html import escape
 from typing import Iterable, Optional
 
-from viz.layout import Box, Edge, Layout
+from viz.graph_layout import Box, Edge, Layout
 from viz.style import css
 
 __all__ = ["to_svg"]
@@ -90,7 +90,7 @@ def to_svg(layout: Layout, *, selected: Optional[str] = None, highlight: Iterabl
     joint graph get ``partition-forward`` / ``partition-backward`` (backward ones are tinted).
 
     >>> from viz.synthetic import chain_graph
-    >>> from viz.layout import layout
+    >>> from viz.graph_layout import layout
     >>> svg = to_svg(layout(chain_graph(5, layers=1), engine="linear"), selected="output")
     >>> svg.startswith("<svg") and 'class="node role-output selected" data-node="output"' in svg
     True

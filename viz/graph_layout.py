@@ -1,11 +1,10 @@
-"""``viz.layout``: node boxes and edge paths for a graph, from ``dot`` or the linear layout; never hangs.
+"""``viz.layout()``: node boxes and edge paths for a graph, from ``dot`` or the linear layout; never hangs.
 
 Invariant: only visible boxes (after module grouping) are laid out; ``dot`` runs only on graphs under
 the measured limits (Note [dot limits]) and under a hard deadline, else the linear layout runs, so a
 call returns in bounded time for any graph. Coordinates are px with y pointing down.
 
-(``viz.layout`` is the function; this module is ``sys.modules["viz.layout"]``, and
-``from viz.layout import Box`` works as usual.)
+(``viz.layout`` is this module's ``layout`` function, re-exported; no name shadows a module.)
 """
 
 from __future__ import annotations

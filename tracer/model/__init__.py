@@ -1,0 +1,71 @@
+"""The data model of a capture: plain dataclasses, no torch objects, lossless JSON round trip.
+
+Everything ``tracer`` records ends up here and everything ``viz`` draws is read from here. One
+module per concept, as PyTorch names them:
+
+- :mod:`tracer.model.kinds`      the closed sets of kinds (Note [Closed sets of kinds])
+- :mod:`tracer.model.graph`      ``Node``, ``Graph``, ``format_meta``
+- :mod:`tracer.model.subgraph`   ``Subgraph`` (a HOP body), ``SubgraphInput``, ``CallSite``, ``Speculation``
+- :mod:`tracer.model.guards`     ``Guard``, ``GraphBreak``, ``BreakGroup``, ``Recompile``
+- :mod:`tracer.model.aot`        ``Aot`` and its ViewAndMutationMeta records, ``SavedValue``
+- :mod:`tracer.model.frame`      ``Frame`` (one compile attempt), ``GraphPass``
+- :mod:`tracer.model.capture`    ``Capture``
+- :mod:`tracer.model.serialize`  JSON (typed decoding), :mod:`tracer.model.validate` the checker
+
+Invariant: every value reachable from a Capture is JSON-friendly, so
+``Capture.from_json(cap.to_json()) == cap``; the model imports nothing from torch or viz.
+"""
+
+from tracer.model.aot import Aot, AotInput, AotOutput, SavedTensorHooks, SavedValue
+from tracer.model.capture import Capture
+from tracer.model.frame import Frame, GraphPass
+from tracer.model.graph import Graph, Node, format_meta
+from tracer.model.guards import BreakGroup, GraphBreak, Guard, Recompile
+from tracer.model.kinds import (
+    ALIAS_KINDS,
+    AOT_MODES,
+    FRAME_STATUSES,
+    INPUT_KINDS,
+    NODE_OPS,
+    NODE_ROLES,
+    SAVED_KINDS,
+    SAVED_ORIGINS,
+    TIME_PHASES,
+)
+from tracer.model.serialize import SCHEMA_VERSION
+from tracer.model.subgraph import CallSite, Speculation, Subgraph, SubgraphInput
+from tracer.model.validate import ValidationError, validate
+
+__all__ = [
+    "ALIAS_KINDS",
+    "AOT_MODES",
+    "Aot",
+    "AotInput",
+    "AotOutput",
+    "BreakGroup",
+    "CallSite",
+    "Capture",
+    "FRAME_STATUSES",
+    "Frame",
+    "Graph",
+    "GraphBreak",
+    "GraphPass",
+    "Guard",
+    "INPUT_KINDS",
+    "NODE_OPS",
+    "NODE_ROLES",
+    "Node",
+    "Recompile",
+    "SAVED_KINDS",
+    "SAVED_ORIGINS",
+    "SCHEMA_VERSION",
+    "SavedTensorHooks",
+    "SavedValue",
+    "Speculation",
+    "Subgraph",
+    "SubgraphInput",
+    "TIME_PHASES",
+    "ValidationError",
+    "format_meta",
+    "validate",
+]

@@ -1,0 +1,97 @@
+"""Capture: everything one ``tracer.capture()`` (or a loaded log) recorded, in compile order.
+
+Invariant: every value reachable from a Capture is JSON-friendly, so
+``Capture.from_json(cap.to_json()) == cap``; ``Capture.result`` (the function's own return value)
+is kept for the caller and never serialized.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracer import display
+from tracer.model.frame import Frame
+from tracer.model.guards import BreakGroup, GraphBreak, Recompile
+
+__all__ = ["Capture"]
+
+
+@dataclass
+class Capture:
+    """Everything one ``tracer.capture()`` recorded. Evaluate it in a cell to open the explorer."""
+
+    frames: list[Frame] = field(default_factory=list)  # in compile order
+    graph_breaks: list[GraphBreak] = field(default_factory=list)
+    recompiles: list[Recompile] = field(default_factory=list)
+    fn: str = ""  # qualified name of the captured function or module class
+    problems: list[str] = field(default_factory=list)  # what the record could not know exactly (all frames' too)
+    meta: dict[str, Any] = field(default_factory=dict)  # torch version, options, notes
+    result: Any = field(default=None, compare=False, repr=False)  # the function's own return value (tensors detached); never serialized
+
+    def frame(self, compile_id: str) -> Frame:
+        for f in self.frames:
+            if f.compile_id == compile_id:
+                return f
+        raise KeyError(f"no frame {compile_id!r} (frames: {[f.compile_id for f in self.frames]})")
+
+    def grouped_breaks(self) -> list[BreakGroup]:
+        """Graph breaks with the same reason and location folded into one group with a count,
+        in order of first occurrence (``graph_breaks`` keeps every one)."""
+        groups: dict[tuple[str, str], BreakGroup] = {}
+        for b in self.graph_breaks:
+            g = groups.get((b.reason, b.location))
+            if g is None:
+                g = groups[(b.reason, b.location)] = BreakGroup(b.reason, b.location, b.code_line, 0)
+            g.count += 1
+            if b.compile_id and b.compile_id not in g.compile_ids:
+                g.compile_ids.append(b.compile_id)
+        return list(groups.values())
+
+    def all_problems(self) -> list[str]:
+        """The capture's problems followed by every frame's, each frame's prefixed with its id."""
+        return [*self.problems, *(f"frame {f.compile_id}: {p}" for f in self.frames for p in f.problems)]
+
+    def __repr__(self) -> str:
+        problems = f", {len(self.all_problems())} problems" if self.all_problems() else ""
+        return (
+            f"Capture({self.fn or '?'}: {len(self.frames)} frames, {len(self.graph_breaks)} graph breaks, "
+            f"{len(self.recompiles)} recompiles{problems})"
+        )
+
+    def __str__(self) -> str:
+        from tracer._text import capture_tree
+
+        return capture_tree(self)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """Rendered by whatever registered for Capture (viz: the explorer); else the text tree."""
+        return display.mimebundle(self, include=include, exclude=exclude)
+
+    # -- JSON ----------------------------------------------------------------------------------
+    def to_json(self, indent: int | None = None) -> str:
+        """Serialize to JSON text (``result`` is dropped). Inverse of :meth:`from_json`."""
+        from tracer.model.serialize import dumps
+
+        return dumps(self, indent=indent)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Capture:
+        """Load a capture written by :meth:`to_json`; one ``ValueError`` naming the path of a bad
+        field. Never unpickles anything."""
+        from tracer.model.serialize import loads
+
+        return loads(text)
+
+    def save(self, path: str) -> None:
+        """Write :meth:`to_json` to ``path`` (UTF-8)."""
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(self.to_json())
+
+    @classmethod
+    def load(cls, path: str) -> Capture:
+        """Read a file written by :meth:`save`."""
+        with open(path, encoding="utf-8") as fh:
+            return cls.from_json(fh.read())
+
+

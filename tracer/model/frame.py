@@ -1,0 +1,82 @@
+"""Frame: one compile attempt of one Python frame, with everything Dynamo made during it.
+
+Invariant: ``Frame.subgraphs`` is keyed by qualified body name with parents before children,
+and ``status`` says whether ``graph`` exists (Note [Compile ids and attempts]).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from tracer.model.aot import Aot
+from tracer.model.graph import Graph
+from tracer.model.guards import Guard
+from tracer.model.subgraph import Speculation, Subgraph
+
+__all__ = ["Frame", "GraphPass"]
+
+# Note [Compile ids and attempts]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Torch names every compile "F/C" (torch/_guards.py CompileId): frame F of the process, its C-th
+# compile (C > 0 is a recompile). One compile may take several *attempts*: a graph break makes
+# Dynamo stop, restart analysis and trace the frame again up to the break (convert_frame.py,
+# ``_compile`` / ``compile_inner``, ``restart_reasons``); TORCH_LOGS and tlparse print attempt A > 0
+# as "F/C_A". dynascope keeps one Frame per attempt, in the order they ran, each with a status.
+# ``compile_id`` numbers frames by their first compile *in this capture*, so a capture reads the
+# same in every process ("0/0" first; equal to torch's ids in a fresh process), and
+# ``dynamo_id`` keeps torch's own id in this process, to match the logs.
+
+
+@dataclass
+class Frame:
+    """One compile attempt of one Python frame: what became of it, its Dynamo graph, HOP bodies,
+    speculations and guards. See Note [Compile ids and attempts]."""
+
+    compile_id: str  # "0/0": frame 0, first compile; "0/1" its recompile; "0/0_1" attempt 1 of 0/0
+    code: str  # "file.py:LINE in fn", or "Cell In[3], line 2 in fn" for notebook code
+    status: str = "compiled"  # one of FRAME_STATUSES
+    status_reason: str = ""  # restarted: why (the graph break); no_graph: Dynamo's reason; failed: "Type: message"
+    dynamo_id: str = ""  # torch's own compile id in this process, as TORCH_LOGS prints it ("17/0_1")
+    times: dict[str, float] = field(default_factory=dict)  # TIME_PHASES -> seconds; a missing phase is unknown
+    graph: Graph = field(default_factory=Graph)  # the Dynamo output graph (root), as the backend received it
+    passes: list[GraphPass] = field(default_factory=list)  # Dynamo graph passes that changed the graph
+    subgraphs: dict[str, Subgraph] = field(default_factory=dict)  # by qualified name, parents before children
+    speculations: list[Speculation] = field(default_factory=list)
+    guards: list[Guard] = field(default_factory=list)
+    aot: Optional[Aot] = None
+    problems: list[str] = field(default_factory=list)  # what the record could not know exactly, and why
+    meta: dict[str, Any] = field(default_factory=dict)  # escape hatch
+
+    def graphs(self) -> dict[str, Graph]:
+        """Every graph of the frame by qualified name, the root as ""."""
+        return {"": self.graph, **{k: v.graph for k, v in self.subgraphs.items()}}
+
+    def children(self, parent: str = "") -> list[Subgraph]:
+        return [s for s in self.subgraphs.values() if s.parent == parent]
+
+    @property
+    def has_graph(self) -> bool:
+        """True when this attempt produced a Dynamo graph (status "compiled")."""
+        return bool(self.graph.nodes)
+
+    def __repr__(self) -> str:
+        status = "" if self.status == "compiled" else f", {self.status}"
+        return (
+            f"Frame({self.compile_id}{status}, {self.code!r}, {len(self.graph.nodes)} nodes, "
+            f"{len(self.subgraphs)} subgraphs, {len(self.guards)} guards)"
+        )
+
+
+@dataclass
+class GraphPass:
+    """A Dynamo pass that changed the output graph after tracing, before the backend got it."""
+
+    name: str  # what torch calls it, e.g. "invoke_subgraph inlining"
+    nodes_before: int
+    nodes_after: int
+
+    def __repr__(self) -> str:
+        return f"GraphPass({self.name}, {self.nodes_before} -> {self.nodes_after} nodes)"
+
+

@@ -1,0 +1,65 @@
+"""What Dynamo decided about a frame besides its graph: guards, graph breaks, recompiles.
+
+Invariant: ``GraphBreak.compile_id`` and ``Recompile.compile_id`` name frames of the same
+Capture (:func:`tracer.model.validate` checks it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["BreakGroup", "Guard", "GraphBreak", "Recompile"]
+
+
+@dataclass
+class Guard:
+    """One guard Dynamo installed on a frame."""
+
+    kind: str  # guard function name: TENSOR_MATCH, TYPE_MATCH, BACKEND_MATCH, SHAPE_ENV, ...
+    source: str  # the guarded source: "L['x']", "G['w']", "" for global guards
+    code: list[str] = field(default_factory=list)  # the check(s) as Python source, when known
+    user_stack: list[str] = field(default_factory=list)  # "file.py:LINE in fn" lines that created it
+
+    def __repr__(self) -> str:
+        return f"Guard({self.kind}, {self.source!r})"
+
+
+@dataclass
+class GraphBreak:
+    """A graph break: Dynamo stopped the graph here and resumed in a new frame."""
+
+    reason: str  # Dynamo's reason text
+    location: str  # "file.py:LINE" of the user code that broke
+    user_stack: list[str] = field(default_factory=list)  # "file.py:LINE in fn" frames, outermost first
+    compile_id: str = ""  # the compile attempt that broke ("0/0"; "" when Dynamo was not compiling)
+    code_line: str = ""  # the source line at ``location``
+
+    def __repr__(self) -> str:
+        return f"GraphBreak({self.location}, {self.reason[:60]!r})"
+
+
+@dataclass
+class Recompile:
+    """A recompilation of a frame whose guards failed."""
+
+    compile_id: str  # the new compile id ("0/1")
+    reason: str  # the failed guard, as Dynamo reported it
+
+    def __repr__(self) -> str:
+        return f"Recompile({self.compile_id}, {self.reason[:60]!r})"
+
+
+
+
+@dataclass
+class BreakGroup:
+    """Identical graph breaks (same reason, same location), e.g. one per layer of a model."""
+
+    reason: str
+    location: str
+    code_line: str
+    count: int  # how many GraphBreaks of the capture this group stands for
+    compile_ids: list[str] = field(default_factory=list)  # the attempts that broke there, in order
+
+    def __repr__(self) -> str:
+        return f"BreakGroup({self.location}, x{self.count}, {self.reason[:60]!r})"

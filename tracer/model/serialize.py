@@ -1,0 +1,68 @@
+"""JSON for the model: ``dumps`` writes a Capture, ``loads`` reads one back with typed decoding.
+
+Invariant: ``loads(dumps(cap)) == cap``, and a document that does not fit the model's types is
+one ``ValueError`` naming the path of the first bad field (``$.frames[0].guards[3].kind: Expected
+`str`, got `int```), never a ``TypeError`` later in a view. Decoding is msgspec's
+``convert`` against the dataclasses' own type hints (a maintained C decoder: no hand-written
+walk to keep in step with the fields); no pickle, no code is ever loaded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import msgspec
+
+from tracer.model.capture import Capture
+
+__all__ = ["SCHEMA_VERSION", "dumps", "loads", "to_plain"]
+
+SCHEMA_VERSION = 2  # 2: frames are compile attempts with status/times/problems (1 had compiled frames only)
+
+_SKIP_FIELDS = {"result"}
+
+
+def to_plain(obj: Any) -> Any:
+    """Dataclasses as dicts of their fields (``Capture.result`` dropped), tuples as lists."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.name not in _SKIP_FIELDS}
+    if isinstance(obj, (list, tuple)):
+        return [to_plain(v) for v in obj]
+    if isinstance(obj, dict):
+        return {str(k): to_plain(v) for k, v in obj.items()}
+    return obj
+
+
+def dumps(cap: Capture, indent: int | None = None) -> str:
+    """JSON text of ``cap`` (without ``result``)."""
+    return json.dumps({"schema": SCHEMA_VERSION, "capture": to_plain(cap)}, indent=indent)
+
+
+def loads(text: str | bytes) -> Capture:
+    """A Capture from :func:`dumps` text; ``ValueError`` with the path of the first bad field."""
+    try:
+        data = json.loads(text)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"not a dynascope capture: the text is not JSON ({e})") from None
+    if not isinstance(data, dict) or "capture" not in data:
+        raise ValueError("not a dynascope capture: expected a JSON object with a 'capture' key")
+    if data.get("schema") != SCHEMA_VERSION:
+        raise ValueError(f"unsupported capture schema {data.get('schema')!r} (this dynascope reads {SCHEMA_VERSION}; "
+                         "capture again with this version)")
+    body = data["capture"]
+    if isinstance(body, dict) and "result" in body:
+        raise ValueError("$.capture.result: a Capture's result is never serialized")
+    try:
+        return msgspec.convert(body, type=Capture, strict=True)
+    except msgspec.ValidationError as e:
+        raise ValueError(f"invalid capture file: {_path(str(e))}") from None
+
+
+def _path(message: str) -> str:
+    """msgspec says "Expected `str`, got `int` - at `$.frames[0].kind`": put the path first."""
+    what, sep, where = message.rpartition(" - at ")
+    if not sep:
+        return message
+    return f"{where.strip('`')}: {what}"
