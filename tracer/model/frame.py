@@ -35,16 +35,16 @@ class Frame:
 
     compile_id: str  # "0/0": frame 0, first compile; "0/1" its recompile; "0/0_1" attempt 1 of 0/0
     code: str  # "file.py:LINE in fn", or "Cell In[3], line 2 in fn" for notebook code
-    status: str = "compiled"  # one of FRAME_STATUSES
-    status_reason: str = ""  # restarted: why (the graph break); no_graph: Dynamo's reason; failed: "Type: message"
-    dynamo_id: str = ""  # torch's own compile id in this process, as TORCH_LOGS prints it ("17/0_1")
-    times: dict[str, float] = field(default_factory=dict)  # TIME_PHASES -> seconds; a missing phase is unknown
     graph: Graph = field(default_factory=Graph)  # the Dynamo output graph (root), as the backend received it
-    passes: list[GraphPass] = field(default_factory=list)  # Dynamo graph passes that changed the graph
     subgraphs: dict[str, Subgraph] = field(default_factory=dict)  # by qualified name, parents before children
     speculations: list[Speculation] = field(default_factory=list)
     guards: list[Guard] = field(default_factory=list)
     aot: Optional[Aot] = None
+    status: str = "compiled"  # one of FRAME_STATUSES
+    status_reason: str = ""  # restarted: why (the graph break); no_graph: Dynamo's reason; failed: "Type: message"
+    dynamo_id: str = ""  # torch's own compile id in this process, as TORCH_LOGS prints it ("17/0_1")
+    times: dict[str, float] = field(default_factory=dict)  # TIME_PHASES -> seconds; a missing phase is unknown
+    passes: list[GraphPass] = field(default_factory=list)  # Dynamo graph passes that changed the graph
     problems: list[str] = field(default_factory=list)  # what the record could not know exactly, and why
     meta: dict[str, Any] = field(default_factory=dict)  # escape hatch
 
