@@ -605,9 +605,12 @@ def test_every_forward_node_with_a_user_line_maps_to_a_dynamo_node(case):
 def test_every_capture_case_has_a_consistent_aot_record(name, captured):
     """The capture core's shared cases (tests/cases.py): provenance and names hold up everywhere."""
     cap = _checked(captured(name))
-    assert cap.frames
+    assert any(f.status == "compiled" for f in cap.frames)
     for frame in cap.frames:
         a = frame.aot
+        if frame.status != "compiled":  # a restarted or graph-less attempt never reached the backend
+            assert a is None and frame.graph.nodes == []
+            continue
         assert a is not None, f"frame {frame.compile_id}: AOT did not run"
         graphs = frame.graphs()
         for g in (a.joint, a.forward, a.backward, a.inference, *a.subgraphs.values()):

@@ -211,16 +211,19 @@ def test_capture_scalar_outputs_is_restored(captured):
 
 
 def test_graph_break_in_body(captured):
+    # The break inside wrap's body restarts analysis: attempt 0 speculated the body and failed,
+    # attempt 1 ("0/0_1") compiles the graph up to the wrap call, and the resume function is 1/0.
     cap = captured("graph_break_in_body")
-    first = cap.frames[0]
+    assert [(f.compile_id, f.status) for f in cap.frames] == [("0/0", "restarted"), ("0/0_1", "compiled"), ("1/0", "compiled")]
+    first, partial, resume = cap.frames
     (spec,) = first.speculations
     assert not spec.ok and spec.subgraph is None and "graph_break" in spec.reason
-    assert first.subgraphs == {}
+    assert first.subgraphs == {} and first.graph.nodes == [] and "graph_break" in first.status_reason
+    assert partial.speculations == [] and partial.subgraphs == {} and partial.graph.nodes
     (gb,) = cap.graph_breaks
     assert gb.compile_id == "0/0" and gb.code_line == "torch._dynamo.graph_break()"
     assert gb.location.startswith("cases.py:") and gb.user_stack[-1].endswith(" in body")
-    assert len(cap.frames) == 2 and cap.frames[1].compile_id == "1/0"
-    assert "resume_in_f" in cap.frames[1].code
+    assert "resume_in_f" in resume.code
     assert cap.result is not None
 
 

@@ -34,7 +34,7 @@ def test_twenty_captures_of_the_same_function_are_complete():
     first, last = caps[0].frames[0], caps[-1].frames[0]
     assert str(caps[0]) == str(caps[-1])  # same function: the same capture...
     assert first.graph == last.graph and first.subgraphs == last.subgraphs and first.guards == last.guards
-    assert first.meta["dynamo_compile_id"] != last.meta["dynamo_compile_id"]  # ...from 20 real compiles
+    assert first.dynamo_id != last.dynamo_id  # ...from 20 real compiles
     assert _entries(shared) == 0  # no cache entries left on the user's function
     for code in shared.__code__.co_consts:
         if hasattr(code, "co_code"):

@@ -451,8 +451,9 @@ def test_pauses_around_a_graph_break():
     assert [(p.label, p.attempt) for p in seen] == [("before break", 0), ("before break", 1), ("after break", 0)]
     assert seen[0].compile_id == seen[1].compile_id != seen[2].compile_id
     assert seen[2].location.function.startswith("torch_dynamo_resume_in_graph_break_fn")
-    frames = {f.meta["dynamo_compile_id"]: f for f in s.capture.frames}
-    assert set(frames) == {seen[0].compile_id, seen[2].compile_id}
+    frames = {f.dynamo_id: f for f in s.capture.frames}
+    assert set(frames) == {seen[0].compile_id, f"{seen[0].compile_id}_1", seen[2].compile_id}
+    assert frames[seen[0].compile_id].status == "restarted"
     # The pause inside the resume frame saw the start of that frame's graph.
     final = frames[seen[2].compile_id].graph
     assert [n.name for n in seen[2].graph.nodes] == [n.name for n in final.nodes][: len(seen[2].graph.nodes)]

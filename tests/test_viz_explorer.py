@@ -99,7 +99,7 @@ def make_capture(hostile: str = "") -> Capture:
     cap = Capture(
         frames=[f0, f1], fn=f"f{hostile}",
         graph_breaks=[GraphBreak(f"print() {hostile}", "user.py:9", ["user.py:9 in f"], "0/0", f"print({hostile!r})")],
-        recompiles=[Recompile("0/1", f"L['x'].size()[0] == 3 {hostile}")],
+        recompiles=[Recompile("1/0", f"L['x'].size()[0] == 3 {hostile}")],
     )
     validate(cap)
     return cap

@@ -274,7 +274,7 @@ def test_real_12_layer_transformer_joint_graph_opens():
     assert root.grouped and sum(1 for b in root.boxes if b.group) == 12
 
 
-@pytest.mark.parametrize("module", ["viz", "viz.dot", "viz.layout", "viz.svg", "viz.style", "viz.grouping",
+@pytest.mark.parametrize("module", ["viz", "viz.dot", "viz.graph_layout", "viz.svg", "viz.style", "viz.grouping",
                                     "viz.synthetic", "viz.layout_linear"])
 def test_docstring_examples_run(module):
     import doctest

@@ -119,7 +119,7 @@ def wrap_capture(hostile: str = "", source_code: str = "y = x.cos()") -> Capture
               outputs=[AotOutput("cos"), AotOutput("view", alias="alias_of_input", base_index=0)],
               backward_ran=True)
     f0 = Frame("0/0", "user.py:5 in f", root_graph(hostile, source_code), subgraphs, specs, guards, aot)
-    f1 = Frame("0/1", "user.py:5 in f", root_graph(hostile, source_code), {}, [], guards[:1])
+    f1 = Frame("0/1", "user.py:5 in f", root_graph(hostile, source_code), dict(subgraphs), [], guards[:1])
     return Capture(
         frames=[f0, f1],
         graph_breaks=[GraphBreak(f"Unsupported: print() {hostile}".strip(), "user.py:9", ["user.py:9 in f"], "0/0",

@@ -1,7 +1,8 @@
 """Plain-text renderings of the model: the tree ``print(cap)`` shows.
 
-Deterministic by construction (no addresses, no timings, no Dynamo-global ids), so notebooks
-can compare it byte for byte.
+Deterministic by construction (no addresses, no Dynamo-global ids), so notebooks can compare it
+byte for byte; compile times, the one thing that varies run to run, are printed only by
+:func:`times_table` (``cap.times()``), never in ``str(cap)``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tracer.model import Capture, Frame, Subgraph
 
-__all__ = ["capture_tree", "frame_lines", "headline"]
+__all__ = ["capture_tree", "frame_lines", "headline", "human_bytes", "times_table"]
 
 _GENERIC = ("Encountered graph break when attempting to trace",)
 
@@ -37,8 +38,29 @@ def _inputs(sg: Subgraph) -> str:
     return ("  " + "  ".join(parts)) if parts else ""
 
 
+def human_bytes(n: int) -> str:
+    """Bytes in binary units: ``human_bytes(304369152) == '290.3 MiB'``.
+
+    >>> human_bytes(512), human_bytes(2048), human_bytes(304369152)
+    ('512 B', '2.0 KiB', '290.3 MiB')
+    """
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(size) < 1024 or unit == "GiB":
+            return f"{int(size)} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
+
+
 def frame_lines(f: Frame) -> list[str]:
     """One frame: header, its subgraph tree (with inputs), failed speculations, AOT summary."""
+    if f.status != "compiled":
+        lines = [f"frame {f.compile_id}  {f.code}  [{f.status}] {headline(f.status_reason)}"]
+        for s in f.speculations:
+            if not s.ok:
+                lines.append(f"  ! speculation {s.hop}/{s.description} failed: {headline(s.reason.split(': ', 1)[-1])}")
+        lines.extend(f"  ? {p}" for p in f.problems)
+        return lines
     ops = sum(1 for n in f.graph.nodes if n.op not in ("placeholder", "output"))
     counts = [f"{ops} ops"]
     if f.subgraphs:
@@ -58,9 +80,18 @@ def frame_lines(f: Frame) -> list[str]:
     for s in f.speculations:
         if not s.ok:
             lines.append(f"  ! speculation {s.hop}/{s.description} failed: {headline(s.reason.split(': ', 1)[-1])}")
+    for p in f.passes:
+        lines.append(f"  pass {p.name}: {p.nodes_before} -> {p.nodes_after} nodes")
     if f.aot is not None:
         a = f.aot
-        lines.append(f"  aot: {a.mode}, {len(a.saved)} saved ({a.saved_bytes} bytes)")
+        if a.mode == "training":
+            lines.append(f"  aot: training, {len(a.saved)} saved: {human_bytes(a.activation_bytes)} activations, "
+                         f"{human_bytes(a.param_bytes)} parameters/buffers"
+                         + (f", {human_bytes(a.saved_bytes - a.activation_bytes - a.param_bytes)} other" if
+                            a.saved_bytes - a.activation_bytes - a.param_bytes else ""))
+        else:
+            lines.append(f"  aot: {a.mode}")
+    lines.extend(f"  ? {p}" for p in f.problems)
     return lines
 
 
@@ -70,9 +101,23 @@ def capture_tree(cap: Capture) -> str:
              f"{len(cap.recompiles)} recompile(s)"]
     for f in cap.frames:
         lines.extend(frame_lines(f))
-    for b in cap.graph_breaks:
-        where = f" in {b.compile_id}" if b.compile_id else ""
-        lines.append(f"graph break{where} at {b.location}: {headline(b.reason)}")
+    for g in cap.grouped_breaks():
+        where = f" in {', '.join(g.compile_ids)}" if g.compile_ids else ""
+        count = f" (x{g.count})" if g.count > 1 else ""
+        lines.append(f"graph break{count}{where} at {g.location}: {headline(g.reason)}")
     for r in cap.recompiles:
         lines.append(f"recompile {r.compile_id}: {headline(r.reason)}")
+    lines.extend(f"problem: {p}" for p in cap.problems)
     return "\n".join(lines)
+
+
+def times_table(cap: Capture) -> str:
+    """Compile time per attempt and phase, in seconds ("?" where torch did not report one)."""
+    from tracer.model import TIME_PHASES
+
+    head = f"{'frame':<10} {'status':<10}" + "".join(f" {p:>14}" for p in TIME_PHASES)
+    rows = [head]
+    for f in cap.frames:
+        cells = "".join(f" {f.times[p]:>14.3f}" if p in f.times else f" {'?':>14}" for p in TIME_PHASES)
+        rows.append(f"{f.compile_id:<10} {f.status:<10}{cells}")
+    return "\n".join(rows)

@@ -108,7 +108,7 @@ class PausedState:
     locals: dict[str, LocalVar] = field(default_factory=dict)  # symbolic_locals of the paused frame
     tracers: list[TracerState] = field(default_factory=list)  # the SubgraphTracer stack, root first
     guards: list[Guard] = field(default_factory=list)  # guards installed so far
-    compile_id: str = ""  # Dynamo's own compile id ("17/0"), as the final Frame.meta["dynamo_compile_id"]
+    compile_id: str = ""  # Dynamo's own compile id ("17/0", without the attempt), as in Frame.dynamo_id
     attempt: int = 0  # how often Dynamo restarted analysis of this frame (e.g. after a graph break)
     _controller: Any = field(default=None, repr=False, compare=False)  # the session's worker (buttons)
 

@@ -13,18 +13,20 @@ import types
 import warnings
 from typing import Any, Iterator, Optional
 
-from tracer._torch.breaks import BreakRecord, install_graph_break_hook
+from tracer._torch.attempts import AttemptInfo, format_id, local_ids, location, settle_status
+from tracer._torch.breaks import BreakRecord, SkipRecorder, install_graph_break_hook
 from tracer._torch.guards import backend_match_guards, guards_from_set
 from tracer._torch.isolation import CodeTracker, code_location
 from tracer._torch.patching import Patches
 from tracer._torch.structured import StructuredTraceHandler
 from tracer._torch.subgraphs import convert_tree
 from tracer._torch.subtracer import SpecRecord, compile_key, install_speculation_hooks
-from tracer.model import Capture, Frame, Graph, GraphBreak, Recompile, Speculation
+from tracer.model import Capture, Frame, GraphBreak, Recompile, Speculation
 
 __all__ = ["Recorder"]
 
-Key = tuple[int, int]
+Key = tuple[int, int]  # (frame_id, frame_compile_id): one compile
+AttemptKey = tuple[int, int, int]  # (frame_id, frame_compile_id, attempt): one Frame
 
 
 # Note [Capture-local compile ids]
@@ -32,7 +34,8 @@ Key = tuple[int, int]
 # Dynamo's compile ids ("frame_id/frame_compile_id") count per process: the 5th capture in a
 # notebook would start at "12/0". A Capture numbers frames by their first compile *in this
 # capture* and compiles per frame in order, so the first frame is always "0/0" and a recompile
-# of it "0/1", like a fresh process. Dynamo's own id is kept in ``Frame.meta["dynamo_compile_id"]``.
+# of it "0/1", like a fresh process; attempts keep torch's number ("0/0_1"). Torch's own id is
+# ``Frame.dynamo_id``. See Note [Compile ids and attempts] in tracer/model/frame.py.
 class Recorder:
     """Everything one capture observes; ``hooks()`` installs the recording for one compile run."""
 
@@ -41,22 +44,31 @@ class Recorder:
         self.specs: list[SpecRecord] = []
         self.breaks: list[BreakRecord] = []
         self.recompile_reasons: dict[Key, list[str]] = {}
-        self.order: list[Key] = []  # compile keys in the order compiles started
-        self.frames: dict[Key, list[Frame]] = {}  # usually one per compile; a split compile may call us twice
-        self.guards: dict[Key, list] = {}
+        self.order: list[AttemptKey] = []  # attempts in the order they ran
+        self.frames: dict[AttemptKey, list[Frame]] = {}  # graphs the backend received per attempt
+        self.guards: dict[AttemptKey, list] = {}
+        self.info: dict[Key, AttemptInfo] = {}  # per compile: metrics, skip reason, breaks per attempt
         self.codes = CodeTracker(fresh_codes or [])
         self.region: Optional[int] = None  # isolate_recompiles id of the compiled wrapper
         self.errors: list[str] = []
         self.where: dict[Key, tuple[str, str]] = {}  # compile key -> (code location, file) of the frame
+        self._last_ended: Optional[Key] = None  # the compile whose metrics were logged last
+        self._handler: Optional[StructuredTraceHandler] = None
 
     # -- events ----------------------------------------------------------------------------
-    def _seen(self, key: Optional[Key]) -> None:
-        if key is not None and key not in self.order:
-            self.order.append(key)
-        if key is not None and key not in self.where:
+    def _seen(self, key: Optional[Key], attempt: int = 0) -> None:
+        if key is None:
+            return
+        akey = (key[0], key[1], attempt)
+        if akey not in self.order:
+            self.order.append(akey)
+        if key not in self.where:
             code = _current_code()
             if code is not None:
                 self.where[key] = (code_location(code), code.co_filename)
+
+    def on_attempt(self, akey: AttemptKey) -> None:
+        self._seen(akey[:2], akey[2])
 
     def on_start(self, key: Key) -> None:
         self._seen(key)
@@ -65,29 +77,53 @@ class Recorder:
         self._seen(key)
         self.recompile_reasons.setdefault(key, []).extend(reasons)
 
+    def on_metrics(self, akey: AttemptKey, metrics: dict[str, Any]) -> None:
+        key = akey[:2]
+        info = self.info.setdefault(key, AttemptInfo())
+        info.metrics, info.final_attempt = metrics, akey[2]
+        self._last_ended = key
+        if key not in self.where and metrics.get("co_filename"):
+            self.where[key] = (location(metrics["co_filename"], metrics.get("co_firstlineno"), metrics.get("co_name", "")),
+                               metrics["co_filename"])
+
+    def on_skip(self, code: Any, reason: str) -> None:
+        """Note [Why a frame has no graph]: the skip reason of the compile that just ended."""
+        key = self._last_ended
+        info = self.info.get(key) if key is not None else None
+        m = info.metrics if info is not None else None
+        if m is None or code is None:
+            return
+        if (code.co_name, code.co_filename, code.co_firstlineno) == (m.get("co_name"), m.get("co_filename"), m.get("co_firstlineno")):
+            info.skip_reason = info.skip_reason or reason
+        self._last_ended = None
+
     def on_speculation(self, rec: SpecRecord) -> None:
-        self._seen(rec.key)
+        self._seen(rec.key, rec.attempt)
         self.specs.append(rec)
 
     def on_graph_break(self, rec: BreakRecord) -> None:
-        self._seen(rec.key)
+        self._seen(rec.key, rec.attempt)
         self.breaks.append(rec)
+        if rec.key is not None:
+            self.info.setdefault(rec.key, AttemptInfo()).break_reasons.setdefault(rec.attempt, []).append(rec.reason)
+        if rec.problem:
+            self.errors.append(rec.problem)
 
     def guard_export_fn(self, guards: Any) -> None:
-        key, _ = compile_key()
+        key, attempt = compile_key()
         if key is None:
             return
-        self._seen(key)
+        self._seen(key, attempt)
         try:
-            self.guards[key] = guards_from_set(guards)
+            self.guards[(key[0], key[1], attempt)] = guards_from_set(guards)
         except Exception as e:
-            self.errors.append(f"guards: {type(e).__name__}: {e}")
+            self.errors.append(f"guards of {format_id(key[0], key[1], attempt)} not read: {type(e).__name__}: {e}")
 
     # -- the backend -----------------------------------------------------------------------
     def backend(self, gm: Any, example_inputs: list[Any]) -> Any:
         """Dynamo backend: record the graph as a Frame, then compile it with the AOT stage."""
         key, attempt = compile_key()
-        self._seen(key)
+        self._seen(key, attempt)
         frame = self._record_frame(gm, key, attempt)
         from tracer._torch import aot
 
@@ -95,20 +131,21 @@ class Recorder:
 
     def _record_frame(self, gm: Any, key: Optional[Key], attempt: int) -> Frame:
         code = _current_code()
-        frame = Frame(compile_id="", code=code_location(code) if code is not None else "?")
-        frame.meta["dynamo_compile_id"] = f"{key[0]}/{key[1]}" if key else ""
-        frame.meta["attempt"] = attempt
+        frame = Frame(compile_id="", code=code_location(code) if code is not None else "")
+        frame.dynamo_id = format_id(key[0], key[1], attempt) if key else ""
         if code is not None:
             frame.meta["filename"] = code.co_filename
-        specs = [s for s in self.specs if s.key == key and (s.attempt == attempt or not s.ok)]
+        specs = [s for s in self.specs if s.key == key and s.attempt == attempt]
         try:
             frame.graph, frame.subgraphs, names = convert_tree(gm, specs, code)
         except Exception as e:  # never break the user's compile because recording failed
-            self.errors.append(f"frame {frame.meta['dynamo_compile_id']}: {type(e).__name__}: {e}")
+            frame.problems.append(f"graph not recorded: {type(e).__name__}: {e}")
             names = {}
         frame.meta["_graph_names"] = names  # dropped in finish(); id(SpecRecord) -> qualified body name
         if key is not None:
-            self.frames.setdefault(key, []).append(frame)
+            self.frames.setdefault((key[0], key[1], attempt), []).append(frame)
+        else:
+            self.errors.append("the backend was called outside a Dynamo compile: its graph is not recorded")
         return frame
 
     def compile(self, target: Any, *, fullgraph: bool, dynamic: Optional[bool]) -> Any:
@@ -139,83 +176,76 @@ class Recorder:
             patches = stack.enter_context(Patches())
             install_speculation_hooks(patches, self.on_speculation)
             install_graph_break_hook(patches, self.on_graph_break)
-            stack.enter_context(StructuredTraceHandler(self.on_start, self.on_recompile))
+            SkipRecorder(patches, self.on_skip)
+            self._handler = stack.enter_context(
+                StructuredTraceHandler(self.on_start, self.on_recompile, self.on_attempt, self.on_metrics))
             stack.enter_context(self.codes)
             yield
 
     # -- the Capture -------------------------------------------------------------------------
     def finish(self, cap: Capture) -> Capture:
         """Fill ``cap`` from what was recorded; drops every torch object the Recorder held."""
-        local = self._local_ids()
+        local = local_ids(self.order)
         backend_guards = backend_match_guards(self.codes.codes(), self.region)
-        for key in self.order:
-            frames = self.frames.get(key, [])
-            specs = [s for s in self.specs if s.key == key]
-            if not frames:
-                if key not in self.guards and not specs:
-                    continue
-                code, filename = self.where.get(key, ("?", ""))
-                frame = Frame(compile_id="", code=code, graph=Graph())
-                frame.meta["dynamo_compile_id"] = f"{key[0]}/{key[1]}"
-                if filename:
-                    frame.meta["filename"] = filename
-                frame.meta["no_graph"] = True
-                frames = [frame]
-            for frame in frames:
-                self._fill(frame, key, local, specs, backend_guards)
+        for akey in self.order:
+            for frame in self._frames_of(akey):
+                self._fill(frame, akey, local, backend_guards)
                 cap.frames.append(frame)
-        seen_breaks = set()
         for b in self.breaks:
-            ident = (b.key, b.location, b.reason)
-            if ident in seen_breaks:
-                continue
-            seen_breaks.add(ident)
+            akey = (b.key[0], b.key[1], b.attempt) if b.key else None
             cap.graph_breaks.append(GraphBreak(reason=b.reason, location=b.location, user_stack=b.user_stack,
-                                               compile_id=local.get(b.key, "") if b.key else "", code_line=b.code_line))
-        for key in self.order:
-            for r in self.recompile_reasons.get(key, []):
-                cap.recompiles.append(Recompile(compile_id=local[key], reason=_local_reason(r, local)))
-        if self.errors:
-            cap.meta["recording_errors"] = list(self.errors)
+                                               compile_id=local.get(akey, "") if akey else "", code_line=b.code_line))
+        for akey in self.order:
+            if akey[2] == 0:
+                for r in self.recompile_reasons.get(akey[:2], []):
+                    cap.recompiles.append(Recompile(compile_id=local[akey], reason=_local_reason(r, local)))
+        handler_errors = self._handler.errors if self._handler is not None else []
+        cap.problems.extend([*self.errors, *handler_errors])
         self.specs.clear()
         return cap
 
-    def _fill(self, frame: Frame, key: Key, local: dict[Key, str], specs: list[SpecRecord], backend_guards: dict) -> None:
-        frame.compile_id = local[key]
-        names = frame.meta.pop("_graph_names", {})
-        attempt = frame.meta.get("attempt")
-        frame.speculations = [
-            _speculation(s, names) for s in specs if attempt is None or s.attempt == attempt or not s.ok
-        ]
-        frame.guards = list(self.guards.get(key, []))
-        bm = backend_guards.get(f"{key[0]}/{key[1]}")
-        if bm is not None:
-            frame.guards.append(bm)
+    def _frames_of(self, akey: AttemptKey) -> list[Frame]:
+        """The Frame(s) of one attempt: the graph(s) the backend got, or one graph-less Frame."""
+        frames = self.frames.get(akey, [])
+        if len(frames) > 1:  # e.g. DDPOptimizer splits one graph and calls the backend per piece
+            frames[0].problems.append(f"the backend was called {len(frames)} times for this attempt; only the first graph is recorded")
+            frames = frames[:1]
+        if frames:
+            return frames
+        code, filename = self.where.get(akey[:2], ("", ""))
+        frame = Frame(compile_id="", code=code)
+        frame.dynamo_id = format_id(*akey)
+        if filename:
+            frame.meta["filename"] = filename
+        return [frame]
 
-    def _local_ids(self) -> dict[Key, str]:
-        frames: dict[int, int] = {}
-        per_frame: dict[int, int] = {}
-        out: dict[Key, str] = {}
-        for key in self.order:
-            fid = key[0]
-            if fid not in frames:
-                frames[fid] = len(frames)
-                per_frame[fid] = 0
-            out[key] = f"{frames[fid]}/{per_frame[fid]}"
-            per_frame[fid] += 1
-        return out
+    def _fill(self, frame: Frame, akey: AttemptKey, local: dict[AttemptKey, str], backend_guards: dict) -> None:
+        frame.compile_id = local[akey]
+        if not frame.code:
+            frame.code = "unknown"
+            frame.problems.append("torch did not say which code object this compile was for")
+        names = frame.meta.pop("_graph_names", {})
+        frame.speculations = [_speculation(s, names) for s in self.specs if (s.key, s.attempt) == (akey[:2], akey[2])]
+        frame.guards = list(self.guards.get(akey, []))
+        info = self.info.get(akey[:2], AttemptInfo())
+        restarted = len([a for a in self.order if a[:2] == akey[:2] and info.final_attempt is not None and a[2] < info.final_attempt])
+        settle_status(frame, akey[2], info, restarted)
+        if frame.status in ("compiled", "no_graph"):
+            bm = backend_guards.get(f"{akey[0]}/{akey[1]}")
+            if bm is not None:
+                frame.guards.append(bm)
 
 
 _ENTRY_PREFIX = re.compile(r"^(?P<frame>\d+)/(?P<compile>\d+): ")
 
 
-def _local_reason(reason: str, local: dict[Key, str]) -> str:
+def _local_reason(reason: str, local: dict[AttemptKey, str]) -> str:
     """Dynamo prefixes a failed guard with the compile id of the cache entry it belongs to
     ("2/0: tensor 'x' size mismatch ..."); rewrite that id to the capture-local one."""
     m = _ENTRY_PREFIX.match(reason)
     if m is None:
         return reason
-    key = (int(m.group("frame")), int(m.group("compile")))
+    key = (int(m.group("frame")), int(m.group("compile")), 0)
     return f"{local[key]}: {reason[m.end():]}" if key in local else reason
 
 

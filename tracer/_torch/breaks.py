@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import importlib
 import os
-import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from tracer._torch.patching import Patches
 from tracer._torch.subtracer import compile_key
 
-__all__ = ["BreakRecord", "install_graph_break_hook", "format_stack"]
+__all__ = ["BreakRecord", "SkipRecorder", "install_graph_break_hook", "format_stack"]
 
 # Note [Graph break hook point]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -29,11 +28,13 @@ __all__ = ["BreakRecord", "install_graph_break_hook", "format_stack"]
 
 @dataclass
 class BreakRecord:
-    key: Optional[tuple[int, int]]
+    key: Optional[tuple[int, int]]  # (frame_id, frame_compile_id) of the compile that broke
     reason: str
     user_stack: list[str] = field(default_factory=list)
     location: str = ""
     code_line: str = ""
+    attempt: int = 0  # the attempt that broke (Note [Compile ids and attempts] in tracer/model/frame.py)
+    problem: str = ""  # set when the user stack could not be read
 
 
 def format_stack(stack: Any) -> list[str]:
@@ -74,14 +75,39 @@ def install_graph_break_hook(patches: Patches, sink: Callable[[BreakRecord], Non
                 last = frames[-1] if frames else None
                 location = f"{os.path.basename(last.filename)}:{last.lineno}" if last is not None else ""
                 code_line = (getattr(last, "line", "") or "").strip() if last is not None else ""
-                sink(BreakRecord(compile_key()[0], str(reason), format_stack(frames), location, code_line))
-        except Exception:
-            pass
+                key, attempt = compile_key()
+                sink(BreakRecord(key, str(reason), format_stack(frames), location, code_line, attempt))
+        except Exception as e:  # never disturb Dynamo; the capture lists it as a problem
+            sink(BreakRecord(compile_key()[0], str(reason), [], "", "", compile_key()[1],
+                             problem=f"graph break not fully read: {type(e).__name__}: {e}"))
         return real(self, code_options, reason, exc, *args, **kwargs)
 
     log_graph_break.__wrapped__ = real  # type: ignore[attr-defined]
     patches.set(cls, "log_graph_break", log_graph_break)
 
 
-def exception_text(e: BaseException) -> str:
-    return "".join(traceback.format_exception_only(type(e), e)).strip()
+# Note [Why a frame has no graph]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A compile that traced no ops ends with ``SkipFrame("No ops traced for the FX graph ...")``
+# (symbolic_convert.py), which ``_compile`` turns into ``ConvertFrameReturn(skip_reason=...)``:
+# no exception, so ``compilation_metrics`` has no fail_reason. The reason reaches
+# ``CatchErrorsWrapper._handle_skip(result, frame)`` (convert_frame.py) right after the compile's
+# metrics were logged, on the same thread, and is logged there at debug level only. We wrap that
+# method and hand ``(code, reason)`` to the recorder, which gives it to the compile that just ended
+# for the same code object.
+class SkipRecorder:
+    """Wraps ``CatchErrorsWrapper._handle_skip`` for one capture; calls ``sink(code, reason)``."""
+
+    def __init__(self, patches: Patches, sink: Callable[[Any, str], None]) -> None:
+        mod = importlib.import_module("torch._dynamo.convert_frame")
+        cls = mod.CatchErrorsWrapper
+        real = cls._handle_skip
+
+        def _handle_skip(self: Any, result: Any, frame: Any) -> Any:
+            reason = getattr(result, "skip_reason", None)
+            if reason is not None and getattr(result, "guarded_code", None) is None:
+                sink(getattr(frame, "f_code", None), str(reason))
+            return real(self, result, frame)
+
+        _handle_skip.__wrapped__ = real  # type: ignore[attr-defined]
+        patches.set(cls, "_handle_skip", _handle_skip)

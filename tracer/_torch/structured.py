@@ -11,17 +11,20 @@ import json
 import logging
 from typing import Any, Callable
 
-__all__ = ["GRAPH_TEXTS", "StructuredTraceHandler", "logged_graph_code"]
+__all__ = ["GRAPH_TEXTS", "METRIC_FIELDS", "AttemptKey", "StructuredTraceHandler", "logged_graph_code"]
 
 # Note [What we read from the structured trace]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # ``trace_structured`` emits one record per event with the compile id in its metadata
-# (``frame_id``, ``frame_compile_id``, ``attempt``). We read two kinds:
+# (``frame_id``, ``frame_compile_id``, ``attempt``). Every record tells that an attempt ran (a
+# restarted attempt logs its graph break under its own attempt number). We read:
 #   "dynamo_start"                      a compile of a frame began: gives compile order;
+#   "compilation_metrics"               a compile ended: status (fail_type/fail_reason,
+#                                       restart_reasons) and torch's own phase times;
 #   artifact "recompile_reasons"        the guard(s) that failed on the cache entries before
 #                                       this recompile (JSON payload: a string or a list).
 #   graph dumps (GRAPH_TEXTS)           see Note [Graph text torch already rendered]
-# Everything else (chromium events, metrics) is ignored. Note that attaching any handler makes
+# Everything else (chromium events, tensor descriptions) is ignored. Note that attaching any handler makes
 # ``trace_structured`` format every payload (it checks ``trace_log.handlers``), which is why we
 # take what we can from those payloads instead of formatting the same text a second time.
 #
@@ -40,43 +43,75 @@ GRAPH_TEXTS = ("dynamo_output_graph", "aot_joint_graph", "aot_forward_graph", "a
                "aot_inference_graph")
 
 
-class StructuredTraceHandler(logging.Handler):
-    """Collect compile starts and recompile reasons; ``on_start(key)``/``on_recompile(key, reasons)``."""
+AttemptKey = tuple[int, int, int]  # (frame_id, frame_compile_id, attempt), torch's own numbers
 
-    def __init__(self, on_start: Callable[[tuple[int, int]], None], on_recompile: Callable[[tuple[int, int], list[str]], None]) -> None:
+# The fields of torch's CompilationMetrics (torch/_dynamo/utils.py) a Frame uses; the rest is dropped.
+METRIC_FIELDS = ("co_name", "co_filename", "co_firstlineno", "fail_type", "fail_reason", "restart_reasons",
+                 "graph_op_count", "entire_frame_compile_time_s", "backend_compile_time_s",
+                 "aot_autograd_cumulative_compile_time_us", "dynamo_time_before_restart_s")
+
+
+class StructuredTraceHandler(logging.Handler):
+    """Collect what the structured trace says about each compile attempt.
+
+    Calls ``on_attempt((frame_id, compile_id, attempt))`` the first time a record names an attempt
+    (in trace order: the order attempts ran), ``on_start(key)`` at ``dynamo_start``,
+    ``on_recompile(key, reasons)`` for the ``recompile_reasons`` artifact, and
+    ``on_metrics(attempt_key, metrics)`` for ``compilation_metrics`` (emitted once per compile, when
+    it ends, under its last attempt; ``metrics`` holds METRIC_FIELDS).
+    """
+
+    def __init__(self, on_start: Callable[[tuple[int, int]], None], on_recompile: Callable[[tuple[int, int], list[str]], None],
+                 on_attempt: Callable[[AttemptKey], None] | None = None,
+                 on_metrics: Callable[[AttemptKey, dict[str, Any]], None] | None = None) -> None:
         super().__init__(level=logging.DEBUG)
         self.on_start = on_start
         self.on_recompile = on_recompile
+        self.on_attempt = on_attempt
+        self.on_metrics = on_metrics
+        self.errors: list[str] = []  # records we could not read (a handler must not raise into torch)
+        self._attempts: set[AttemptKey] = set()
         self._logger: logging.Logger | None = None
         self.texts: dict[tuple[tuple[int, int], str], str] = {}  # (compile key, GRAPH_TEXTS name) -> text
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            meta = getattr(record, "metadata", None)
-            if not isinstance(meta, dict):
-                return
-            key = (meta.get("frame_id"), meta.get("frame_compile_id"))
-            if key[0] is None or key[1] is None or meta.get("compiled_autograd_id") is not None:
-                return
-            if "dynamo_start" in meta:
-                self.on_start(key)
-            for name in GRAPH_TEXTS:
-                if name in meta:
-                    payload = getattr(record, "payload", None)
-                    if isinstance(payload, str):
-                        self.texts[(key, name)] = payload
-            art = meta.get("artifact")
-            if isinstance(art, dict) and art.get("name") == "recompile_reasons":
-                payload = getattr(record, "payload", None) or "[]"
-                try:
-                    reasons = json.loads(payload)
-                except ValueError:
-                    reasons = payload
-                if isinstance(reasons, str):
-                    reasons = [reasons]
-                self.on_recompile(key, [str(r) for r in reasons])
-        except Exception:  # a logging handler must never raise into torch
-            pass
+            self._read(record)
+        except Exception as e:  # a logging handler must never raise into torch: keep it as a problem
+            self.errors.append(f"structured trace record not read: {type(e).__name__}: {e}"[:300])
+
+    def _read(self, record: logging.LogRecord) -> None:
+        meta = getattr(record, "metadata", None)
+        if not isinstance(meta, dict):
+            return
+        key = (meta.get("frame_id"), meta.get("frame_compile_id"))
+        if key[0] is None or key[1] is None or meta.get("compiled_autograd_id") is not None:
+            return
+        akey = (int(key[0]), int(key[1]), int(meta.get("attempt") or 0))
+        if akey not in self._attempts:
+            self._attempts.add(akey)
+            if self.on_attempt is not None:
+                self.on_attempt(akey)
+        if "dynamo_start" in meta:
+            self.on_start(key)
+        metrics = meta.get("compilation_metrics")
+        if isinstance(metrics, dict) and self.on_metrics is not None:
+            self.on_metrics(akey, {k: metrics.get(k) for k in METRIC_FIELDS})
+        for name in GRAPH_TEXTS:
+            if name in meta:
+                payload = getattr(record, "payload", None)
+                if isinstance(payload, str):
+                    self.texts[(key, name)] = payload
+        art = meta.get("artifact")
+        if isinstance(art, dict) and art.get("name") == "recompile_reasons":
+            payload = getattr(record, "payload", None) or "[]"
+            try:
+                reasons = json.loads(payload)
+            except ValueError:
+                reasons = payload
+            if isinstance(reasons, str):
+                reasons = [reasons]
+            self.on_recompile(key, [str(r) for r in reasons])
 
     def __enter__(self) -> StructuredTraceHandler:
         from torch._logging._internal import trace_log

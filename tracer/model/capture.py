@@ -48,6 +48,12 @@ class Capture:
                 g.compile_ids.append(b.compile_id)
         return list(groups.values())
 
+    def times(self) -> str:
+        """A table of compile time per attempt and phase (seconds, from torch's compilation metrics)."""
+        from tracer._text import times_table
+
+        return times_table(self)
+
     def all_problems(self) -> list[str]:
         """The capture's problems followed by every frame's, each frame's prefixed with its id."""
         return [*self.problems, *(f"frame {f.compile_id}: {p}" for f in self.frames for p in f.problems)]
