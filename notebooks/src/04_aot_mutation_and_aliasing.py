@@ -102,9 +102,10 @@ def update_under_no_grad(w):
 buffered = aot_of(tracer.capture(update_buffer, torch.randn(3, requires_grad=True), torch.zeros(3)))
 no_grad = aot_of(tracer.capture(update_under_no_grad, torch.randn(3, requires_grad=True)))
 for name, a in (("update_buffer", buffered), ("update_under_no_grad", no_grad)):
-    mutated = [i for i in a.inputs if i.mutates_data]
-    print(f"{name:21} {a.mode}  mutated input requires grad: {mutated[0].requires_grad}  "
-          f"in graph: {mutated[0].mutation_in_graph}  copy_ in forward: {bool(a.forward.find(target='aten.copy_'))}")
+    mutated = [i for i in a.inputs if i.mutates_data][0]
+    copy_in_forward = bool(a.forward.find(target="aten.copy_"))
+    print(f"{name:21} {a.mode}  mutated input requires grad: {mutated.requires_grad}  "
+          f"in graph: {mutated.mutation_in_graph}  copy_ in forward: {copy_in_forward}")
 for a in (buffered, no_grad):
     (mutated,) = [i for i in a.inputs if i.mutates_data]
     assert a.mode == "training" and mutated.mutation_in_graph and a.forward.find(target="aten.copy_")
