@@ -4,12 +4,15 @@
 # A *higher-order operator* (HOP) takes a function as an argument: `wrap(body, x)`, `torch.cond`,
 # `torch.utils.checkpoint`, `nested_compile_region`. Dynamo cannot call `body` and record whatever
 # happens, because the body must end up as **its own graph** that the HOP calls. The design
-# (pytorch#99988):
+# (Note [HigherOrderOperator tracing design] in `torch/_dynamo/output_graph.py`):
 #
 # - `OutputGraph` owns a **root `SubgraphTracer`**, which builds the frame's FX graph.
 # - For each HOP body, Dynamo opens a **nested `SubgraphTracer`** and *speculates* the body into a
-#   fresh graph (`speculate_subgraph`). If that fails — say the body graph-breaks — the whole HOP
-#   falls back.
+#   fresh graph: `wrap` and the HOPs that just run their body (checkpoint, `autograd.Function`,
+#   `nested_compile_region`) with `speculate_subgraph_with_auto_output_flattening`, control-flow
+#   HOPs (`torch.cond`, `torch.while_loop`, `map`, `scan`) with `speculate_subgraph`. If that fails
+#   — say the body graph-breaks — *some* HOPs fall back to running eagerly behind a graph break,
+#   and the others raise an error; the last section shows both.
 # - A body must have **no free variables**: every tensor it reads from outside is turned into an
 #   extra input of the body graph. Dynamo calls this **lifting** (`lift_tracked_freevar_to_input`).
 #
@@ -17,6 +20,7 @@
 # just runs `body(*args)`.
 
 # %%
+import hashlib
 import warnings
 
 import torch
@@ -59,8 +63,10 @@ print(frame.graph.code)
 #   then can the nested tracer lift it.
 # - The `wrap` call passes `l_x_` — the operand the user gave — and then `y` and `g_w_`, the two
 #   lifted free variables.
-# - `scale` is nowhere in the signature: a Python number is not a tensor to lift. Dynamo burns its
-#   value into the body as the constant `2.0` (and guards on it, so changing `scale` recompiles).
+# - `scale` is nowhere in the signature: a Python number is not a tensor to lift. On this first
+#   compile Dynamo burns its value into the body as the constant `2.0`, and guards on it with a
+#   `CONSTANT_MATCH`: a call with another `scale` fails that guard. (What the recompile then does
+#   with a float — it makes it dynamic — is in notebook 06.)
 
 # %%
 body = frame.subgraphs["wrap_body_0"]
@@ -92,8 +98,8 @@ cap
 # Now put a `wrap` inside a `wrap`. The inner body reads `y` (bound in the root graph), `z` (bound in
 # the *outer body*) and `w` (a global). While the inner tracer runs, a free variable is looked up
 # through the stack of tracers until the one that owns it, and lifted into **every body in between**
-# — but no further than where it is bound (pytorch#99988, Note [Nested SubgraphTracer and
-# free_variable handling]).
+# — but no further than where it is bound (Note [Nested SubgraphTracer and free_variable handling]
+# in `torch/_dynamo/output_graph.py`).
 
 # %%
 def g(x):
@@ -171,8 +177,9 @@ assert set(inner.lifted) == {"y", "add", "g_w_"} and set(outer.lifted) == {"y", 
 # With dynamic shapes a tensor's sizes are symbols (`s77`), and a value read with `.item()` is an
 # *unbacked* symbol (`u0`): Dynamo does not know it at trace time. A body that receives a tensor of
 # shape `[u0, 1]` must also receive `u0` itself, or its graph would mention a symbol nobody binds.
-# Since pytorch#138363, whenever a SubgraphTracer creates a graph input it also **binds the free
-# symbols** of its example value, lifting them as inputs of their own.
+# Whenever a SubgraphTracer creates a graph input it also **binds the free symbols** of its example
+# value, lifting them as inputs of their own (`SubgraphTracer.create_graph_input` calls
+# `_lift_basic_symbols`, in `torch/_dynamo/output_graph.py`).
 #
 # `.item()` only stays in the graph with Dynamo's `capture_scalar_outputs` option on (otherwise it
 # graph-breaks); `tracer.capture` sets it for this one capture.
@@ -196,8 +203,11 @@ for i in body.inputs:
 # %% [markdown]
 # Four placeholders for a body that was passed one argument:
 #
-# 1. `s77`, the symbol in the operand's shape `[s77]` (symbols are named by a hash of their source,
-#    `L['x'].size()[0]`, since pytorch#149665 — that is why it is `s77` in every run);
+# 1. `s77`, the symbol in the operand's shape `[s77]`. A size symbol's number is a hash of its
+#    source: `ShapeEnv._generate_unique_id` (in `torch/fx/experimental/symbolic_shapes.py`) takes
+#    the SHA-256 of `L['x'].size()[0]` modulo 100, which is 77, and bumps the id by one while it is
+#    already taken. So it is `s77` in every run — unless an earlier symbol of the same compile had
+#    already taken 77;
 # 2. `l_x_`, the operand;
 # 3. `u0`, the unbacked symbol in `c`'s shape, fed by the root graph's `item` node;
 # 4. `c`, the closure.
@@ -216,6 +226,7 @@ assert kinds == [
 assert body.input("u0").source == "item"
 assert cap.frames[0].graph.node("item").meta["value"] == "u0"
 assert body.input("c").meta["shape"] == ["u0", 1]
+assert int(hashlib.sha256(b"L['x'].size()[0]").hexdigest(), 16) % 100 == 77  # where s77 comes from
 
 # %% [markdown]
 # And the order of the pairs? It is the order of **first use**. `wrap` creates even its operand's
@@ -246,3 +257,76 @@ print([(i.name, i.kind) for i in body.inputs])
 # %%
 assert [i.name for i in body.inputs] == ["u0", "c", "s77", "l_x_"]
 assert body.input("l_x_").kind == "operand"
+
+# %% [markdown]
+# ## When a body cannot be a graph: fall back, or raise
+#
+# What happens when speculation fails depends on the HOP. Every HOP's `VariableTracker` class says it
+# with `_ALLOW_FALLBACK_TO_EAGER`, and `add_hop_context` (in
+# `torch/_dynamo/variables/higher_order_ops.py`) acts on it when the body graph-breaks:
+#
+# - **fall back** (`True`): `wrap`, checkpoint and `autograd.Function`. The graph break is raised on
+#   the HOP call, so the HOP runs eagerly — body included — and Dynamo graphs around it.
+# - **raise** (`False`): the control-flow HOPs (`torch.cond`, `torch.while_loop`, `scan`,
+#   `associative_scan`, `map`), `hints_wrapper`, `strict_mode`, and `invoke_subgraph`, which is
+#   what `torch.compiler.nested_compile_region` calls. These must be captured whole, and the failure
+#   becomes a `torch._dynamo.exc.UncapturedHigherOrderOpError` — compilation fails.
+#
+# Note [HigherOrderOperator tracing design] still says a failed introspection always makes Dynamo
+# "graph break on the HigherOrderOperator": in torch 2.13 that is only the first family. Both
+# behaviours, with a body that calls `torch._dynamo.graph_break()`:
+
+# %%
+def body_that_breaks(a):
+    torch._dynamo.graph_break()
+    return a.sin()
+
+
+def with_wrap(x):
+    return wrap(body_that_breaks, x)
+
+
+def with_cond(x):
+    return torch.cond(x.sum() > 0, body_that_breaks, torch.cos, (x,))
+
+
+x = torch.randn(3)
+cap = tracer.capture(with_wrap, x)
+failed = [sp for f in cap.frames for sp in f.speculations if not sp.ok]
+print("wrap:", failed[0].hop, "speculation failed | graph break at", cap.graph_breaks[0].code_line.strip())
+print("      ran eagerly, result correct:", torch.equal(cap.result, x.sin()))
+try:
+    tracer.capture(with_cond, x)
+except torch._dynamo.exc.UncapturedHigherOrderOpError as e:
+    err = e
+print("cond:", type(err).__name__, "|", str(err).splitlines()[0])
+
+# %%
+assert failed[0].hop == "wrap" and cap.graph_breaks and torch.equal(cap.result, x.sin())
+assert isinstance(err, torch._dynamo.exc.UncapturedHigherOrderOpError)
+assert [sp.hop for f in err.capture.frames for sp in f.speculations if not sp.ok] == ["cond"]
+
+from torch._dynamo.variables import higher_order_ops as hops  # noqa: E402
+from torch._dynamo.variables.invoke_subgraph import InvokeSubgraphHigherOrderVariable  # noqa: E402
+
+fallback = {
+    cls.__name__: cls._ALLOW_FALLBACK_TO_EAGER
+    for cls in (
+        hops.WrapHigherOrderVariable,
+        hops.CheckpointHigherOrderVariable,
+        hops.AutogradFunctionApplyVariable,
+        hops.CondHigherOrderVariable,
+        hops.WhileLoopHigherOrderVariable,
+        hops.ScanHigherOrderVariable,
+        hops.AssociativeScanHigherOrderVariable,
+        hops.MapHigherOrderVariable,
+        hops.HintsWrapperHigherOrderVariable,
+        hops.StrictModeHigherOrderVariable,
+        InvokeSubgraphHigherOrderVariable,
+    )
+}
+assert [k for k, v in fallback.items() if v] == [
+    "WrapHigherOrderVariable",
+    "CheckpointHigherOrderVariable",
+    "AutogradFunctionApplyVariable",
+]

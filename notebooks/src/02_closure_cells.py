@@ -9,10 +9,10 @@
 # - cells that **existed before tracing** — the compiled `f` is itself a closure returned by a
 #   factory, and reads its factory's variable.
 #
-# Dynamo used to model these several ways (contents in `symbolic_locals`, `ClosureVariable`, ...).
-# Since pytorch#140153 (seed 002) every cell is one kind of `VariableTracker` — `NewCellVariable`
-# then, `CellVariable` in torch 2.13 — and every write to a cell is a buffered side effect. This
-# notebook looks at both kinds of cell from inside a paused trace, and at what Dynamo refuses.
+# In torch 2.13 both are one kind of `VariableTracker`, `CellVariable` (in
+# `torch/_dynamo/variables/misc.py`), and every write to a cell is a buffered side effect
+# (`SideEffects.store_cell`, in `torch/_dynamo/side_effects.py`). This notebook looks at both kinds
+# of cell from inside a paused trace, and at what Dynamo refuses.
 
 # %%
 import warnings
@@ -110,10 +110,18 @@ assert calls() == 1  # the cell was really written, once
 # ## What Dynamo graph-breaks on: a cell written inside a HOP body
 #
 # A HOP body is speculated into a *separate graph* that may be run, re-run or never run by the HOP
-# (`checkpoint` replays its body in the backward). A side effect on state outside the body — like
-# writing a cell of the enclosing function — cannot be expressed in that graph, so the body's
-# speculation fails and Dynamo graph-breaks on the whole HOP call. Let us watch it happen: pause in
-# the body, then step over the write.
+# (`checkpoint` replays its body in the backward). Whether a side effect on state outside the body —
+# like writing a cell of the enclosing function — is allowed depends on the HOP, through its
+# `allow_side_effects` (in `torch/_dynamo/variables/higher_order_ops.py`):
+#
+# - `wrap` refuses it (`WrapHigherOrderVariable.allow_side_effects` is `False`), and so does
+#   checkpoint unless Dynamo's `skip_fwd_side_effects_in_bwd_under_checkpoint` option is on
+#   (notebook 03). The body's speculation fails, and since `wrap` may fall back to eager (notebook
+#   01), Dynamo graph-breaks on the whole HOP call.
+# - `invoke_subgraph` — what `torch.compiler.nested_compile_region` calls — allows it
+#   (`InvokeSubgraphHigherOrderVariable.allow_side_effects` is `True`); the last section shows it.
+#
+# Let us watch `wrap` refuse: pause in the body, then step over the write.
 
 # %%
 def g(x):
@@ -177,6 +185,9 @@ assert "side effect" in failed[0].reason.lower()
 assert brk.code_line.strip() == "count += 1"
 assert [loc.rsplit(" in ", 1)[1] for loc in brk.user_stack] == ["g", "body"]
 assert cap.result[1] == 1
+from torch._dynamo.variables.higher_order_ops import WrapHigherOrderVariable  # noqa: E402
+
+assert WrapHigherOrderVariable.allow_side_effects is False
 
 # %% [markdown]
 # In the explorer, the frame's speculations list the failed one, marked with its reason, and the
@@ -184,3 +195,38 @@ assert cap.result[1] == 1
 
 # %%
 cap
+
+# %% [markdown]
+# ## A HOP that allows the side effect: `nested_compile_region`
+#
+# The same kind of body under `torch.compiler.nested_compile_region` — it appends an intermediate to
+# the caller's list — speculates fine: `invoke_subgraph` allows side effects. Dynamo keeps the
+# `append` as a side effect of the frame, and the body graph returns the appended tensor `s` as an
+# extra output (`return (cos, s)`), which the root graph reads for `seen[0]`. No graph break.
+
+# %%
+@torch.compiler.nested_compile_region
+def region(a, seen):
+    s = a.sin()
+    seen.append(s)  # a side effect on the caller's list
+    return s.cos()
+
+
+def uses_region(x):
+    seen = []
+    return region(x, seen), seen[0]
+
+
+x = torch.randn(3)
+cap2 = tracer.capture(uses_region, x)
+print([(sp.hop, sp.ok) for f in cap2.frames for sp in f.speculations], "| graph breaks:", cap2.graph_breaks)
+print(cap2.frames[0].graph.code)
+
+# %%
+from torch._dynamo.variables.invoke_subgraph import InvokeSubgraphHigherOrderVariable  # noqa: E402
+
+assert InvokeSubgraphHigherOrderVariable.allow_side_effects is True
+assert cap2.graph_breaks == [] and all(sp.ok for f in cap2.frames for sp in f.speculations)
+assert [sp.hop for f in cap2.frames for sp in f.speculations] == ["invoke_subgraph"]
+assert "return (cos, s)" in cap2.frames[0].graph.code  # the appended tensor: an extra body output
+assert torch.allclose(cap2.result[1], x.sin())

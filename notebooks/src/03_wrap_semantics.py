@@ -3,9 +3,11 @@
 #
 # Some HOPs just *run their body*: `wrap`, activation checkpointing
 # (`torch.utils.checkpoint.checkpoint`), `autograd.Function`, `nested_compile_region`. Control-flow
-# HOPs (`torch.cond`, `while_loop`, `map`) do something else with theirs. Dynamo traces the first
-# family with `speculate_subgraph_with_wrap_semantics`, whose key idea is to **disentangle** two
-# things that a HOP call used to tie together:
+# HOPs (`torch.cond`, `while_loop`, `map`) do something else with theirs, and are traced with
+# `speculate_subgraph`. Dynamo traces the first family with
+# `speculate_subgraph_with_auto_output_flattening` (in `torch/_dynamo/variables/higher_order_ops.py`;
+# its docstring is this notebook in short), whose key idea is to **disentangle** two things that a
+# HOP call used to tie together:
 #
 # - what the body *returns* to the Python program — any object, which Dynamo keeps tracing with, and
 # - what the body *graph outputs* — only the tensors and SymInts inside that object.
@@ -99,8 +101,11 @@ assert len(call.users) == 1  # only wrap[0] is read
 # list owned by the caller, who returns it. That tensor is not a return value of `gn`, so with plain
 # wrap semantics the root graph would have no way to reach it.
 #
-# Dynamo refuses such side effects in a HOP body unless told that it is fine not to replay them in
-# the backward (`skip_fwd_side_effects_in_bwd_under_checkpoint`). With that option, it **returns
+# Like `wrap`, checkpoint refuses such side effects in its body — the speculation fails and the
+# checkpoint call runs eagerly behind a graph break — unless Dynamo is told that it is fine not to
+# replay them in the backward (`skip_fwd_side_effects_in_bwd_under_checkpoint`, which
+# `CheckpointHigherOrderVariable` copies into its `allow_side_effects`). (`invoke_subgraph` allows
+# side effects always: notebook 02.) With that option, Dynamo **returns
 # every intermediate tensor of a checkpoint body as an extra output** (Note [Return subgraph
 # intermediates as subgraph outputs]); the ones the root graph never reads are dropped again, so the
 # body below returns exactly `cos` and `out`. This is safe for checkpoint because AOTAutograd
@@ -133,6 +138,12 @@ print(body.hop, "returns", outputs_of(body.graph))
 assert body.hop == "tag_activation_checkpoint"
 assert outputs_of(body.graph) == ["cos", "out"]  # gn returned one tensor; its graph returns two
 assert len(frame.graph.node(body.call_node).users) == 2
+
+# without the option: the same body's speculation fails on the side effect, and the call graph-breaks
+plain = tracer.capture(fn, torch.randn(4, 4, requires_grad=True))
+refused = [sp for f in plain.frames for sp in f.speculations if not sp.ok]
+assert refused[0].hop == "tag_activation_checkpoint" and "side effect" in refused[0].reason.lower()
+assert plain.graph_breaks
 
 # %% [markdown]
 # The explorer shows the checkpoint body with its two outputs; click the

@@ -2,13 +2,16 @@
 # # AOTAutograd: mutation and aliasing
 #
 # Behind Dynamo, AOTAutograd retraces each graph down to ATen ops and **functionalizes** it: the
-# graph it hands to the compiler has no in-place ops and no views that escape. But user programs
-# mutate their inputs and return views, and those effects must still happen exactly as in eager.
-# AOTAutograd first runs the function once to collect a `ViewAndMutationMeta` — which inputs are
-# mutated (their data, or only their metadata), which outputs alias an input or an intermediate —
-# and then puts each effect back, either inside the graph or in the runtime wrappers around it.
-# The Notes at the top of `aot_autograd.py` (seed 001) describe each case; this notebook shows one
-# per section, reading the metadata from `frame.aot`.
+# graph it hands to the compiler is functional — except for input mutations it may keep at the end
+# of the graph as `copy_`, and outputs that are views, which the graph returns and runtime wrappers
+# around it turn back into real views. User programs mutate their inputs and return views, and
+# those effects must still happen exactly as in eager. AOTAutograd first runs the function once to
+# collect a `ViewAndMutationMeta` — which inputs are mutated (their data, or only their metadata),
+# which outputs alias an input or an intermediate — and then puts each effect back, either inside
+# the graph or in the runtime wrappers. The Notes near the top of
+# `torch/_functorch/aot_autograd.py` describe each case (Note [AOT Autograd: input data mutations]
+# predates keeping mutations in the graph); this notebook shows one per section, reading the
+# metadata from `frame.aot`.
 
 # %%
 import warnings
@@ -36,8 +39,11 @@ def outputs_of(graph):
 # `x.mul_(2)` writes into the caller's tensor. The functional graph computes the new value
 # out of place (`mul`) and uses it for everything after; the write itself is a `copy_` into the
 # input. The `aot_eager` backend accepts input mutations in its graph
-# (`keep_inference_input_mutations`), so when autograd is not involved AOTAutograd keeps the `copy_`
-# **inside** the graph, at its very end (`mutation_in_graph`).
+# (`keep_inference_input_mutations`), so AOTAutograd keeps this `copy_` **inside** the graph, at its
+# very end (`mutation_in_graph`). Whether it may is decided per input, by
+# `_check_if_mutation_can_be_in_graph` in `torch/_functorch/_aot_autograd/functional_utils.py`: a
+# data mutation stays in the graph when that input does not require grad, or when autograd cannot
+# see the mutation (done under `no_grad`, or hidden from autograd) — in training graphs too.
 
 # %%
 def mutate_data(x):
@@ -77,6 +83,36 @@ assert outputs_of(a.forward) == ["mul", "add"] and [o.name for o in a.outputs] =
 assert type(x.grad_fn).__name__ == "CopyBackwards" and torch.equal(x.detach(), torch.full((3,), 2.0))
 
 # %% [markdown]
+# The rule is per input, not per graph. Below, both graphs are **training** graphs (`w` requires
+# grad), and both keep their `copy_` in the forward: in `update_buffer` the mutated `buf` does not
+# require grad; in `update_under_no_grad` the mutated `w` does, but it is mutated under `no_grad`.
+
+# %%
+def update_buffer(w, buf):
+    buf.add_(1)
+    return (w * buf).sum()
+
+
+def update_under_no_grad(w):
+    with torch.no_grad():
+        w.mul_(2)
+    return (w * 3).sum()
+
+
+buffered = aot_of(tracer.capture(update_buffer, torch.randn(3, requires_grad=True), torch.zeros(3)))
+no_grad = aot_of(tracer.capture(update_under_no_grad, torch.randn(3, requires_grad=True)))
+for name, a in (("update_buffer", buffered), ("update_under_no_grad", no_grad)):
+    mutated = [i for i in a.inputs if i.mutates_data][0]
+    copy_in_forward = bool(a.forward.find(target="aten.copy_"))
+    print(f"{name:21} {a.mode}  mutated input requires grad: {mutated.requires_grad}  "
+          f"in graph: {mutated.mutation_in_graph}  copy_ in forward: {copy_in_forward}")
+for a in (buffered, no_grad):
+    (mutated,) = [i for i in a.inputs if i.mutates_data]
+    assert a.mode == "training" and mutated.mutation_in_graph and a.forward.find(target="aten.copy_")
+assert [i.requires_grad for i in buffered.inputs if i.mutates_data] == [False]
+assert [i.requires_grad for i in no_grad.inputs if i.mutates_data] == [True]
+
+# %% [markdown]
 # ## Input metadata mutation
 #
 # A metadata mutation changes an input's sizes or strides without touching its data:
@@ -108,9 +144,12 @@ assert x.shape == (3, 2)  # the caller's x is transposed, as in eager
 # ## Outputs that alias an input or an intermediate
 #
 # An output that is a view must come back as a *view* — of the same base as in eager — or
-# in-place ops on it, and autograd's view tracking, would behave differently. A compiled graph
-# cannot return a view of its input, so AOTAutograd records, per output, what it aliases
-# (`OutputType`), and regenerates the view outside the graph from its base.
+# in-place ops on it, and autograd's view tracking, would behave differently. The graph still
+# computes and returns the view, but the caller does not get that tensor: views returned from an
+# `autograd.Function`'s forward — which is how the compiled graph runs — cannot later be mutated.
+# So AOTAutograd records, per output, what it aliases (`OutputType`), and a runtime wrapper
+# regenerates the user-facing view from the real base by replaying the graph output's views on it
+# (`gen_alias_from_base`; Note [AOT Autograd: outputs aliasing inputs or intermediates!]).
 
 # %%
 def views(x):
@@ -121,12 +160,16 @@ def views(x):
 a = aot_of(tracer.capture(views, torch.randn(2, 3, requires_grad=True)))
 for o in a.outputs:
     print(f"{o.name:7} {o.alias:45} base {o.base_index}")
+print("forward graph returns:", outputs_of(a.forward))
 
 # %% [markdown]
-# - `x.view(-1)` is an `alias_of_input`: its base is graph input 0, and the runtime builds the view
-#   from the real `x` (the graph's own output is discarded).
+# - `x.view(-1)` is an `alias_of_input`: its base is graph input 0. The graph returns it (`view`),
+#   and the runtime wrapper (`AliasOfInputHandler` in
+#   `torch/_functorch/_aot_autograd/runtime_wrappers.py`) regenerates a view of the real `x` from
+#   it; that regenerated view is what the caller gets.
 # - `y.view(-1)` aliases an intermediate, `y`, which is itself a user output (number 2):
-#   `alias_of_intermediate_base_is_user_output`. The view is regenerated from that output.
+#   `alias_of_intermediate_base_is_user_output`. The graph returns it too (`view_1`), and the view
+#   handed to the caller is regenerated from output 2.
 # - `y` is an ordinary output.
 
 # %%
@@ -136,6 +179,16 @@ assert kinds == [
     ("alias_of_intermediate_base_is_user_output", 2),
     ("none", None),
 ]
+assert outputs_of(a.forward)[:2] == ["view", "view_1"]  # the views are graph outputs
+
+
+def storage(t):
+    return t.untyped_storage().data_ptr()
+
+
+x = torch.randn(2, 3, requires_grad=True)
+out = tracer.capture(views, x).result
+assert storage(out[0]) == storage(x) and storage(out[1]) == storage(out[2])  # real views, as in eager
 
 # %% [markdown]
 # ## Synthetic bases

@@ -106,12 +106,13 @@ recomputed = [n for n in a.backward.find(target="aten.mul.Tensor") if set(n.inpu
 assert recomputed, "min-cut recomputes a * sigmoid(a) in the backward"
 
 # %% [markdown]
-# ## Saved-tensor hooks, inlined (seed 004)
+# ## Saved-tensor hooks, inlined
 #
 # `torch.autograd.graph.saved_tensors_hooks(pack, unpack)` transforms every tensor autograd saves:
 # `pack` when it is saved, `unpack` when the backward needs it. When `pack` and `unpack` are
 # `GraphModule`s, AOTAutograd does not call them at runtime: it **inlines** `pack` into the forward's
-# epilogue and `unpack` into the backward's prologue, so the compiler sees — and can fuse — them.
+# epilogue and `unpack` into the backward's prologue, so the compiler sees — and can fuse — them
+# (`maybe_inline_graph_saved_tensors_hooks` in `torch/_functorch/_aot_autograd/graph_compile.py`).
 # Here the hooks keep saved activations in bfloat16, halving their size.
 
 # %%

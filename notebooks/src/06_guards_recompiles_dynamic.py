@@ -2,10 +2,11 @@
 # # Guards, recompiles and dynamic shapes
 #
 # Dynamo traces a frame once, for the inputs it saw, and caches the result. Everything it assumed
-# about those inputs — dtypes, sizes, the value of a Python number, which backend compiled it — is
-# written down as **guards**. On every later call the guards run first: if they all pass, the cached
-# code runs; if one fails, the frame is **recompiled** (a new compile id `N/1`, `N/2`, ...) and the
-# failed guard is the recompile's reason. **Dynamic shapes** are how Dynamo avoids recompiling for
+# about those inputs — dtypes, sizes, the value of a Python number — is written down as **guards**.
+# (Which backend compiled the frame is not a guard in torch 2.13: each cache entry stores its
+# backend, and the cache lookup compares it; see BACKEND_MATCH below.) On every later call the
+# guards run first: if they all pass, the cached code runs; if one fails, the frame is
+# **recompiled** (a new compile id `N/1`, `N/2`, ...) and the failed guard is the recompile's reason. **Dynamic shapes** are how Dynamo avoids recompiling for
 # every new size: sizes become symbols (`s77`), and the guards become conditions on those symbols.
 
 # %%
@@ -42,8 +43,9 @@ print(by_source["L['scale']"].code)
 #   compile — its exact sizes and strides (checked in C++ by the guard manager). The branch on
 #   `x.shape[0]` needs no guard of its own: with static sizes, `4 > 2` is simply true for every
 #   input that passes `TENSOR_MATCH`.
-# - `scale` is a Python float: Dynamo specializes on its value (it is burnt into the graph as a
-#   constant), so it is guarded by `CONSTANT_MATCH`, `L['scale'] == 0.5`.
+# - `scale` is a Python float: on this first compile Dynamo specializes on its value (it is burnt
+#   into the graph as a constant), so it is guarded by `CONSTANT_MATCH`, `L['scale'] == 0.5`. Only
+#   on the first compile: see "A float that changes" below.
 # - The guards with no source protect global state the graph depends on: grad mode, default device,
 #   deterministic algorithms, the torch function mode stack, saved-tensor hooks.
 
@@ -63,12 +65,12 @@ cap
 # ## BACKEND_MATCH
 #
 # Compiled code is only valid for the backend that compiled it: a frame compiled with `"eager"`
-# must not be reused by `torch.compile(fn, backend="inductor")`. pytorch#107337 (seed 004) added the
-# `BACKEND_MATCH` guard for this — effectively a per-backend cache. In torch 2.13 the check has moved
-# out of the guard functions into the cache lookup itself (each cache entry remembers its backend,
-# and a mismatch is reported as a `BACKEND_MATCH failure` recompile reason). dynascope lists it with
-# the frame's guards so the guards view shows everything a cache hit depends on; its code says where
-# the check really happens.
+# must not be reused by `torch.compile(fn, backend="inductor")`. Older Dynamo had a `BACKEND_MATCH`
+# guard for this. In torch 2.13 there is no such guard (`GuardBuilder` has no `BACKEND_MATCH`): the
+# check happens in the cache lookup itself — each cache entry stores its backend — and a mismatch
+# is reported as a "BACKEND_MATCH failure" recompile reason (`get_guard_fail_reason_helper` in
+# `torch/_dynamo/guards.py`). dynascope lists it with the frame's guards so the guards view shows
+# everything a cache hit depends on; its code says where the check really happens.
 
 # %%
 backend_guard = next(g for g in frame.guards if g.kind == "BACKEND_MATCH")
@@ -77,6 +79,8 @@ print(backend_guard.code)
 # %%
 assert backend_guard.source == ""
 assert "eval_frame" in backend_guard.code[0]
+assert not hasattr(torch._dynamo.guards.GuardBuilder, "BACKEND_MATCH")  # not a guard function in 2.13
+assert hasattr(torch._dynamo.guards.GuardBuilder, "TENSOR_MATCH")
 
 # %% [markdown]
 # ## A recompile after a shape change
@@ -127,6 +131,29 @@ print(shape_env.code)
 assert "2 <= L['v'].size()[0]" in shape_env.code
 
 # %% [markdown]
+# ## A float that changes
+#
+# Automatic dynamic applies to Python floats too. Call `f` (as in the first section, its first
+# compile burns `scale=0.5` in) with `0.5`, then `0.7`, then `0.9`: the `0.7` call fails
+# `L['scale'] == 0.5` and recompiles — and the recompile makes `scale` dynamic (a graph input), so
+# the `0.9` call reuses it.
+
+# %%
+x = torch.randn(4, 3)
+cap = tracer.capture(f, x, 0.5, more_calls=[(x, 0.7), (x, 0.9)])
+first, second = cap.frames
+print(cap.recompiles[0].compile_id, "<-", cap.recompiles[0].reason.splitlines()[0].split("#")[0].strip())
+print("0/0 scale guards:", [g.kind for g in first.guards if g.source == "L['scale']"])
+print("0/1 inputs:", [n.name for n in second.graph.placeholders])
+
+# %%
+assert [fr.compile_id for fr in cap.frames] == ["0/0", "0/1"] and len(cap.recompiles) == 1  # 0.9: no third
+assert "scale == 0.5" in cap.recompiles[0].reason
+assert any(g.kind == "CONSTANT_MATCH" and g.source == "L['scale']" for g in first.guards)
+assert not any(g.kind == "CONSTANT_MATCH" for g in second.guards)
+assert "l_scale_" in [n.name for n in second.graph.placeholders]  # a graph input now, not a constant
+
+# %% [markdown]
 # ## Dynamic shapes and their symbols
 #
 # Asking for `dynamic=True` skips the static first compile. Every size becomes a symbol with a
@@ -148,8 +175,9 @@ print(shape_env.code)
 # - The branch became `3 <= L['x'].size()[0]` (the integer form of `size > 2`). Taking the other
 #   branch would fail this guard and recompile.
 # - `scale` is no longer a constant: with `dynamic=True` a Python float is passed in as a 0-d
-#   `float64` tensor and read back with `.item()`, so changing it does not recompile (the guard
-#   that remains is that it is not NaN).
+#   `float64` tensor and read back with `.item()`, so changing it does not recompile. Two guards
+#   on it remain: a `TYPE_MATCH` (it must still be a `float`) and, in `SHAPE_ENV`, that it is not
+#   NaN.
 
 # %%
 x_ph = frame.graph.node("l_x_")
@@ -159,3 +187,5 @@ assert sym_inputs == [s0, s1]
 assert "3 <= L['x'].size()[0]" in shape_env.code
 assert frame.graph.node("l_scale_").meta["dtype"] == "float64"
 assert not any(g.kind == "CONSTANT_MATCH" for g in frame.guards)
+assert [g.kind for g in frame.guards if g.source == "L['scale']"] == ["TYPE_MATCH"]
+assert "not math.isnan(L['scale'])" in shape_env.code

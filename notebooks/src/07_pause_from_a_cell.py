@@ -1,15 +1,15 @@
 # %% [markdown]
 # # Pause Dynamo from a cell
 #
-# `comptime` (seed 004) lets user code run a callback *while Dynamo traces it*: the callback gets a
-# `ComptimeContext` with the locals as Dynamo models them, the partial graph and the guards so far —
-# and can drop into `breakpoint()`. dynascope makes that notebook-native: `tracer.trace(fn, *args)`
+# `comptime` (`torch/_dynamo/comptime.py`) lets user code run a callback *while Dynamo traces it*:
+# the callback gets a `ComptimeContext` with the locals as Dynamo models them, the partial graph and
+# the guards so far — and can drop into `breakpoint()`. dynascope makes that notebook-native: `tracer.trace(fn, *args)`
 # runs the capture in a worker thread, the trace **pauses** at a marker or a breakpoint, and the
 # notebook stays live, so the next cell can look at the paused compiler, step it line by line, and
 # resume it.
 #
-# The example is seed 003's: a `wrap` body closing over a tensor, so the pause shows a nested
-# `SubgraphTracer` at work, with the free variables it has lifted so far.
+# The example: a `wrap` body closing over a tensor, so the pause shows a nested `SubgraphTracer` at
+# work, with the free variables it has lifted so far.
 
 # %%
 import warnings
