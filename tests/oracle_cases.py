@@ -1,0 +1,105 @@
+"""Cases for the oracle test (tests/test_oracle.py): each mechanism of the fidelity contract, written
+the way PyTorch's own Dynamo/HOP tests write them (small module-level functions, fixed inputs).
+
+``ORACLE_CASES[name]()`` returns ``(fn, args, options)``: ``tracer.capture(fn, *args, **options)``;
+options are limited to ``more_calls``, ``fullgraph``, ``dynamic`` and ``capture_scalar_outputs``,
+which the plain ``torch.compile`` run of tests/oracle_child.py mirrors. The shared capture cases of
+tests/cases.py are included too.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+from torch._higher_order_ops.wrap import wrap
+
+from cases import CASES
+
+
+def _t(*shape: int, seed: int = 0) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def print_break(x):
+    y = x.sin()
+    print("graph break")  # noqa: T201 - the break under test
+    return y.cos()
+
+
+def loop_break(x):
+    for _ in range(3):
+        x = x + 1
+        torch._dynamo.graph_break()
+    return x
+
+
+def resume_without_ops(x):
+    y = x.sin()
+    torch._dynamo.graph_break()
+    z = [1, 2]
+    z.append(3)
+    return y, z
+
+
+def item_break(x):
+    n = x.sum().item()  # a graph break without capture_scalar_outputs
+    return x * n
+
+
+def cond_break_fullgraph(x):
+    def true_fn(y):
+        torch._dynamo.graph_break()
+        return y.sin()
+
+    return torch.cond(x.sum() > 0, true_fn, lambda y: y.cos(), (x,))
+
+
+def wrap_break(x):
+    def body(y):
+        torch._dynamo.graph_break()
+        return y.sin()
+
+    return wrap(body, x).cos()
+
+
+@torch.compiler.nested_compile_region
+def _region(a):
+    return a.sin() * 2
+
+
+def region_once(x):
+    return _region(x) + 1
+
+
+def region_twice(x, y):
+    return _region(x) + _region(y)
+
+
+def two_breaks(x):
+    x = x.sin()
+    torch._dynamo.graph_break()
+    x = x.cos()
+    torch._dynamo.graph_break()
+    return x.tanh()
+
+
+def _case(fn: Callable, *args: Any, **options: Any) -> Callable[[], tuple]:
+    return lambda: (fn, args, options)
+
+
+ORACLE_CASES: dict[str, Callable[[], tuple]] = {
+    "print_break": _case(print_break, _t(3)),
+    "loop_break": _case(loop_break, _t(3)),
+    "resume_without_ops": _case(resume_without_ops, _t(3)),
+    "item_break": _case(item_break, _t(3)),
+    "wrap_break": _case(wrap_break, _t(3)),
+    "two_breaks": _case(two_breaks, _t(3)),
+    "recompile_twice": _case(lambda x: x * 2, _t(3), more_calls=[(_t(4),), (_t(5),)]),
+    "region_once": _case(region_once, _t(3)),
+    "region_twice": _case(region_twice, _t(3), _t(3, seed=1)),
+    "cond_break_fullgraph": _case(cond_break_fullgraph, _t(3)),
+}
+OPTIONS = ("more_calls", "fullgraph", "dynamic", "capture_scalar_outputs")
+for _name, _make in CASES.items():
+    ORACLE_CASES.setdefault(_name, _make)
