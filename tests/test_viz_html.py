@@ -28,8 +28,8 @@ def section(html: str, start: str, end: str) -> str:
 def test_overview_tree_svg_and_tables(cap):
     html = viz.capture_html(cap)
     # overview: frames with compile ids and code, the graph break with reason and source line, recompile
-    assert "<td>0/0</td><td>user.py:5 in f</td>" in html and "<td>0/1</td>" in html
-    assert "Unsupported: print()" in html and "print(&quot;&amp;&lt;&gt;&quot;)" in html
+    assert "<td>0/0</td><td>compiled</td><td>user.py:5 in f</td>" in html and "<td>0/1</td>" in html
+    assert "Unsupported: print()" in html and "print(&#34;&amp;&lt;&gt;&#34;)" in html
     assert "size mismatch at index 0" in html
     # the subgraph tree nests the inner body inside the outer one, with the HOP and lifted counts
     tree = section(html, '<ul class="ds-tree">', "</section>")
@@ -48,7 +48,7 @@ def test_overview_tree_svg_and_tables(cap):
     # partition: graph summary, saved values with total, input mutations and output aliasing
     assert "<td>forward</td><td>3</td><td>1</td><td>1</td>" in html
     assert "<td>backward</td><td>6</td><td>3</td><td>2</td>" in html
-    assert "Saved for backward: 1 value(s), 12 bytes" in html
+    assert "Saved for backward: 1 value(s), 12 B" in html
     assert "alias_of_input" in html
     # code highlighted by Pygments (inline styles, no classes needed)
     assert '<div class="highlight"' in html and "<span style=" in html
