@@ -154,7 +154,8 @@ def fidelity_capture(hostile: str = "") -> Capture:
     cap.graph_breaks = [brk, GraphBreak(brk.reason, brk.location, list(brk.user_stack), "0/1", brk.code_line),
                         GraphBreak(f"Unsupported: input(){h}", f"user.py:11{h}", [], "0/1", f"input(){h}")]
     aot = f0.aot
-    aot.forward.nodes.insert(1, graph("forward", [(f"primals_2{hostile}", "placeholder", "primals_2", [], "param")]).nodes[0])
+    aot.forward.nodes[1:1] = graph("forward", [(f"primals_2{hostile}", "placeholder", "primals_2", [], "param"),
+                                               ("cos_big", "call_function", "aten.cos.default", [], "op")]).nodes
     aot.saved = [SavedValue("primals_1", "tensor", [3], "float32", 12, origin="input"),
                  SavedValue("cos", "tensor", [1024], "float32", 4096, origin="activation"),
                  SavedValue("cos_big", "tensor", [1024, 1024], "float32", 4 << 20, origin="activation"),
