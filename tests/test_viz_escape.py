@@ -7,7 +7,9 @@ import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 
+import ipywidgets as W
 import pytest
+from markupsafe import escape
 from viz_fixtures import EVIL, graph, wrap_capture
 
 import viz
@@ -90,3 +92,47 @@ def test_node_info_is_plain_data_with_the_raw_strings():
     assert info["name"] == EVIL and json.loads(json.dumps(info))["name"] == EVIL  # escaping is the renderer's job
     info = viz.node_info(cap.frames[0], "", "y")
     assert info["code_line"] == SOURCE
+
+
+QUOTES = "<script>q'\"&</script>"  # tag, both quotes, ampersand
+
+
+def _html_values(widget) -> list[str]:
+    """Every HTML string a widget tree shows."""
+    out = [widget.value] if isinstance(widget, W.HTML) else []
+    for child in getattr(widget, "children", ()):
+        out += _html_values(child)
+    return out
+
+
+def test_new_fields_are_escaped_in_html_svg_and_dot(tmp_path):
+    from viz_fixtures import fidelity_capture
+
+    from viz.explorer import Explorer
+
+    cap = fidelity_capture(QUOTES)
+    shown = escape(QUOTES)  # markupsafe: &lt;script&gt;q&#39;&#34;&amp;&lt;/script&gt;
+    ex = Explorer(cap)
+    ex.select("wrap_body_0.wrap_body_0", frame="0/0")
+    ex.select_node("score")  # a body input the HOP supplies: its `supplied` text reaches the inspector
+    pages = {"report": viz.capture_html(cap), "export": viz.export_html(cap, tmp_path / "r.html").read_text()}
+    view = ex.partition_view()
+    view.canvases["left"].selected = f"primals_2{QUOTES}"
+    pages.update({f"widget{i}": v for i, v in enumerate(_html_values(ex.widget))})
+    for name, html in pages.items():
+        assert QUOTES not in html and "q'\"&" not in html, name
+        assert "<script" not in html.lower(), name
+    report, everything = pages["report"], "".join(pages.values())
+    # each user string of the new fields is shown, escaped, in the report
+    for text in (f"Unsupported: print() {shown}", f"no tensor ops {shown}", f"user.py:12 in torch_dynamo_resume_in_f_at_9 {shown}",
+                 f"frame 2/0 was compiled before the capture started {shown}", f"guards of L[&#39;x&#39;] {shown} not recorded",
+                 f"Unsupported: input() {shown}", f"user.py:11 {shown}", f"input() {shown}", f"score {shown}",
+                 f"primals_2{shown}"):
+        assert text in report, text
+    assert f"supplied</th><td>by wrap: score {shown}</td>" in everything  # the inspector
+    fw = cap.frames[1].aot.forward
+    dot = viz.to_dot(fw)
+    assert QUOTES not in dot and '"primals_2<script>q\'\\"&</script>"' in dot  # a quoted DOT id, quote escaped
+    svg = viz.to_svg(viz.layout(fw, engine="linear"))
+    assert not [e for e in ET.fromstring(svg).iter() if e.tag.endswith("script")]
+    assert f"primals_2{QUOTES}" in svg_texts(svg)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 import ipywidgets as W
@@ -25,6 +26,7 @@ from tracer.model import (
     validate,
 )
 from viz.explorer import Explorer, collapsed_groups
+from viz.markup import human_bytes
 from viz.mimebundle import WIDGET_MIME, mimebundle
 from viz.synthetic import chain_graph, joint_like_graph
 
@@ -96,8 +98,10 @@ def make_capture(hostile: str = "") -> Capture:
         ("l_x_", "placeholder", "L_x_", [], "operand"),
         ("sin", "call_method", "sin", ["l_x_"], "op"),
         ("output", "output", "output", ["sin"], "output")]), aot=aot)
+    # the recompile of f0 (its guard on L['x'].size()[0] failed); shape-generic, so its graph is f1's
+    f2 = Frame(compile_id="0/1", code=f"user.py:5 in f{hostile}", graph=copy.deepcopy(f1.graph))
     cap = Capture(
-        frames=[f0, f1], fn=f"f{hostile}",
+        frames=[f0, f1, f2], fn=f"f{hostile}",
         graph_breaks=[GraphBreak(f"print() {hostile}", "user.py:9", ["user.py:9 in f"], "0/0", f"print({hostile!r})")],
         recompiles=[Recompile("1/0", f"L['x'].size()[0] == 3 {hostile}")],
     )
@@ -211,9 +215,9 @@ def test_guards_grouped_and_filtered(cap):
 def test_overview(cap):
     ex = Explorer(cap)
     html = ex._overview.value
-    for fact in ("0/0", "user.py:5 in f", "1/0", "user.py:9", "print()", "L[&#x27;x&#x27;].size()[0] == 3"):
+    for fact in ("0/0", "user.py:5 in f", "1/0", "user.py:9", "print()", "L[&#39;x&#39;].size()[0] == 3"):
         assert fact in html
-    assert "2 frame(s)" in html and "2 HOP subgraph(s)" in html and "1 graph break(s)" in html
+    assert "3 frame(s)" in html and "2 HOP subgraph(s)" in html and "1 graph break(s)" in html
 
 
 def test_partition_tab(cap):
@@ -223,7 +227,10 @@ def test_partition_tab(cap):
     view = ex.partition_view()
     assert view.sides() == {"left": "forward", "right": "backward"}
     assert 'data-node="sin"' in view.canvases["left"].svg and 'data-node="tangents_1"' in view.canvases["right"].svg
-    assert "12 bytes" in view.tables.value or "12</td>" in view.tables.value
+    # the one saved value, its origin not recorded, in its section with its size in bytes
+    assert "Saved for backward: 1 value(s), 12 B" in view.tables.value
+    assert ('<tr class="ds-saved"><td>primals_1</td><td>unknown</td><td>tensor</td><td>f32[3]</td><td>12 B</td></tr>'
+            in view.tables.value)
     assert "1 saved value(s) marked" in view._titles["left"].value
     assert "1 saved value(s) marked" in view._titles["right"].value
     view.canvases["right"].selected = "primals_1"
@@ -393,7 +400,8 @@ def test_explorer_partition_of_a_real_training_capture():
         names = {n.name for n in g.nodes}
         assert set(saved) <= names
         assert f"{len(saved)} saved value(s) marked" in view._titles[side].value
-    assert f"{a.saved_bytes} bytes" in view.tables.value
+    assert f"Saved for backward: {len(a.saved)} value(s), {human_bytes(a.saved_bytes)}" in view.tables.value
+    assert f"activations {human_bytes(a.activation_bytes)}" in view.tables.value
     view.canvases["right"].selected = saved[0]
     assert view.info["name"] == saved[0] and "saved for backward" in view.inspector.value
     if a.joint is not None:

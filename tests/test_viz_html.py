@@ -28,8 +28,8 @@ def section(html: str, start: str, end: str) -> str:
 def test_overview_tree_svg_and_tables(cap):
     html = viz.capture_html(cap)
     # overview: frames with compile ids and code, the graph break with reason and source line, recompile
-    assert "<td>0/0</td><td>user.py:5 in f</td>" in html and "<td>0/1</td>" in html
-    assert "Unsupported: print()" in html and "print(&quot;&amp;&lt;&gt;&quot;)" in html
+    assert "<td>0/0</td><td>compiled</td><td>user.py:5 in f</td>" in html and "<td>0/1</td>" in html
+    assert "Unsupported: print()" in html and "print(&#34;&amp;&lt;&gt;&#34;)" in html
     assert "size mismatch at index 0" in html
     # the subgraph tree nests the inner body inside the outer one, with the HOP and lifted counts
     tree = section(html, '<ul class="ds-tree">', "</section>")
@@ -48,7 +48,7 @@ def test_overview_tree_svg_and_tables(cap):
     # partition: graph summary, saved values with total, input mutations and output aliasing
     assert "<td>forward</td><td>3</td><td>1</td><td>1</td>" in html
     assert "<td>backward</td><td>6</td><td>3</td><td>2</td>" in html
-    assert "Saved for backward: 1 value(s), 12 bytes" in html
+    assert "Saved for backward: 1 value(s), 12 B" in html
     assert "alias_of_input" in html
     # code highlighted by Pygments (inline styles, no classes needed)
     assert '<div class="highlight"' in html and "<span style=" in html
@@ -169,3 +169,60 @@ def test_viz_never_imports_torch():
                 if name.split(".")[0] == "torch" or name.startswith(("tracer._torch", "tracer.capture")):
                     bad.append(f"{path.name}: {name}")
     assert bad == []
+
+
+def test_report_shows_what_the_fidelity_work_records():
+    from viz_fixtures import fidelity_capture
+
+    cap = fidelity_capture()
+    validate(cap)
+    html = viz.capture_html(cap)
+    over = section(html, '<div class="ds-panel">', "</div></div>")
+    # attempts that did not compile: listed, greyed, with status and (folded) reason
+    assert '<tr class="ds-grey"><td>0/0_0</td><td>restarted: <details><summary>Unsupported: print()</summary>' in over
+    assert '<tr class="ds-grey"><td>1/0</td><td>no_graph: ' in over and "no tensor ops" in over
+    assert '<tr><td>0/0</td><td>compiled</td>' in over and "4 frame(s) (2 not compiled)" in over
+    assert '<section class="ds-frame ds-grey"><h2>Frame 0/0_0' in html and '<section class="ds-frame"><h2>Frame 0/0 ' in html
+    # compile times per phase; a phase torch did not report is "?", never 0
+    assert "<td>1.5 s</td><td>0.25 s</td><td>?</td><td>1.25 s</td><td>?</td>" in over
+    assert "compile time: total 1.5 s, dynamo 0.25 s, aot_autograd ?, backend 1.25 s, before_restart ?" in html
+    # problems of the capture and of each frame, in one box
+    probs = section(over, '<div class="ds-problems">', "</div>")
+    assert "Problems (2)" in probs and "<li>frame 2/0 was compiled before the capture started</li>" in probs
+    assert "<li>frame 0/0: guards of L[&#39;x&#39;] not recorded</li>" in probs
+    # graph breaks grouped: 3 breaks in 2 places, the repeated one counted with both attempts
+    assert "<h4>Graph breaks (3 in 2 place(s))</h4>" in over
+    assert "<tr><td>2</td><td>user.py:9</td><td>print(&#34;&amp;&lt;&gt;&#34;)</td><td>0/0, 0/1</td>" in over
+    # saved values: activations apart from parameters, largest first, binary units
+    saved = section(html, "<h4>Saved for backward", "<h4>Input mutations")
+    assert "Saved for backward: 4 value(s), 5.0 MiB" in saved
+    assert "activations 4.0 MiB (kept alive only for the backward); parameters and buffers 1.0 MiB" in saved
+    acts = section(saved, "<h4>Activations: 2, 4.0 MiB</h4>", "<h4>Parameters")
+    assert acts.index("<td>cos_big</td>") < acts.index("<td>cos</td>") and "<td>4.0 KiB</td>" in acts
+    assert "<h4>Parameters and buffers: 1, 1.0 MiB</h4>" in saved and "<h4>Inputs and unknown origin: 1, 12 B</h4>" in saved
+    # a body input the HOP supplies, in the tree and the lifted-inputs table
+    assert "supplied by wrap: score\u2190score" in html
+    assert "<td>score</td><td>hop_supplied</td><td>supplied by wrap: score</td>" in html
+    assert "1 lifted, 1 supplied by the HOP of 3" in html
+
+
+def test_no_problems_box_when_there_are_none(cap):
+    assert cap.all_problems() == [] and "ds-problems\">" not in viz.capture_html(cap)
+
+
+def test_explorer_opens_the_largest_graph_and_labels_attempts():
+    from viz_fixtures import fidelity_capture
+
+    from viz.explorer import Explorer
+
+    cap = fidelity_capture()
+    ex = Explorer(cap)
+    assert ex.frame.compile_id == "0/0"  # not the restarted attempt listed first, which has no graph
+    labels = [label for label, _ in ex._frame_choice.options]
+    assert labels[0] == "0/0_0  user.py:5 in f  [restarted: Unsupported: print()\nsecond line of the reason]"
+    assert labels[1] == "0/0  user.py:5 in f"
+    ex.select("", frame="0/0_0")
+    assert "restarted: <details>" in ex._crumbs.value and "compile time: total 0.5 s, dynamo ?" in ex._crumbs.value
+    ex.select("wrap_body_0.wrap_body_0", frame="0/0")
+    ex.select_node("score")
+    assert ex.inspector["supplied"] == "by wrap: score" and "lifted_from" not in ex.inspector

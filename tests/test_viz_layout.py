@@ -275,13 +275,15 @@ def test_real_12_layer_transformer_joint_graph_opens():
 
 
 @pytest.mark.parametrize("module", ["viz", "viz.dot", "viz.graph_layout", "viz.svg", "viz.style", "viz.grouping",
-                                    "viz.synthetic", "viz.layout_linear"])
+                                    "viz.synthetic", "viz.layout_linear", "viz.markup", "viz.panels",
+                                    "viz.inspector", "viz.mimebundle", "viz.explorer"])
 def test_docstring_examples_run(module):
     import doctest
     import importlib
 
     mod = sys.modules.get(module) or importlib.import_module(module)
     result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0, f"{module} has no docstring example"  # else this test checks nothing
     assert result.failed == 0
 
 

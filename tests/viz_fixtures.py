@@ -7,6 +7,7 @@ chain is inner ``y`` <- outer ``y`` <- root ``y``.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from tracer.model import (
@@ -118,8 +119,10 @@ def wrap_capture(hostile: str = "", source_code: str = "y = x.cos()") -> Capture
               inputs=[AotInput("primals_1", requires_grad=True), AotInput("buf", mutates_data=True, mutation_in_graph=True)],
               outputs=[AotOutput("cos"), AotOutput("view", alias="alias_of_input", base_index=0)],
               backward_ran=True)
-    f0 = Frame("0/0", "user.py:5 in f", root_graph(hostile, source_code), subgraphs, specs, guards, aot)
-    f1 = Frame("0/1", "user.py:5 in f", root_graph(hostile, source_code), dict(subgraphs), [], guards[:1])
+    f0 = Frame("0/0", "user.py:5 in f", graph=root_graph(hostile, source_code), subgraphs=subgraphs,
+               speculations=specs, guards=guards, aot=aot)
+    f1 = Frame("0/1", "user.py:5 in f", graph=root_graph(hostile, source_code), subgraphs=copy.deepcopy(subgraphs),
+               guards=guards[:1])
     return Capture(
         frames=[f0, f1],
         graph_breaks=[GraphBreak(f"Unsupported: print() {hostile}".strip(), "user.py:9", ["user.py:9 in f"], "0/0",
@@ -127,3 +130,37 @@ def wrap_capture(hostile: str = "", source_code: str = "y = x.cos()") -> Capture
         recompiles=[Recompile("0/1", "tensor 'L['x']' size mismatch at index 0. expected 3, actual 4")],
         fn=f"f{hostile}",
     )
+
+
+def fidelity_capture(hostile: str = "") -> Capture:
+    """``wrap_capture`` plus what the fidelity work records: an attempt that restarted at a graph
+    break and one that produced no graph (both before the compiled ones), compile times with a phase
+    torch did not report, problems, one graph break hit twice (one group of two) and one elsewhere,
+    saved values of every origin, and a body input the HOP supplies (``hostile`` in every user string).
+    """
+    h = f" {hostile}" if hostile else ""
+    cap = wrap_capture(hostile)
+    f0, f1 = cap.frames
+    f0.times = {"total": 1.5, "dynamo": 0.25, "backend": 1.25}  # aot_autograd, before_restart: unknown
+    f0.problems = [f"guards of L['x']{h} not recorded"]
+    restarted = Frame("0/0_0", f"user.py:5 in f{h}", status="restarted",
+                      status_reason=f"Unsupported: print(){h}\nsecond line of the reason", dynamo_id="4/0_0",
+                      times={"total": 0.5})
+    no_graph = Frame("1/0", f"user.py:12 in torch_dynamo_resume_in_f_at_9{h}", status="no_graph",
+                     status_reason=f"no tensor ops{h}")
+    cap.frames = [restarted, f0, f1, no_graph]
+    cap.problems = [f"frame 2/0 was compiled before the capture started{h}"]
+    brk = cap.graph_breaks[0]
+    cap.graph_breaks = [brk, GraphBreak(brk.reason, brk.location, list(brk.user_stack), "0/1", brk.code_line),
+                        GraphBreak(f"Unsupported: input(){h}", f"user.py:11{h}", [], "0/1", f"input(){h}")]
+    aot = f0.aot
+    aot.forward.nodes[1:1] = graph("forward", [(f"primals_2{hostile}", "placeholder", "primals_2", [], "param"),
+                                               ("cos_big", "call_function", "aten.cos.default", [], "op")]).nodes
+    aot.saved = [SavedValue("primals_1", "tensor", [3], "float32", 12, origin="input"),
+                 SavedValue("cos", "tensor", [1024], "float32", 4096, origin="activation"),
+                 SavedValue("cos_big", "tensor", [1024, 1024], "float32", 4 << 20, origin="activation"),
+                 SavedValue(f"primals_2{hostile}", "tensor", [256, 1024], "float32", 1 << 20, origin="parameter")]
+    body = f0.subgraphs["wrap_body_0.wrap_body_0"]
+    body.graph.nodes.insert(1, graph(body.name, [("score", "placeholder", "score", [], "hop_supplied")]).nodes[0])
+    body.inputs.insert(1, SubgraphInput("score", "hop_supplied", "", t(3), supplied=f"score{h}"))
+    return cap

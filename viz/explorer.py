@@ -14,11 +14,12 @@ from typing import Any
 
 import ipywidgets as W
 
-from tracer.model import Capture, Frame, Graph
+from tracer.model import TIME_PHASES, Capture, Frame, Graph
 from viz import panels
 from viz.canvas import GraphCanvas
 from viz.info import node_info
 from viz.inspector import inspector_html
+from viz.markup import render
 
 __all__ = ["Explorer", "show"]
 
@@ -47,11 +48,20 @@ class Layouts:
             self._keep.append(graph)
         return self._cache[key]
 
-    def svg(self, graph: Graph, expanded: frozenset[str] = frozenset(), *, selected: str = "",
-            highlight: tuple[str, ...] = ()) -> str:
+    def svg(self, graph: Graph, expanded: frozenset[str] = frozenset(), *, selected: str = "", highlight=()) -> str:
         from viz import to_svg
 
         return to_svg(self.get(graph, expanded), selected=selected or None, highlight=highlight)
+
+
+def largest_frame(cap: Capture) -> Frame | None:
+    """The frame opened first: the largest graph (first of equals), never an empty one if any has nodes."""
+    return max(cap.frames, key=lambda f: len(f.graph.nodes), default=None)
+
+
+def frame_label(f: Frame) -> str:
+    """A frame selector entry (plain text): id, code, and for an attempt that did not compile, its status."""
+    return f"{f.compile_id}  {f.code}" + ("" if f.status == "compiled" else f"  [{f.status}: {f.status_reason[:80]}]")
 
 
 def collapsed_groups(lay: Any) -> list[str]:
@@ -84,7 +94,7 @@ class Explorer:
         if not isinstance(cap, Capture):
             raise TypeError(f"Explorer needs a tracer.model.Capture, got {type(cap).__name__}")
         self.capture = cap
-        self._frame: Frame | None = cap.frame(frame) if frame is not None else (cap.frames[0] if cap.frames else None)
+        self._frame: Frame | None = cap.frame(frame) if frame is not None else largest_frame(cap)
         self._graph_name = ""
         self._node = ""
         self._info: dict[str, Any] = {}
@@ -202,12 +212,10 @@ class Explorer:
     # -- building --------------------------------------------------------------------------------
     def _build(self, height: int) -> None:
         cap = self.capture
-        self._header = W.HTML(panels.panel(
-            f"<b>dynascope</b> &middot; {panels.esc(repr(cap))}"
-        ))
+        self._header = W.HTML(render("explorer_header.html.j2", summary=repr(cap)))
         self._overview = W.HTML(panels.overview_html(cap))
         self._frame_choice = W.Dropdown(
-            options=[(f"{f.compile_id}  {f.code}", f.compile_id) for f in cap.frames],
+            options=[(frame_label(f), f.compile_id) for f in cap.frames],  # text, never HTML
             description="frame", layout=W.Layout(width="98%"),
         )
         self._frame_choice.observe(self._on_frame_choice, "value")
@@ -288,7 +296,7 @@ class Explorer:
         with self._quiet():
             self._tree.value = self._graph_name if f is not None else None
         if f is None:
-            self._crumbs.value = panels.panel("<i>no frames were compiled</i>")
+            self._crumbs.value = render("crumbs.html.j2", frame=None, chain=[], phases=TIME_PHASES)
             self._up.disabled = True
             self._lifted.value = ""
         else:
@@ -296,8 +304,8 @@ class Explorer:
             while name:
                 chain.append(name.rsplit(".", 1)[-1])
                 name = f.subgraphs[name].parent
-            crumbs = " &rsaquo; ".join(panels.esc(c) for c in ["root", *reversed(chain)])
-            self._crumbs.value = panels.panel(f"frame {panels.esc(f.compile_id)} &rsaquo; {crumbs}")
+            self._crumbs.value = render("crumbs.html.j2", frame=f, chain=["root", *reversed(chain)],
+                                        phases=TIME_PHASES)
             self._up.disabled = self._graph_name == ""
             self._lifted.value = panels.lifted_html(f, self._graph_name)
         self._draw()

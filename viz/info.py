@@ -113,8 +113,11 @@ def node_info(frame: Frame, graph_name: str, node_name: str) -> dict[str, Any]:
         inp = next((i for i in sg.inputs if i.name == n.name), None)
         if inp is not None:
             info["input_kind"] = inp.kind
-            info["lifted_from"] = {"graph": sg.parent, "node": inp.source}
-            info["lifted_chain"] = lifted_chain(frame, graph_name, n.name)
+            if inp.kind == "hop_supplied":  # no parent node feeds it: the HOP makes the value
+                info["supplied"] = f"by {sg.hop}: {inp.supplied or '?'}"
+            else:
+                info["lifted_from"] = {"graph": sg.parent, "node": inp.source}
+                info["lifted_chain"] = lifted_chain(frame, graph_name, n.name)
     for key in ("partition", "from"):
         if key in n.meta:
             info[key] = n.meta[key]

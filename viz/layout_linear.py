@@ -40,6 +40,9 @@ def ranks(n: int, edges: list[tuple[int, int]]) -> list[int]:
 
     A source (no predecessors: an input, a parameter, a get_attr) then moves down to the row just above
     its first user, so the 200 parameters of a transformer sit beside their layers, not all in row 0.
+
+    >>> ranks(4, [(0, 2), (2, 3), (1, 3)])  # item 1, a parameter read by item 3, moves down to row 1
+    [0, 1, 1, 2]
     """
     rank = [0] * n
     preds: list[list[int]] = [[] for _ in range(n)]

@@ -16,6 +16,7 @@ from viz import panels
 from viz.canvas import GraphCanvas
 from viz.info import node_info
 from viz.inspector import inspector_html
+from viz.markup import human_bytes, render
 
 __all__ = ["PartitionView"]
 
@@ -57,7 +58,7 @@ class PartitionView:
         self.inspector.value = inspector_html(None)
         a = self._aot
         if a is None:
-            self.tables.value = panels.panel("<i>AOTAutograd did not run on this frame.</i>")
+            self.tables.value = panels.panel("<i>AOTAutograd did not run on this frame.</i>")  # no user text
             self._graphs = {}
         else:
             self.tables.value = panels.aot_tables_html(a)
@@ -100,9 +101,8 @@ class PartitionView:
                 canvas.selected = ""
                 canvas.svg = self._layouts.svg(g, expanded, highlight=saved)
                 marked = sum(1 for n in g.nodes if n.name in saved)
-                self._titles[side].value = panels.panel(
-                    f"<b>{panels.esc(which)}</b> graph: {len(g.nodes)} nodes, {marked} saved value(s) marked"
-                )
+                self._titles[side].value = render("partition_title.html.j2", which=which, nodes=len(g.nodes),
+                                                  marked=marked)
         finally:
             self._drawing = False
 
@@ -112,7 +112,8 @@ class PartitionView:
             return
         self.info = node_info(self._frame, f"aot.{which}", name)
         saved = {s.name: s for s in self._aot.saved} if self._aot is not None else {}
-        note = f"saved for backward ({saved[name].nbytes} bytes)" if name in saved else ""
+        note = (f"saved for backward ({human_bytes(saved[name].nbytes)}, {saved[name].origin})"
+                if name in saved else "")
         self.inspector.value = inspector_html(self.info, note=note)
 
     def _on_expand(self, side: str, paths: list[str]) -> None:

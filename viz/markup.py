@@ -1,0 +1,80 @@
+"""The one Jinja2 environment every HTML view of viz renders through, and its filters.
+
+Invariant: autoescape is on for every template, so a value placed in markup is escaped unless it
+is a :class:`markupsafe.Markup` made by :func:`fragment` from HTML that viz itself rendered (a
+template's output, an SVG from :mod:`viz.svg`, Pygments' formatter output). See Note [Trusted fragments].
+
+>>> render_string("<b>{{ name }}</b>", name="<script>&'\\"")
+'<b>&lt;script&gt;&amp;&#39;&#34;</b>'
+>>> human_bytes(12), human_bytes(3 * 1024 * 1024 + 1), seconds(None), seconds(0.01234)
+('12 B', '3.0 MiB', '?', '0.0123 s')
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import jinja2
+from markupsafe import Markup, escape
+
+__all__ = ["fragment", "human_bytes", "render", "render_string", "seconds"]
+
+# Note [Trusted fragments]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# Templates escape every value by default (Jinja2 ``autoescape=True``, markupsafe underneath).
+# A view composed of other views receives them as ``fragment(html)``: that is the single place
+# where text is declared to be markup, and it is only ever applied to output of viz's own
+# renderers, never to a string from the model. Public view functions return plain ``str`` (not
+# ``Markup``), so callers that concatenate strings keep Python's ordinary semantics.
+
+
+def human_bytes(n: Optional[int]) -> str:
+    """Bytes in binary units: "12 B", "1.5 KiB", "3.0 MiB"; "?" when unknown."""
+    if n is None:
+        return "?"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(size) < 1024 or unit == "GiB":
+            return f"{int(size)} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+def seconds(value: Optional[float]) -> str:
+    """A duration from torch's compilation metrics; "?" when torch did not report it (never 0)."""
+    if value is None:
+        return "?"
+    return f"{value:.3g} s" if value < 10 else f"{value:.1f} s"
+
+
+def _lines(value: Any) -> Markup:
+    """Escaped text whose line breaks become ``<br>`` (a table cell keeps its lines)."""
+    text = escape(value)
+    return Markup(text.replace("\n", Markup("<br>"))) if "\n" in text else text
+
+
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("viz", "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    auto_reload=False,
+    extensions=["jinja2.ext.do"],
+)
+_ENV.filters.update(bytes=human_bytes, seconds=seconds, lines=_lines, zip=zip)
+
+
+def fragment(html: str) -> Markup:
+    """Declare HTML rendered by viz itself as markup for a template (Note [Trusted fragments])."""
+    return Markup(html)
+
+
+def render(name: str, /, **context: Any) -> str:
+    """Render ``viz/templates/<name>`` with ``context``; every value escaped unless a fragment."""
+    return str(_ENV.get_template(name).render(**context))
+
+
+def render_string(source: str, /, **context: Any) -> str:
+    """Render a template given as text (tests and doctests), with the same environment."""
+    return str(_ENV.from_string(source).render(**context))
