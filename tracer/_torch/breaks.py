@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -82,6 +81,3 @@ def install_graph_break_hook(patches: Patches, sink: Callable[[BreakRecord], Non
     log_graph_break.__wrapped__ = real  # type: ignore[attr-defined]
     patches.set(cls, "log_graph_break", log_graph_break)
 
-
-def exception_text(e: BaseException) -> str:
-    return "".join(traceback.format_exception_only(type(e), e)).strip()

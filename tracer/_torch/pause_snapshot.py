@@ -8,25 +8,63 @@ no torch object.
 from __future__ import annotations
 
 import linecache
+import os
 import re
+import sysconfig
 from typing import Any, Optional
 
 import torch
 from torch._guards import CompileContext
 
+from tracer._torch.breaks import format_stack
 from tracer._torch.fx_graph import graph_from_fx, meta_of
+from tracer._torch.subtracer import hop_name_of
 from tracer.model import Graph, Guard
 from tracer.paused import LocalVar, Location, TracerState, value_text
 
-__all__ = ["snapshot"]
+__all__ = ["hop_name", "is_dynascope_file", "is_user_file", "snapshot"]
 
 CONTEXT_LINES = 4  # source lines kept on each side of a paused line
 
 
+# Note [Which lines are user lines]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Dynamo inlines torch's own Python (pytree, cond's wrappers) and some stdlib; ``step()`` would wander
+# through hundreds of those lines. A line counts as the user's unless its file is under torch, under
+# dynascope's ``tracer`` package, or in the standard library. ``break_at`` ignores this: it matches any
+# file, so one can still stop inside torch's Python on purpose.
+_NOT_USER = tuple(
+    os.path.normcase(os.path.realpath(p)) + os.sep
+    for p in (
+        os.path.dirname(torch.__file__),
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # the tracer package
+        sysconfig.get_paths()["stdlib"],
+    )
+)
+_user_cache: dict[str, bool] = {}
+
+
+def is_user_file(file: str) -> bool:
+    hit = _user_cache.get(file)
+    if hit is None:
+        norm = os.path.normcase(os.path.realpath(file)) if not file.startswith("<") else file
+        hit = _user_cache[file] = not (file.startswith("<frozen") or norm.startswith(_NOT_USER))
+    return hit
+
+
+def is_dynascope_file(file: str) -> bool:
+    return os.path.normcase(os.path.realpath(file)).startswith(_NOT_USER[1])
+
+
+def hop_name(tracer: Any) -> str:
+    """The HOP a SubgraphTracer traces a body for: "cond", "wrap", ... ("" for the root tracer)."""
+    return hop_name_of(getattr(tracer, "source_target", None))
+
+
+
+
 def snapshot(tx: Any, inst: Any, line: int) -> dict[str, Any]:
     """Everything a PausedState holds except session/index/reason/label, read from ``tx``."""
-    from tracer._torch.pause import hop_name
-
     frames = []
     t = tx.parent if getattr(tx, "parent", None) is not None else None
     while t is not None:
@@ -161,9 +199,6 @@ def _short(text: str) -> str:
 
 
 def _guards(tx: Any) -> list[Guard]:
-    from tracer._torch.breaks import format_stack
-    from tracer._torch.pause import is_dynascope_file  # pause imports this module: import at call time
-
     out = []
     for g in list(tx.output.guards):
         try:
