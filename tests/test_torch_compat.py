@@ -118,3 +118,14 @@ def test_only_tracer_torch_imports_private_modules():
         if pattern.search(path.read_text()):
             offenders.append(str(path.relative_to(root)))
     assert offenders == []
+
+
+def test_saved_value_kinds_tell_floats_and_bools_from_ints():
+    import torch
+
+    from tracer._torch.aot_meta import value_kind
+    from tracer.model import SAVED_KINDS
+
+    kinds = [value_kind(v) for v in (torch.ones(1), 3, 2.5, True, object())]
+    assert kinds == ["tensor", "symint", "symfloat", "symbool", "opaque"]
+    assert set(kinds) <= set(SAVED_KINDS)
