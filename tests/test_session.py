@@ -550,6 +550,7 @@ def test_paused_state_is_plain_data():
     s = tracer.trace(nested_cond_fn, torch.randn(3), torch.randn(3), dynamic=True).start()
     st = s.wait(timeout=120)
     _plain(st)
+    assert st.problems == []  # everything was read
     again = tracer.PausedState.from_json(st.to_json())
     assert again == st and again.graph == st.graph and tracer.Session.of(again) is s
     s.abort()

@@ -115,6 +115,7 @@ class PausedState:
     guards: list[Guard] = field(default_factory=list)  # guards installed so far
     compile_id: str = ""  # Dynamo's own compile id ("17/0"), as the final Frame.meta["dynamo_compile_id"]
     attempt: int = 0  # how often Dynamo restarted analysis of this frame (e.g. after a graph break)
+    problems: list[str] = field(default_factory=list)  # what the snapshot could not read (never guessed)
     session_key: str = ""  # unique per Session in a process: ``tracer.session.Session.of(state)`` finds it
 
     @property
@@ -135,6 +136,7 @@ class PausedState:
         lines.append("  locals:")
         lines.extend(f"    {v}" for v in self.locals.values())
         lines.append(f"  guards: {len(self.guards)}")
+        lines.extend(f"  problem: {p}" for p in self.problems)
         return "\n".join(lines)
 
     def __repr__(self) -> str:

@@ -113,6 +113,8 @@ def paused_html(state: PausedState, *, with_graph: bool = True) -> str:
         parts.append(f"<div class='ds-svg'>{graph_svg(state)}</div>")
     parts.append("<h4>locals (symbolic_locals)</h4>")
     parts.append(panels.panel(_locals_html(state)))
+    if state.problems:
+        parts.append("<div class='ds-muted'>not read: " + "; ".join(esc(p) for p in state.problems) + "</div>")
     parts.append(f"<details><summary>guards so far ({len(state.guards)})</summary>"
                  f"{panels.guards_html(state.guards)}</details>")
     parts.append("</div>")

@@ -113,17 +113,22 @@ def _on_comptime(ctx: Any) -> None:
     if worker is None or threading.get_ident() != worker.thread_id:
         return
     tx = ctx._i_will_not_complain_if_bc_breaks_InstructionTranslator()
-    label = ""
+    label, problems = "", []
     vt = tx.symbolic_locals.get("label")
     try:
         if vt is not None and vt.is_python_constant():
             label = str(vt.as_python_constant())
-    except Exception:
-        label = ""
+    except Exception as e:  # the pause still happens; its label is recorded as unknown
+        problems.append(f"the pause label: {type(e).__name__}: {e}"[:300])
     user_tx = tx
     while getattr(user_tx, "parent", None) is not None and is_dynascope_file(user_tx.f_code.co_filename):
         user_tx = user_tx.parent
     inst = user_tx.current_instruction
     worker.check_abort()
-    worker.pause("pause", label, lambda: snapshot(user_tx, inst, user_tx.lineno))
+    def take_snapshot() -> dict[str, Any]:
+        parts = snapshot(user_tx, inst, user_tx.lineno)
+        parts["problems"] = problems + parts["problems"]
+        return parts
+
+    worker.pause("pause", label, take_snapshot)
 
