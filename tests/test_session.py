@@ -13,7 +13,8 @@ from torch._higher_order_ops.wrap import wrap  # test input only: the HOP whose 
 
 import tracer
 from tracer._torch.pause import hooks_installed
-from tracer.session import TraceAborted, _raise_if_paused
+from tracer.active_session import raise_if_tracing
+from tracer.session import TraceAborted
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -35,7 +36,7 @@ def session_threads() -> list[threading.Thread]:
 @pytest.fixture(autouse=True)
 def no_leftovers():
     yield
-    for w in list(tracer.session._workers):  # a failed test may leave its session paused
+    for w in list(tracer.session_worker._workers):  # a failed test may leave its session paused
         w.abort("test teardown")
     for t in session_threads():
         t.join(30)
@@ -334,7 +335,7 @@ def test_two_sessions():
         s2.start()
     assert "paused at" in str(info.value) and "abort()" in str(info.value)
     with pytest.raises(RuntimeError, match="compile lock"):
-        _raise_if_paused()
+        raise_if_tracing()
     with pytest.raises(RuntimeError, match=s1.name.replace("#", "\\#")):
         tracer.capture(unmarked_fn, torch.randn(3))
     assert s2.status == "new"
@@ -534,8 +535,7 @@ def _plain(obj, path="state"):
 
     if dataclasses.is_dataclass(obj):
         for f in dataclasses.fields(obj):
-            if f.name != "_controller":
-                _plain(getattr(obj, f.name), f"{path}.{f.name}")
+            _plain(getattr(obj, f.name), f"{path}.{f.name}")
     elif isinstance(obj, (list, tuple)):
         for i, v in enumerate(obj):
             _plain(v, f"{path}[{i}]")
@@ -549,7 +549,11 @@ def _plain(obj, path="state"):
 
 def test_paused_state_is_plain_data():
     s = tracer.trace(nested_cond_fn, torch.randn(3), torch.randn(3), dynamic=True).start()
-    _plain(s.wait(timeout=120))
+    st = s.wait(timeout=120)
+    _plain(st)
+    assert st.problems == []  # everything was read
+    again = tracer.PausedState.from_json(st.to_json())
+    assert again == st and again.graph == st.graph and tracer.Session.of(again) is s
     s.abort()
     s = tracer.trace(TinyNet(), torch.randn(2, 4)).break_on_hop("*").break_at(f"{FILE}:{line_of(TinyNet.forward, 'LINE-RELU')}")
     _plain(s.start().wait(timeout=120))

@@ -23,8 +23,8 @@ EVIL = "<script>alert(1)</script>"
 @pytest.fixture(autouse=True)
 def abort_leftovers():
     yield
-    for w in list(tracer.session._workers):
-        w.abort("test teardown")
+    for worker in list(tracer.session_worker._workers):
+        worker.abort("test teardown")
 
 
 def marked_line(html: str) -> tuple[int, str]:
@@ -56,7 +56,8 @@ def test_static_html_escapes_every_user_string():
 
 
 def test_loaded_state_renders_without_a_session():
-    st = evil_state()
+    st = PausedState.from_json(evil_state().to_json())
+    assert st == evil_state()
     bundle = mimebundle(st)
     assert WIDGET_MIME not in bundle  # no live session behind it: no buttons
     assert bundle["text/plain"] == str(st)
@@ -86,7 +87,7 @@ def test_panel_of_a_live_pause():
 def test_buttons_step_resume_and_abort():
     s = tracer.trace(root_fn, torch.randn(3), torch.randn(3), dynamic=False).start()
     s.wait(timeout=120)
-    panel = SessionPanel(s._worker)
+    panel = SessionPanel(s)
     assert not panel.buttons["Step"].disabled
     assert f'data-node="{s.state.locals["a"].node}"' in panel.canvas.svg
     panel.click("step")  # the panel updates after each step
@@ -106,7 +107,7 @@ def test_buttons_step_resume_and_abort():
 def test_resume_button_to_the_end():
     s = tracer.trace(root_fn, torch.randn(3), torch.randn(3)).start()
     s.wait(timeout=120)
-    panel = SessionPanel(s._worker)
+    panel = SessionPanel(s)
     panel.click("resume")
     assert s.status == "finished" and s.capture is not None
     assert "finished" in panel.status.value
@@ -127,7 +128,7 @@ def test_an_older_pause_shows_itself_until_a_click():
     first = s.wait(timeout=120)
     s.step()
     assert s.wait(timeout=120).index == 2
-    panel = SessionPanel(s._worker, state=first)
+    panel = SessionPanel(s, state=first)
     assert "showing pause 1; now" in panel.status.value and "pause 1 (pause: after sin)" in panel.body.value
     assert not panel.buttons["Step"].disabled  # the buttons drive the live session
     panel.click("step")
@@ -139,10 +140,41 @@ def test_an_older_pause_shows_itself_until_a_click():
 def test_panel_follows_a_session_moved_from_code():
     s = tracer.trace(root_fn, torch.randn(3), torch.randn(3)).start()
     s.wait(timeout=120)
-    panel = SessionPanel(s._worker)
+    panel = SessionPanel(s)
     s.step()  # from a cell, not the button
     s.wait(timeout=120)
     assert "pause 2 (step)" in panel.body.value
     s.resume()
     assert s.wait(timeout=120) is None
     assert "finished" in panel.status.value and all(b.disabled for b in panel.buttons.values())
+
+
+def test_bad_pause_json_names_the_field():
+    data = evil_state().to_json().replace('"index": 1', '"index": "one"')
+    with pytest.raises(ValueError, match=r"index"):
+        PausedState.from_json(data)
+
+
+def test_a_slow_redraw_does_not_hold_the_session_lock():
+    # Note [Panel updates]: listeners run without the worker's lock, and wait() returns after them.
+    import threading
+    import time
+
+    s = tracer.trace(root_fn, torch.randn(3), torch.randn(3))
+    seen = []
+
+    class SlowPanel:
+        def redraw(self):
+            probe = threading.Thread(target=lambda: seen.append(s.state is not None or s.status))
+            probe.start()
+            probe.join(10)  # reading the session from another thread must not block
+            time.sleep(0.2)
+            seen.append("drawn")
+
+    panel = SlowPanel()
+    s.on_change(panel.redraw)
+    s.start()
+    assert s.wait(timeout=120) is not None
+    assert seen == [True, "drawn"]  # the probe was not blocked, and wait() returned after the redraw
+    s.resume()
+    assert s.wait(timeout=120) is None and seen[-1] == "drawn" and len(seen) == 4

@@ -79,4 +79,4 @@ def test_random_sequences_never_hang_or_leak():
         run_sequence(rng)
         assert [t for t in threading.enumerate() if t.name.startswith("dynascope ")] == []
         assert not hooks_installed()
-    assert tracer.session_worker._active is None
+    assert tracer.active_session.tracing() is None

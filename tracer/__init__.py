@@ -25,6 +25,7 @@ from tracer.model import (
     SubgraphInput,
     validate,
 )
+from tracer.options import CaptureOptions
 from tracer.session import LocalVar, PausedState, Session, TraceAborted, TracerState, pause, trace
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "AotInput",
     "AotOutput",
     "Capture",
+    "CaptureOptions",
     "Frame",
     "Graph",
     "GraphBreak",

@@ -11,11 +11,11 @@ import contextlib
 import threading
 from typing import Any, Callable, Iterable, Optional
 
+from tracer.active_session import raise_if_tracing
 from tracer.model import Capture
+from tracer.options import CaptureOptions, split_options
 
 __all__ = ["capture"]
-
-PARTITIONERS = ("min_cut", "default")
 
 # One capture at a time: Dynamo's compile is process-global and our hooks are too.
 _ACTIVE = threading.Lock()
@@ -31,6 +31,7 @@ def capture(
     backward: Optional[bool] = None,
     capture_scalar_outputs: Optional[bool] = None,
     dynamo_config: Optional[dict[str, Any]] = None,
+    options: Optional[CaptureOptions] = None,
     **kwargs: Any,
 ) -> Capture:
     """Run ``fn(*args, **kwargs)`` once through ``torch.compile`` with a recording backend.
@@ -53,6 +54,8 @@ def capture(
     - ``capture_scalar_outputs``: set ``torch._dynamo.config.capture_scalar_outputs`` for this
       capture (``.item()`` becomes an unbacked symbol ``u0`` instead of a graph break).
     - ``dynamo_config``: other ``torch._dynamo.config`` values for this capture only.
+    - ``options``: all of the above as one :class:`tracer.CaptureOptions` (then pass none of them
+      by name). The options used are recorded in ``cap.meta["options"]``.
 
     An ``nn.Module`` is captured through its ``forward`` (module hooks are not run). Each capture
     compiles a fresh copy of the function's code (see Note [Fresh code per capture]), so
@@ -63,56 +66,39 @@ def capture(
     >>> [f.compile_id for f in cap.frames]
     ['0/0']
     """
-    from tracer.session import _raise_if_paused
+    given = {"fullgraph": fullgraph, "dynamic": dynamic, "more_calls": more_calls, "partitioner": partitioner,
+             "backward": backward, "capture_scalar_outputs": capture_scalar_outputs, "dynamo_config": dynamo_config}
+    if options is not None:  # a keyword conflicts with options= only when the caller changed it
+        given = {k: v for k, v in given.items() if not _is_default(k, v)}
+    opts, _ = split_options(given, options)
+    raise_if_tracing()  # a paused tracer.trace() holds Dynamo's compile lock: fail fast, don't wait
+    return _run_capture(fn, args, kwargs, opts)
 
-    _raise_if_paused()  # a paused tracer.trace() holds Dynamo's compile lock: fail fast, don't wait
-    return _run_capture(
-        fn, args, kwargs, fullgraph=fullgraph, dynamic=dynamic, more_calls=more_calls, partitioner=partitioner,
-        backward=backward, capture_scalar_outputs=capture_scalar_outputs, dynamo_config=dynamo_config,
-    )
 
-
-def _check(fn: Any, more_calls: Any, partitioner: str, backward: Any, dynamic: Any, fullgraph: Any) -> list[tuple]:
-    if not callable(fn):
-        raise TypeError(f"tracer.capture() needs a callable (a function or an nn.Module), got {type(fn).__name__}")
-    if partitioner not in PARTITIONERS:
-        raise ValueError(f"unknown partitioner {partitioner!r} (must be one of {list(PARTITIONERS)})")
-    if backward not in (None, True, False):
-        raise TypeError(f"backward must be None, True or False, got {backward!r}")
-    if dynamic not in (None, True, False):
-        raise TypeError(f"dynamic must be None, True or False, got {dynamic!r}")
-    if fullgraph not in (True, False):
-        raise TypeError(f"fullgraph must be True or False, got {fullgraph!r}")
-    calls = []
-    for c in more_calls or ():
-        if not isinstance(c, (tuple, list)):
-            raise TypeError(f"more_calls must be a list of argument tuples, e.g. [(x2,)], got an item {type(c).__name__}")
-        calls.append(tuple(c))
-    return calls
+def _is_default(name: str, value: Any) -> bool:
+    """Whether ``capture``'s keyword ``name`` still has its default (``more_calls`` and ``dynamo_config``: empty)."""
+    if name in ("more_calls", "dynamo_config"):
+        return not value
+    default = getattr(CaptureOptions, name)
+    return value is default or (isinstance(value, str) and value == default)
 
 
 def _run_capture(
     fn: Callable[..., Any],
     args: tuple,
     kwargs: dict[str, Any],
+    options: Optional[CaptureOptions] = None,
     *,
     extra_hooks: Iterable[Callable[[], Any]] = (),
-    fullgraph: bool = False,
-    dynamic: Optional[bool] = None,
-    more_calls: Iterable[tuple] = (),
-    partitioner: str = "min_cut",
-    backward: Optional[bool] = None,
-    capture_scalar_outputs: Optional[bool] = None,
-    dynamo_config: Optional[dict[str, Any]] = None,
 ) -> Capture:
     """The capture pipeline; ``extra_hooks`` are context-manager factories (called with no
     arguments) entered after the recording hooks, around the compiled call(s), and exited after
     them, even on error. Used by ``tracer.trace`` to run the same pipeline with a pause hook."""
-    calls = _check(fn, more_calls, partitioner, backward, dynamic, fullgraph)
+    if not callable(fn):
+        raise TypeError(f"tracer.capture() needs a callable (a function or an nn.Module), got {type(fn).__name__}")
+    options = options if options is not None else CaptureOptions()
     if not _ACTIVE.acquire(blocking=False):
-        from tracer.session import _raise_if_paused
-
-        _raise_if_paused("tracer.capture()")  # a tracer.trace Session holds the capture: name it
+        raise_if_tracing("tracer.capture()")  # a tracer.trace Session holds the capture: name it
         raise RuntimeError(
             "tracer.capture() is already running (a capture inside a captured function, or two threads): "
             "one capture at a time; call it again after the running one returns"
@@ -124,28 +110,21 @@ def _run_capture(
         from tracer._torch.isolation import code_state_scope, describe_callable, fresh_callable
         from tracer._torch.isolation import dynamo_config as scoped_config
 
-        config = dict(dynamo_config or {})
-        if capture_scalar_outputs is not None:
-            config["capture_scalar_outputs"] = bool(capture_scalar_outputs)
         target, made = fresh_callable(fn)
-        rec = Recorder(partitioner=partitioner, fresh_codes=made)
-        cap = Capture(fn=describe_callable(fn), meta={
-            "torch": torch.__version__,
-            "options": {"fullgraph": fullgraph, "dynamic": dynamic, "partitioner": partitioner, "backward": backward,
-                        "more_calls": len(calls), "dynamo_config": {k: repr(v) for k, v in config.items()}},
-        })
+        rec = Recorder(partitioner=options.partitioner, fresh_codes=made)
+        cap = Capture(fn=describe_callable(fn), meta={"torch": torch.__version__, "options": options.to_meta()})
         try:
             try:
                 with contextlib.ExitStack() as stack:
-                    stack.enter_context(scoped_config(**config))
+                    stack.enter_context(scoped_config(**options.config()))
                     stack.enter_context(code_state_scope())
                     stack.enter_context(rec.hooks())
                     for factory in extra_hooks:
                         stack.enter_context(factory())
-                    compiled = rec.compile(target, fullgraph=fullgraph, dynamic=dynamic)
+                    compiled = rec.compile(target, fullgraph=options.fullgraph, dynamic=options.dynamic)
                     result = compiled(*args, **kwargs)
-                    cap.meta["backward_ran"] = _maybe_backward(result, backward, (args, kwargs))
-                    for call_args in calls:
+                    cap.meta["backward_ran"] = _maybe_backward(result, options.backward, (args, kwargs))
+                    for call_args in options.more_calls:
                         compiled(*call_args, **kwargs)
                 cap.result = _detached(result)  # See Note [The result holds no autograd graph]
             finally:

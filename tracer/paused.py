@@ -1,18 +1,24 @@
 """PausedState, LocalVar, TracerState, Location: what a paused Dynamo trace looked like, as plain data.
 
 Invariant: these are snapshots taken in the tracing thread before the notebook is told about the pause,
-so they hold no torch object (only str/int/bool/None/list/dict and ``tracer.model`` dataclasses) and
-stay valid after the trace moves on.
+so they hold no torch object and no live object (only str/int/bool/None/list/dict and ``tracer.model``
+dataclasses), stay valid after the trace moves on, and ``PausedState.from_json(st.to_json()) == st``.
+Controlling the session goes through its public ``Session`` API only (``tracer.session``).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from tracer.model import Graph, Guard, format_meta
+import msgspec
 
-__all__ = ["LocalVar", "Location", "PausedState", "TracerState", "PAUSE_REASONS"]
+from tracer import display
+from tracer.model import Graph, Guard, format_meta
+from tracer.model.serialize import to_plain
+
+__all__ = ["LocalVar", "Location", "PausedState", "TracerState"]
 
 # Note [Pause reasons]
 # ~~~~~~~~~~~~~~~~~~~~
@@ -21,7 +27,6 @@ __all__ = ["LocalVar", "Location", "PausedState", "TracerState", "PAUSE_REASONS"
 #   "break_at"      ``Session.break_at("file.py:LINE")``: Dynamo is about to trace that line
 #   "break_on_hop"  ``Session.break_on_hop(name)``: a HOP body's SubgraphTracer just started
 #   "step"          ``Session.step()``: Dynamo is about to trace the next user source line
-PAUSE_REASONS = ("pause", "break_at", "break_on_hop", "step")
 
 
 @dataclass
@@ -101,7 +106,7 @@ class PausedState:
 
     session: str  # the session's name ("Session #1 of f")
     index: int  # 1 for the session's first pause, 2 for the next, ...
-    reason: str  # one of PAUSE_REASONS, see Note [Pause reasons]
+    reason: str  # "pause", "break_at", "break_on_hop" or "step", see Note [Pause reasons]
     label: str  # the pause label, the breakpoint ("model.py:42") or the HOP name
     location: Location = field(default_factory=lambda: Location("", 0, ""))
     frames: list[Location] = field(default_factory=list)  # the inlining stack, root frame first
@@ -110,7 +115,8 @@ class PausedState:
     guards: list[Guard] = field(default_factory=list)  # guards installed so far
     compile_id: str = ""  # Dynamo's own compile id ("17/0", without the attempt), as in Frame.dynamo_id
     attempt: int = 0  # how often Dynamo restarted analysis of this frame (e.g. after a graph break)
-    _controller: Any = field(default=None, repr=False, compare=False)  # the session's worker (buttons)
+    problems: list[str] = field(default_factory=list)  # what the snapshot could not read (never guessed)
+    session_key: str = ""  # unique per Session in a process: ``tracer.session.Session.of(state)`` finds it
 
     @property
     def graph(self) -> Graph:
@@ -130,15 +136,32 @@ class PausedState:
         lines.append("  locals:")
         lines.extend(f"    {v}" for v in self.locals.values())
         lines.append(f"  guards: {len(self.guards)}")
+        lines.extend(f"  problem: {p}" for p in self.problems)
         return "\n".join(lines)
 
     def __repr__(self) -> str:
         return f"PausedState({self.session!r}, {self.reason}, at {self.location})"
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        from tracer import display  # See Note [Display through a registry]
+        return display.mimebundle(self, include=include, exclude=exclude)  # Note [Display through a registry]
 
-        return display.mimebundle(self, include=include, exclude=exclude)
+    def to_json(self, indent: int | None = None) -> str:
+        """JSON text of this pause (plain data, like ``Capture.to_json``)."""
+        return json.dumps({"paused_state": to_plain(self)}, indent=indent)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> PausedState:
+        """A PausedState from :meth:`to_json` text; ``ValueError`` naming the first bad field."""
+        try:
+            data = json.loads(text)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"not a dynascope pause: the text is not JSON ({e})") from None
+        if not isinstance(data, dict) or "paused_state" not in data:
+            raise ValueError("not a dynascope pause: expected a JSON object with a 'paused_state' key")
+        try:
+            return msgspec.convert(data["paused_state"], type=cls, strict=True)
+        except msgspec.ValidationError as e:
+            raise ValueError(f"invalid pause: {e}") from None
 
 
 def value_text(meta: dict[str, Any]) -> str:

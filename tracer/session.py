@@ -1,7 +1,9 @@
 """trace() / Session / pause(): the comptime-style pause, the public side (the thread is in session_worker).
 
 Invariant: a Session holds its worker, never the reverse, so dropping a Session (even paused) lets it
-be collected and its worker aborted; see ``tracer.session_worker`` for the threading invariants.
+be collected and its worker aborted; see ``tracer.session_worker`` for the threading invariants. The
+Session's methods are the only way to control a trace (a PausedState is a snapshot, and the panel in
+``viz.session_panel`` uses these same methods).
 
 >>> import torch, tracer
 >>> def f(x):
@@ -21,22 +23,20 @@ from __future__ import annotations
 import inspect
 import itertools
 import types
+import uuid
 import weakref
 from typing import Any, Callable, Optional, Union
 
+from tracer import display
 from tracer.model import Capture
+from tracer.options import CaptureOptions, split_options
 from tracer.paused import LocalVar, Location, PausedState, TracerState
-from tracer.session_worker import (
-    DEFAULT_PAUSE_TIMEOUT,
-    TraceAborted,
-    _raise_if_paused,  # noqa: F401 - tracer.capture calls it from here
-    _Worker,
-    _workers,
-)
+from tracer.session_worker import DEFAULT_PAUSE_TIMEOUT, TraceAborted, Worker
 
 __all__ = ["LocalVar", "Location", "PausedState", "Session", "TraceAborted", "TracerState", "pause", "trace"]
 
 _numbers = itertools.count(1)
+_sessions: weakref.WeakValueDictionary[str, Session] = weakref.WeakValueDictionary()  # by session_key
 
 # Note [Lazy torch import]
 # ~~~~~~~~~~~~~~~~~~~~~~~~
@@ -78,16 +78,21 @@ class Session:
     Resume / Step / Abort buttons).
     """
 
-    def __init__(self, fn: Callable, args: tuple, kwargs: dict, options: dict,
+    def __init__(self, fn: Callable, args: tuple, kwargs: dict, options: Optional[CaptureOptions] = None,
                  pause_timeout: float = DEFAULT_PAUSE_TIMEOUT) -> None:
+        if options is None:
+            options = CaptureOptions()
+        if not isinstance(options, CaptureOptions):
+            raise TypeError(f"options must be a tracer.CaptureOptions, got {type(options).__name__}")
         if not callable(fn):
             raise TypeError(f"trace() needs a function or nn.Module to trace, got {type(fn).__name__}")
         if not (isinstance(pause_timeout, (int, float)) and pause_timeout > 0):
             raise ValueError(f"pause_timeout must be a positive number of seconds, got {pause_timeout!r}")
         fn_name = getattr(fn, "__qualname__", None) or type(fn).__name__
         self.name = f"Session #{next(_numbers)} of {fn_name}"
-        self._worker = _Worker(self.name, fn, args, kwargs, options, float(pause_timeout))
-        _workers.add(self._worker)
+        key = uuid.uuid4().hex
+        self._worker = Worker(self.name, key, fn, args, kwargs, options, float(pause_timeout))
+        _sessions[key] = self
         # A collected Session must not leave its thread paused: abort it (Note [comptime callbacks] in tracer/session_worker.py).
         self._finalizer = weakref.finalize(self, self._worker.abort, "the Session was garbage-collected", 5.0)
 
@@ -109,18 +114,18 @@ class Session:
             where = (file, int(num))
         else:
             where = _line_in(location, line)
-        w = self._worker
-        with w.cond:
-            w.breaks = (*w.breaks, where)
+        worker = self._worker
+        with worker.cond:
+            worker.breaks = (*worker.breaks, where)
         return self
 
     def break_on_hop(self, hop: str) -> Session:
         """Pause when a body speculation of HOP ``hop`` starts ("cond", "wrap", ...; "*" for any HOP)."""
         if not isinstance(hop, str) or not hop:
             raise ValueError(f"break_on_hop expects a HOP name such as 'cond', 'wrap', 'map_impl' or '*', got {hop!r}")
-        w = self._worker
-        with w.cond:
-            w.hops = w.hops | {hop}
+        worker = self._worker
+        with worker.cond:
+            worker.hops = worker.hops | {hop}
         return self
 
     # -- running -------------------------------------------------------------------------------
@@ -163,8 +168,33 @@ class Session:
     @property
     def state(self) -> Optional[PausedState]:
         """The current PausedState while paused, else None."""
-        w = self._worker
-        return w.state if w.status == "paused" else None
+        worker = self._worker
+        with worker.cond:
+            return worker.state if worker.status == "paused" else None
+
+    @property
+    def description(self) -> str:
+        """One line: "Session #1 of f is paused at t.py:3 in f" (or running, new, finished)."""
+        return self._worker.describe()
+
+    @property
+    def options(self) -> CaptureOptions:
+        """The capture options this session traces with."""
+        return self._worker.options
+
+    def on_change(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` at every pause and when the trace ends (a bound method is held weakly).
+
+        It runs in the session's thread, without any lock held: it may read the Session but must
+        not ``wait()`` on it. Its errors never reach the trace; ``str(session)`` lists them.
+        See Note [Panel updates] in tracer/session_worker.py.
+        """
+        self._worker.add_listener(callback)
+
+    @classmethod
+    def of(cls, state: PausedState) -> Optional[Session]:
+        """The live Session in this process that paused with ``state``, else None (e.g. loaded from JSON)."""
+        return _sessions.get(state.session_key) if state.session_key else None
 
     @property
     def capture(self) -> Optional[Capture]:
@@ -185,43 +215,34 @@ class Session:
         return f"<{self._worker.describe()}>"
 
     def __str__(self) -> str:
-        w = self._worker
-        lines = [w.describe()]
-        if w.breaks:
-            lines.append("  break_at: " + ", ".join(f"{f}:{n}" for f, n in w.breaks))
-        if w.hops:
-            lines.append("  break_on_hop: " + ", ".join(sorted(w.hops)))
-        if w.status == "finished":
-            if w.error is not None:
-                lines.append(f"  error: {type(w.error).__name__}: {w.error}")
-            elif w.capture is not None:
-                lines.append(f"  capture: {w.capture!r}")
+        worker = self._worker
+        lines = [worker.describe()]
+        if worker.breaks:
+            lines.append("  break_at: " + ", ".join(f"{f}:{n}" for f, n in worker.breaks))
+        if worker.hops:
+            lines.append("  break_on_hop: " + ", ".join(sorted(worker.hops)))
+        if worker.status == "finished":
+            if worker.error is not None:
+                lines.append(f"  error: {type(worker.error).__name__}: {worker.error}")
+            elif worker.capture is not None:
+                lines.append(f"  capture: {worker.capture!r}")
+        lines.extend(f"  on_change callback failed: {e}" for e in worker.listener_errors)
         return "\n".join(lines)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        from tracer import display  # See Note [Display through a registry]
-
-        return display.mimebundle(self, include=include, exclude=exclude)
+        return display.mimebundle(self, include=include, exclude=exclude)  # Note [Display through a registry]
 
 
-def trace(fn: Callable, *args: Any, pause_timeout: float = DEFAULT_PAUSE_TIMEOUT, **kwargs: Any) -> Session:
+def trace(fn: Callable, *args: Any, pause_timeout: float = DEFAULT_PAUSE_TIMEOUT,
+          options: Optional[CaptureOptions] = None, **kwargs: Any) -> Session:
     """A Session that will trace ``fn(*args)`` like ``tracer.capture`` does; nothing runs until ``start()``.
 
     ``kwargs`` are split like ``tracer.capture``'s: its keyword options (``fullgraph``, ``dynamic``,
-    ...) configure the capture, the rest are passed to ``fn``. A pause lasting more than
-    ``pause_timeout`` seconds aborts the trace.
+    ...; or all of them as ``options=CaptureOptions(...)``) configure the capture, the rest are passed
+    to ``fn``. A pause lasting more than ``pause_timeout`` seconds aborts the trace.
     """
-    options, fn_kwargs = _split_capture_kwargs(kwargs)
-    return Session(fn, args, fn_kwargs, options, pause_timeout=pause_timeout)
-
-
-def _split_capture_kwargs(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    from tracer.capturing import capture
-
-    params = inspect.signature(capture).parameters
-    option_names = {n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
-    options = {k: v for k, v in kwargs.items() if k in option_names}
-    return options, {k: v for k, v in kwargs.items() if k not in option_names}
+    capture_options, fn_kwargs = split_options(kwargs, options)
+    return Session(fn, args, fn_kwargs, capture_options, pause_timeout=pause_timeout)
 
 
 def pause(label: str = "") -> None:

@@ -1,6 +1,6 @@
-"""The worker thread of a Session and its pause protocol (the ``Agent`` of ``tracer._torch.pause``).
+"""The worker of a Session: its thread and pause protocol (the ``Worker`` protocol of ``tracer._torch.pause``).
 
-Invariant: at most one worker traces at a time in a process (``_active``); a worker never blocks
+Invariant: at most one worker traces at a time in a process (``tracer.active_session``); a worker never blocks
 forever (every pause times out; abort, interrupt, garbage collection of its Session and interpreter
 exit all release it); it holds no reference to its Session, and its hooks are gone once it finished.
 """
@@ -11,13 +11,17 @@ import atexit
 import os
 import threading
 import time
+import traceback
 import weakref
 from typing import Any, Callable, Optional
 
+from tracer import active_session
+from tracer.capturing import _run_capture
 from tracer.model import Capture
+from tracer.options import CaptureOptions
 from tracer.paused import PausedState
 
-__all__ = ["DEFAULT_PAUSE_TIMEOUT", "TraceAborted"]
+__all__ = ["DEFAULT_PAUSE_TIMEOUT", "TraceAborted", "Worker"]
 
 DEFAULT_PAUSE_TIMEOUT = 600.0  # seconds a pause may last before the trace is aborted
 
@@ -30,14 +34,18 @@ DEFAULT_PAUSE_TIMEOUT = 600.0  # seconds a pause may last before the trace is ab
 # then blocks on a Condition until the notebook says resume / step / abort. Abort raises
 # ``_AbortTrace`` (a BaseException, so no ``except Exception`` in Dynamo swallows it) right there,
 # and Dynamo unwinds through its own ``finally`` blocks; the hooks' context manager then restores
-# ``InstructionTranslatorBase.step``.
+# ``InstructionTranslatorBase.step``. Only one session traces at a time: see Note [Dynamo's compile
+# lock] in tracer/active_session.py.
 #
-# Note [Dynamo's compile lock]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# Dynamo compiles under one process-wide RLock (``convert_frame.compile_lock``). A paused worker
-# holds it, so any other thread that starts a compile waits until the pause ends. That is why a second
-# session, and ``tracer.capture`` (through ``_raise_if_paused``), refuse to start while a session is
-# active instead of waiting; a plain ``torch.compile`` call elsewhere waits at most ``pause_timeout``.
+# Note [Panel updates]
+# ~~~~~~~~~~~~~~~~~~~~
+# A displayed panel redraws at every pause and at the end (``Session.on_change``), also when a cell
+# rather than a button moved the session. Redrawing may run ``dot`` for seconds, so listeners run in
+# the worker thread *without* ``cond`` held: ``publish`` sets the new status, marks ``notifying``,
+# releases the lock, calls the listeners, then retakes it and wakes the waiters. ``wait()`` also waits
+# while ``notifying``, so a panel is redrawn by the time ``wait()`` returns, and a notebook thread
+# reading ``status`` or ``state`` meanwhile never blocks on a redraw. A listener error never reaches
+# the trace: it is kept in ``listener_errors`` (shown by ``str(session)``).
 
 
 class TraceAborted(RuntimeError):
@@ -48,30 +56,18 @@ class _AbortTrace(BaseException):
     """Raised inside Dynamo by the pause hooks to unwind the trace; never escapes the worker."""
 
 
-_lock = threading.Lock()
-_active: Optional[_Worker] = None  # the worker started and not yet finished
-_workers: weakref.WeakSet[_Worker] = weakref.WeakSet()
+_workers: weakref.WeakSet[Worker] = weakref.WeakSet()  # every worker not yet collected (aborted at exit)
 
 
-def _raise_if_paused(what: str = "tracer.capture()") -> None:
-    """Raise a clear error when a Session is tracing; see Note [Dynamo's compile lock]."""
-    w = _active
-    if w is not None and w.status in ("running", "paused"):
-        raise RuntimeError(
-            f"{what} cannot run while {w.describe()}: Dynamo's compile lock is held by its trace. "
-            f"Call resume() until it finishes, or abort() it, first."
-        )
-
-
-class _Worker:
-    """The session's thread and its pause protocol (the ``Agent`` of ``tracer._torch.pause``).
+class Worker:
+    """The session's thread and its pause protocol (the ``Worker`` protocol of ``tracer._torch.pause``).
 
     Holds no reference to its Session, so a Session can be garbage-collected while paused.
     """
 
-    def __init__(self, name: str, fn: Callable, args: tuple, kwargs: dict, options: dict,
+    def __init__(self, name: str, key: str, fn: Callable, args: tuple, kwargs: dict, options: CaptureOptions,
                  pause_timeout: float) -> None:
-        self.name = name
+        self.name, self.key = name, key
         self.fn, self.args, self.kwargs, self.options = fn, args, kwargs, options
         self.pause_timeout = pause_timeout
         self.cond = threading.Condition()  # guards every field below
@@ -87,36 +83,43 @@ class _Worker:
         self.error: Optional[BaseException] = None
         self.thread: Optional[threading.Thread] = None
         self.thread_id: Optional[int] = None
-        self.listeners: list[weakref.WeakMethod] = []  # redraw callbacks of displayed panels
+        self.notifying = False  # listeners are running; see Note [Panel updates]
+        self.listeners: list[Callable[[], Any]] = []  # weak references to redraw callbacks
+        self.listener_errors: list[str] = []
+        _workers.add(self)
 
-    def add_listener(self, method: Callable[[], None]) -> None:
-        """Call bound ``method()`` at every pause and at the end (held weakly); see Note [Panel updates]."""
+    def add_listener(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` at every pause and at the end (a bound method is held weakly)."""
+        ref = weakref.WeakMethod(callback) if hasattr(callback, "__self__") else (lambda: callback)
         with self.cond:
-            self.listeners.append(weakref.WeakMethod(method))
+            self.listeners.append(ref)
 
-    def _notify(self) -> None:
-        # Note [Panel updates]: called with ``cond`` held, after the state changed and before waiters
-        # wake, so a panel shown in the notebook is redrawn by the time ``wait()`` returns. A listener
-        # must not block; its errors never reach the trace.
-        alive = []
-        for ref in self.listeners:
-            method = ref()
-            if method is None:
-                continue
-            alive.append(ref)
-            try:
-                method()
-            except Exception:
-                pass
-        self.listeners = alive
-        self.cond.notify_all()
+    def _publish(self) -> None:
+        """Run the listeners without ``cond``, then wake the waiters; called with ``cond`` held.
+
+        See Note [Panel updates].
+        """
+        self.notifying = True
+        listeners = [cb for cb in (ref() for ref in self.listeners) if cb is not None]
+        self.cond.release()
+        try:
+            for callback in listeners:
+                try:
+                    callback()
+                except Exception as e:  # a broken panel must not break the trace: recorded, see the Note
+                    self.listener_errors.append("".join(traceback.format_exception_only(type(e), e)).strip()[:500])
+        finally:
+            self.cond.acquire()
+            self.listeners = [ref for ref in self.listeners if ref() is not None]
+            self.notifying = False
+            self.cond.notify_all()
 
     def describe(self) -> str:
         if self.status == "paused" and self.state is not None:
             return f"{self.name} is paused at {self.state.location}"
         return f"{self.name} is {self.status}"
 
-    # -- the Agent protocol: called in the worker thread, from inside Dynamo -----------------------
+    # -- the pause protocol: called in the worker thread, from inside Dynamo -----------------------
     def check_abort(self) -> None:
         reason = self.abort_reason
         if reason is not None:
@@ -140,10 +143,10 @@ class _Worker:
         with self.cond:
             self.check_abort()
             self.pauses += 1
-            self.state = PausedState(session=self.name, index=self.pauses, reason=reason, label=label,
-                                     _controller=self, **parts)
+            self.state = PausedState(session=self.name, session_key=self.key, index=self.pauses, reason=reason,
+                                     label=label, **parts)
             self.status, self.command, self.step_mode = "paused", None, False
-            self._notify()
+            self._publish()
             deadline = time.monotonic() + self.pause_timeout
             while self.command is None and self.abort_reason is None:
                 remaining = deadline - time.monotonic()
@@ -161,7 +164,6 @@ class _Worker:
 
     # -- the thread ----------------------------------------------------------------------------
     def run(self) -> None:
-        global _active
         self.thread_id = threading.get_ident()
         error: Optional[BaseException] = None
         capture = None
@@ -169,36 +171,24 @@ class _Worker:
             # Imported here, not at the top: see Note [Lazy torch import] in tracer/session.py.
             from tracer._torch.pause import pause_hooks as _pause_hooks
 
-            capture = _run_capture()(self.fn, self.args, self.kwargs,
-                                     extra_hooks=(lambda: _pause_hooks(self),), **self.options)
+            capture = _run_capture(self.fn, self.args, self.kwargs, self.options,
+                                   extra_hooks=(lambda: _pause_hooks(self),))
         except BaseException as e:  # noqa: B036 - everything must end up in s.error, see Note [comptime callbacks]
             error = e
         aborted = _find_abort(error)
         if aborted is not None or (error is None and self.abort_reason is not None):
             error = TraceAborted(f"{self.name} was aborted: {self.abort_reason or aborted}")
-        with _lock:
-            if _active is self:
-                _active = None
+        active_session.release(self)
         with self.cond:
             self.capture, self.error = (capture if error is None else None), error
             self.status, self.state = "finished", None
             self.fn = self.args = self.kwargs = None  # type: ignore[assignment]
-            self._notify()
+            self._publish()
 
     # -- the notebook side ---------------------------------------------------------------------
     def start(self) -> None:
-        global _active
-        with _lock:
-            if self.status != "new":
-                raise RuntimeError(f"{self.name} was already started (it is {self.status})")
-            other = _active
-            if other is not None and other.status in ("running", "paused"):
-                raise RuntimeError(
-                    f"cannot start {self.name}: {other.describe()}, and one session traces at a time. "
-                    f"Call resume() on it until it finishes, or abort() it, first."
-                )
-            _active = self
-            self.status = "running"
+        with self.cond:
+            active_session.claim(self, self.name)
         self.thread = threading.Thread(target=self.run, name=f"dynascope {self.name}", daemon=True)
         self.thread.start()
 
@@ -224,17 +214,19 @@ class _Worker:
         self.join(join_timeout)
 
     def join(self, timeout: float) -> None:
-        t = self.thread
-        if t is not None and t is not threading.current_thread():
-            t.join(timeout)
+        thread = self.thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
 
     def wait(self, timeout: Optional[float]) -> Optional[PausedState]:
+        if threading.get_ident() == self.thread_id:
+            raise RuntimeError(f"wait() called from {self.name}'s own thread (a panel listener?): it would never return")
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
             with self.cond:
                 if self.status == "new":
                     raise RuntimeError(f"{self.name} was not started: call start() first")
-                while self.status == "running":
+                while self.status == "running" or self.notifying:  # See Note [Panel updates]
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
                         raise TimeoutError(f"{self.name} still running after wait(timeout={timeout:g})")
@@ -269,13 +261,7 @@ def _file_matches(file: str, wanted: str) -> bool:
     return f == w or f.endswith("/" + w)
 
 
-def _run_capture() -> Callable[..., Capture]:
-    from tracer.capturing import _run_capture as run  # the submodule
-
-    return run
-
-
 @atexit.register
 def _abort_all_at_exit() -> None:
-    for w in list(_workers):
-        w.abort("the interpreter is exiting", join_timeout=5.0)
+    for worker in list(_workers):
+        worker.abort("the interpreter is exiting", join_timeout=5.0)

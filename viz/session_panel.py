@@ -3,7 +3,8 @@
 Invariant: the HTML is a pure function of a PausedState (static, self-contained, deterministic:
 Pygments with inline styles and the linear layout) with every user string escaped; the widget adds
 Resume / Step / Abort buttons that drive the session from ipywidgets callbacks (so they work while the
-kernel is idle) and redraw after each step. ``text/plain`` is ``str()`` of the object.
+kernel is idle) and redraw after each step, through the public ``tracer.Session`` API only (as a user
+would). ``text/plain`` is ``str()`` of the object.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pygments.lexers import PythonLexer
 from pygments.styles.default import DefaultStyle
 
 from tracer.paused import PausedState
+from tracer.session import Session
 from viz import panels
 from viz.canvas import GraphCanvas
 from viz.graph_layout import layout
@@ -111,6 +113,8 @@ def paused_html(state: PausedState, *, with_graph: bool = True) -> str:
         parts.append(f"<div class='ds-svg'>{graph_svg(state)}</div>")
     parts.append("<h4>locals (symbolic_locals)</h4>")
     parts.append(panels.panel(_locals_html(state)))
+    if state.problems:
+        parts.append("<div class='ds-muted'>not read: " + "; ".join(esc(p) for p in state.problems) + "</div>")
     parts.append(f"<details><summary>guards so far ({len(state.guards)})</summary>"
                  f"{panels.guards_html(state.guards)}</details>")
     parts.append("</div>")
@@ -124,16 +128,15 @@ def status_html(text: str) -> str:
 class SessionPanel:
     """The widget of a Session (or of one of its PausedStates): state views plus Resume / Step / Abort.
 
-    ``driver`` is the session's worker (``tracer.session``): it offers ``status``, ``state``,
-    ``describe()``, ``command_paused(cmd)``, ``abort(reason)``, ``wait(timeout)`` and
-    ``add_listener(method)`` (the panel redraws at every pause and at the end, also when a cell
-    rather than a button moved the session). ``wait_timeout``
-    bounds how long a button click waits for the next pause before showing "still running".
+    It drives ``session`` through its public methods and redraws at every pause and at the end
+    (``Session.on_change``), also when a cell rather than a button moved the session. ``state`` is a
+    pause to show first (an older one stays visible until a click). ``wait_timeout`` bounds how long a
+    button click waits for the next pause before showing "still running".
     """
 
-    def __init__(self, driver: Any, *, state: Optional[PausedState] = None, wait_timeout: float = 60.0,
+    def __init__(self, session: Session, *, state: Optional[PausedState] = None, wait_timeout: float = 60.0,
                  height: int = 360) -> None:
-        self.driver = driver
+        self.session = session
         self.wait_timeout = wait_timeout
         self._shown = state  # a pause to show first (an older one stays visible until a click)
         self.status = W.HTML()
@@ -151,20 +154,18 @@ class SessionPanel:
         self.widget = W.VBox([self.status, W.HBox(list(self.buttons.values())), self.message, self.body,
                               self.canvas])
         self.refresh()
-        add_listener = getattr(driver, "add_listener", None)
-        if add_listener is not None:  # redraw when the session moves on, whoever moved it
-            add_listener(self.refresh)
+        session.on_change(self.refresh)  # redraw when the session moves on, whoever moved it
 
     def click(self, command: str) -> None:
         """What a button does; also callable from Python (tests)."""
-        d = self.driver
+        session = self.session
         try:
             if command == "abort":
-                d.abort("abort() was called (panel button)")
+                session.abort()
             else:
-                d.command_paused(command)
+                {"step": session.step, "resume": session.resume}[command]()
                 try:
-                    d.wait(self.wait_timeout)
+                    session.wait(self.wait_timeout)
                 except TimeoutError:
                     self.message.value = status_html(f"still running after {self.wait_timeout:g} s; "
                                                      "click again later or Abort")
@@ -178,21 +179,19 @@ class SessionPanel:
         self.refresh()
 
     def refresh(self, keep_message: bool = False) -> None:
-        """Redraw from the driver's current state."""
-        d = self.driver
-        state = d.state if d.status == "paused" else None
-        head = d.describe()
-        if self._shown is not None and self._shown is not state:
+        """Redraw from the session's current state."""
+        session = self.session
+        status, state, head = session.status, session.state, session.description
+        if self._shown is not None and self._shown != state:
             head = f"showing pause {self._shown.index}; now {head}"
             state = self._shown
         self._shown = None
-        if d.status == "finished":
-            err = d.error
-            head += f": {type(err).__name__}: {err}" if err is not None else f": {d.capture!r}"
+        if status == "finished":
+            err = session.error
+            head += f": {type(err).__name__}: {err}" if err is not None else f": {session.capture!r}"
         self.status.value = status_html(head)
-        paused = d.status == "paused"
         for b in self.buttons.values():
-            b.disabled = not paused and not (b.description == "Abort" and d.status == "running")
+            b.disabled = status != "paused" and not (b.description == "Abort" and status == "running")
         if state is not None:
             self.body.value = paused_html(state, with_graph=False)
             self.canvas.svg = to_svg(layout(state.graph))
@@ -206,10 +205,6 @@ class SessionPanel:
             self.message.value = ""
 
 
-def _driver(obj: Any) -> Any:
-    return getattr(obj, "_worker", None) or getattr(obj, "_controller", None)
-
-
 def mimebundle(obj: Any, include: Container[str] | None = None,
                exclude: Container[str] | None = None) -> dict[str, Any]:
     """``_repr_mimebundle_`` of a Session or PausedState: the panel widget, static HTML and text."""
@@ -218,9 +213,9 @@ def mimebundle(obj: Any, include: Container[str] | None = None,
         return (not include or mime in include) and (not exclude or mime not in exclude)
 
     bundle: dict[str, Any] = {}
-    driver = _driver(obj)
-    if driver is not None and wanted(WIDGET_MIME):
-        view = SessionPanel(driver, state=obj if isinstance(obj, PausedState) else None).widget._repr_mimebundle_()
+    session = obj if isinstance(obj, Session) else Session.of(obj)  # a loaded PausedState has none: no buttons
+    if session is not None and wanted(WIDGET_MIME):
+        view = SessionPanel(session, state=obj if isinstance(obj, PausedState) else None).widget._repr_mimebundle_()
         if view and WIDGET_MIME in view:
             bundle[WIDGET_MIME] = view[WIDGET_MIME]
     if wanted("text/html"):

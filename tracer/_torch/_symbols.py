@@ -1,6 +1,7 @@
 """Every private torch symbol dynascope uses, as "module:attr" strings (attr may be dotted).
 
-Invariant: any ``torch._*`` attribute used under ``tracer/_torch/`` is listed here, so
+Invariant: any ``torch._*`` attribute used under ``tracer/_torch/``, and every attribute read on an
+internal torch object there (Note [Private attributes we read]), is listed here, so
 ``tests/test_torch_compat.py`` names the missing one after a torch upgrade.
 """
 
@@ -77,3 +78,39 @@ PRIVATE_SYMBOLS: list[str] = [
     "torch._guards:TracingContext.try_get",
     "torch.fx.experimental.symbolic_shapes:optimization_hint",
 ]
+
+# Note [Private attributes we read]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Besides module-level names, the fence reads attributes of Dynamo's internal objects, which a torch
+# upgrade may rename without any import failing. Each is listed as ("module:Class", "attribute"):
+# ``tests/test_torch_compat.py`` checks it on the class (a class attribute or property, a dataclass or
+# NamedTuple field, an annotation, or ``self.attribute =`` in the class's source) and, for the
+# tracing state, on the real instances a tiny compile hands to a comptime callback.
+PRIVATE_ATTRIBUTES: list[tuple[str, str]] = [
+    # pause.py / pause_snapshot.py: the paused InstructionTranslator, its OutputGraph and tracers
+    *[("torch._dynamo.symbolic_convert:InstructionTranslatorBase", a) for a in (
+        "instruction_pointer", "instructions", "output", "f_code", "lineno", "parent", "symbolic_locals",
+        "current_instruction")],
+    *[("torch._dynamo.output_graph:OutputGraph", a) for a in ("tracers", "current_tracer", "side_effects", "guards")],
+    *[("torch._dynamo.output_graph:SubgraphTracer", a) for a in (
+        "parent", "source_target", "description", "debug_level", "graph", "lifted_freevars")],
+    ("torch._dynamo.side_effects:SideEffects", "store_attr_mutations"),
+    ("torch._dynamo.variables:CellVariable", "pre_existing_contents"),
+    ("torch._guards:TraceId", "compile_id"),
+    ("torch._guards:TraceId", "attempt"),
+    *[("torch._dynamo.bytecode_transformation:Instruction", a) for a in (
+        "starts_line", "offset", "opname", "argrepr", "argval")],
+    # guards.py / pause_snapshot.py: a Guard's source name, stack and code
+    *[("torch._guards:Guard", a) for a in ("name", "user_stack", "code_list")],
+    # breaks.py: a graph break's exception (Note [Graph break hook point])
+    ("torch._dynamo.exc:Unsupported", "logged"),
+    ("torch._dynamo.exc:Unsupported", "real_stack"),
+    # isolation.py: unwrapping what the user passed, and the config module's table
+    ("torch._dynamo.eval_frame:OptimizedModule", "_orig_mod"),
+    ("torch.utils._config_module:ConfigModule", "_config"),
+]
+
+# Attributes torch sets on the functions it wraps (no class to look at): checked on real wrappers.
+#   _torchdynamo_orig_callable, _isolate_recompiles_id: on torch._dynamo.optimize(...)(fn) (backend.py, isolation.py)
+#   _torchdynamo_disable: on torch._dynamo.disable(fn) (isolation.py)
+WRAPPER_ATTRIBUTES: list[str] = ["_torchdynamo_orig_callable", "_isolate_recompiles_id", "_torchdynamo_disable"]

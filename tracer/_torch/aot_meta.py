@@ -44,11 +44,19 @@ def _hint(s: Any) -> int:
 
 
 def value_kind(val: Any) -> str:
-    """ "tensor", "symint" or "opaque" (one of ``tracer.model.SAVED_KINDS``) for a saved value."""
+    """ "tensor", "symint", "symfloat", "symbool" or "opaque" (``tracer.model.SAVED_KINDS``) for a saved value.
+
+    A plain int/float/bool counts as its symbolic kind (a size known at trace time); bool before int,
+    since ``bool`` subclasses ``int``.
+    """
     if isinstance(val, torch.Tensor):
         return "tensor"
-    if isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)):
+    if isinstance(val, (torch.SymBool, bool)):
+        return "symbool"
+    if isinstance(val, (torch.SymInt, int)):
         return "symint"
+    if isinstance(val, (torch.SymFloat, float)):
+        return "symfloat"
     return "opaque"
 
 

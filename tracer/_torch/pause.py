@@ -1,6 +1,6 @@
 """Dynamo-side hooks of a Session: per-line stepping in the InstructionTranslator, HOP body starts, comptime.
 
-Invariant: ``pause_hooks(agent)`` patches ``InstructionTranslatorBase.step`` only between its enter and
+Invariant: ``pause_hooks(worker)`` patches ``InstructionTranslatorBase.step`` only between its enter and
 exit (also when the trace raises), and the patched step acts only in the session's worker thread; every
 other thread (and every other time) sees Dynamo unchanged.
 """
@@ -8,25 +8,21 @@ other thread (and every other time) sees Dynamo unchanged.
 from __future__ import annotations
 
 import contextlib
-import os
-import sysconfig
 import threading
 import weakref
 from typing import Any, Callable, Iterator, Optional, Protocol
 
-import torch
 from torch._dynamo.comptime import comptime
 from torch._dynamo.symbolic_convert import InstructionTranslatorBase
 
 from tracer._torch.patching import ACTIVE, Patches
-from tracer._torch.pause_snapshot import snapshot
-from tracer._torch.subtracer import hop_name_of
+from tracer._torch.pause_snapshot import hop_name, is_dynascope_file, is_user_file, snapshot
 
-__all__ = ["Agent", "comptime_pause", "hooks_installed", "pause_hooks"]
+__all__ = ["Worker", "comptime_pause", "hooks_installed", "pause_hooks"]
 
 
-class Agent(Protocol):
-    """What the hooks need from a session's worker (implemented by ``tracer.session``)."""
+class Worker(Protocol):
+    """What the hooks need from a session's worker (implemented by ``tracer.session_worker.Worker``)."""
 
     thread_id: Optional[int]
 
@@ -38,37 +34,8 @@ class Agent(Protocol):
     def pause(self, reason: str, label: str, take_snapshot: Callable[[], dict[str, Any]]) -> None: ...
 
 
-# The agent whose hooks are installed; one session traces at a time (tracer.session enforces it).
-_agent: Optional[Agent] = None
-
-
-# Note [Which lines are user lines]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# Dynamo inlines torch's own Python (pytree, cond's wrappers) and some stdlib; ``step()`` would wander
-# through hundreds of those lines. A line counts as the user's unless its file is under torch, under
-# dynascope's ``tracer`` package, or in the standard library. ``break_at`` ignores this: it matches any
-# file, so one can still stop inside torch's Python on purpose.
-_NOT_USER = tuple(
-    os.path.normcase(os.path.realpath(p)) + os.sep
-    for p in (
-        os.path.dirname(torch.__file__),
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # the tracer package
-        sysconfig.get_paths()["stdlib"],
-    )
-)
-_user_cache: dict[str, bool] = {}
-
-
-def is_user_file(file: str) -> bool:
-    hit = _user_cache.get(file)
-    if hit is None:
-        norm = os.path.normcase(os.path.realpath(file)) if not file.startswith("<") else file
-        hit = _user_cache[file] = not (file.startswith("<frozen") or norm.startswith(_NOT_USER))
-    return hit
-
-
-def is_dynascope_file(file: str) -> bool:
-    return os.path.normcase(os.path.realpath(file)).startswith(_NOT_USER[1])
+# The worker whose hooks are installed; one session traces at a time (tracer.active_session enforces it).
+_worker: Optional[Worker] = None
 
 
 # Note [HOP body starts]
@@ -80,43 +47,38 @@ def is_dynascope_file(file: str) -> bool:
 # instruction is about to be traced (seed 003). Seen tracers are held weakly.
 
 
-def hop_name(tracer: Any) -> str:
-    """The HOP a SubgraphTracer traces a body for: "cond", "wrap", ... ("" for the root tracer)."""
-    return hop_name_of(getattr(tracer, "source_target", None))
-
-
 @contextlib.contextmanager
-def pause_hooks(agent: Agent) -> Iterator[None]:
-    """Patch ``InstructionTranslatorBase.step`` for one trace so ``agent`` sees every new line and body."""
-    global _agent
-    if _agent is not None:
+def pause_hooks(worker: Worker) -> Iterator[None]:
+    """Patch ``InstructionTranslatorBase.step`` for one trace so ``worker`` sees every new line and body."""
+    global _worker
+    if _worker is not None:
         raise RuntimeError("dynascope pause hooks are already installed for another session")
     original = InstructionTranslatorBase.__dict__["step"]
     seen_tracers: weakref.WeakSet[Any] = weakref.WeakSet()
 
     def step(self: InstructionTranslatorBase) -> bool:
-        if threading.get_ident() == agent.thread_id:
-            _before_step(self, agent, seen_tracers)
+        if threading.get_ident() == worker.thread_id:
+            _before_step(self, worker, seen_tracers)
         return original(self)
 
     step.__wrapped__ = original  # type: ignore[attr-defined]
     with Patches() as patches:
         patches.set(InstructionTranslatorBase, "step", step)
-        _agent = agent
+        _worker = worker
         try:
             yield
         finally:
-            _agent = None
+            _worker = None
 
 
 def hooks_installed() -> bool:
     """True while some session's hooks patch Dynamo (tests check it is False after every session)."""
-    return (_agent is not None or "__wrapped__" in vars(InstructionTranslatorBase.__dict__["step"])
+    return (_worker is not None or "__wrapped__" in vars(InstructionTranslatorBase.__dict__["step"])
             or (InstructionTranslatorBase, "step") in ACTIVE)
 
 
-def _before_step(tx: InstructionTranslatorBase, agent: Agent, seen_tracers: weakref.WeakSet[Any]) -> None:
-    agent.check_abort()
+def _before_step(tx: InstructionTranslatorBase, worker: Worker, seen_tracers: weakref.WeakSet[Any]) -> None:
+    worker.check_abort()
     ip = tx.instruction_pointer
     if ip is None or ip >= len(tx.instructions):
         return
@@ -131,10 +93,10 @@ def _before_step(tx: InstructionTranslatorBase, agent: Agent, seen_tracers: weak
     if line is None and new_hop is None:
         return
     file = tx.f_code.co_filename
-    hit = agent.wants(file, line, is_user_file(file), new_hop)
+    hit = worker.wants(file, line, is_user_file(file), new_hop)
     if hit is not None:
         reason, label = hit
-        agent.pause(reason, label, lambda: snapshot(tx, inst, line or tx.lineno))
+        worker.pause(reason, label, lambda: snapshot(tx, inst, line or tx.lineno))
 
 
 # -- the comptime-style marker ------------------------------------------------------------------
@@ -147,21 +109,26 @@ def comptime_pause(label: str) -> None:
 
 def _on_comptime(ctx: Any) -> None:
     # Runs inside Dynamo, in the thread that traces: see Note [comptime callbacks] in tracer/session_worker.py.
-    agent = _agent
-    if agent is None or threading.get_ident() != agent.thread_id:
+    worker = _worker
+    if worker is None or threading.get_ident() != worker.thread_id:
         return
     tx = ctx._i_will_not_complain_if_bc_breaks_InstructionTranslator()
-    label = ""
+    label, problems = "", []
     vt = tx.symbolic_locals.get("label")
     try:
         if vt is not None and vt.is_python_constant():
             label = str(vt.as_python_constant())
-    except Exception:
-        label = ""
+    except Exception as e:  # the pause still happens; its label is recorded as unknown
+        problems.append(f"the pause label: {type(e).__name__}: {e}"[:300])
     user_tx = tx
     while getattr(user_tx, "parent", None) is not None and is_dynascope_file(user_tx.f_code.co_filename):
         user_tx = user_tx.parent
     inst = user_tx.current_instruction
-    agent.check_abort()
-    agent.pause("pause", label, lambda: snapshot(user_tx, inst, user_tx.lineno))
+    worker.check_abort()
+    def take_snapshot() -> dict[str, Any]:
+        parts = snapshot(user_tx, inst, user_tx.lineno)
+        parts["problems"] = problems + parts["problems"]
+        return parts
+
+    worker.pause("pause", label, take_snapshot)
 

@@ -8,25 +8,63 @@ no torch object.
 from __future__ import annotations
 
 import linecache
+import os
 import re
+import sysconfig
 from typing import Any, Optional
 
 import torch
 from torch._guards import CompileContext
 
+from tracer._torch.breaks import format_stack
 from tracer._torch.fx_graph import graph_from_fx, meta_of
+from tracer._torch.subtracer import hop_name_of
 from tracer.model import Graph, Guard
 from tracer.paused import LocalVar, Location, TracerState, value_text
 
-__all__ = ["snapshot"]
+__all__ = ["hop_name", "is_dynascope_file", "is_user_file", "snapshot"]
 
 CONTEXT_LINES = 4  # source lines kept on each side of a paused line
 
 
+# Note [Which lines are user lines]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Dynamo inlines torch's own Python (pytree, cond's wrappers) and some stdlib; ``step()`` would wander
+# through hundreds of those lines. A line counts as the user's unless its file is under torch, under
+# dynascope's ``tracer`` package, or in the standard library. ``break_at`` ignores this: it matches any
+# file, so one can still stop inside torch's Python on purpose.
+_NOT_USER = tuple(
+    os.path.normcase(os.path.realpath(p)) + os.sep
+    for p in (
+        os.path.dirname(torch.__file__),
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # the tracer package
+        sysconfig.get_paths()["stdlib"],
+    )
+)
+_user_cache: dict[str, bool] = {}
+
+
+def is_user_file(file: str) -> bool:
+    hit = _user_cache.get(file)
+    if hit is None:
+        norm = os.path.normcase(os.path.realpath(file)) if not file.startswith("<") else file
+        hit = _user_cache[file] = not (file.startswith("<frozen") or norm.startswith(_NOT_USER))
+    return hit
+
+
+def is_dynascope_file(file: str) -> bool:
+    return os.path.normcase(os.path.realpath(file)).startswith(_NOT_USER[1])
+
+
+def hop_name(tracer: Any) -> str:
+    """The HOP a SubgraphTracer traces a body for: "cond", "wrap", ... ("" for the root tracer)."""
+    return hop_name_of(getattr(tracer, "source_target", None))
+
+
+
+
 def snapshot(tx: Any, inst: Any, line: int) -> dict[str, Any]:
     """Everything a PausedState holds except session/index/reason/label, read from ``tx``."""
-    from tracer._torch.pause import hop_name
-
     frames = []
     t = tx.parent if getattr(tx, "parent", None) is not None else None
     while t is not None:
@@ -47,14 +85,16 @@ def snapshot(tx: Any, inst: Any, line: int) -> dict[str, Any]:
             lifted_from=[_proxy_name(p) for p in tracer.lifted_freevars.keys()],
         ))
     trace_id = CompileContext.current_trace_id()
+    problems: list[str] = []
     return {
         "compile_id": str(trace_id.compile_id) if trace_id is not None else "",
         "attempt": int(trace_id.attempt) if trace_id is not None else 0,
         "location": location,
         "frames": frames,
-        "locals": {str(k): describe(str(k), v, tx) for k, v in list(tx.symbolic_locals.items())},
+        "locals": {str(k): describe(str(k), v, tx, problems) for k, v in list(tx.symbolic_locals.items())},
         "tracers": tracers,
-        "guards": _guards(tx),
+        "guards": _guards(tx, problems),
+        "problems": problems,
     }
 
 
@@ -82,7 +122,7 @@ def _location(tx: Any, inst: Any, line: Optional[int]) -> Location:
 def _graph(fx_graph: torch.fx.Graph, name: str) -> Graph:
     try:
         return graph_from_fx(fx_graph, name=name)
-    except Exception as e:  # a half-built graph must never break the pause
+    except Exception as e:  # a half-built graph must never break the pause: recorded in the graph's code
         return Graph(nodes=[], code=f"<graph unavailable: {type(e).__name__}: {e}>"[:300], name=name)
 
 
@@ -91,8 +131,13 @@ def _proxy_name(p: Any) -> str:
     return str(getattr(node, "name", p))
 
 
-def describe(name: str, vt: Any, tx: Any, depth: int = 0) -> LocalVar:
-    """One VariableTracker as a LocalVar, without realizing or loading anything."""
+def _unread(problems: list[str], what: str, e: Exception) -> None:
+    """Note that part of the paused state could not be read (PausedState.problems), instead of guessing."""
+    problems.append(f"{what}: {type(e).__name__}: {e}"[:300])
+
+
+def describe(name: str, vt: Any, tx: Any, problems: list[str], depth: int = 0) -> LocalVar:
+    """One VariableTracker as a LocalVar, without realizing or loading anything; what fails goes to ``problems``."""
     from torch._dynamo.variables import CellVariable
     from torch._dynamo.variables.lazy import LazyVariableTracker
 
@@ -104,7 +149,8 @@ def describe(name: str, vt: Any, tx: Any, depth: int = 0) -> LocalVar:
                 meta = meta_of(value)
                 meta["lazy"] = True
                 text = value_text(meta) or type(value).__name__
-            except Exception:
+            except Exception as e:
+                _unread(problems, f"local {name!r}: the value of a lazy variable", e)
                 meta, text = {"lazy": True}, ""
             return LocalVar(name=name, kind="LazyVariableTracker", value=f"{text} (not yet realized)".strip(),
                             meta=meta)
@@ -113,14 +159,15 @@ def describe(name: str, vt: Any, tx: Any, depth: int = 0) -> LocalVar:
     if isinstance(vt, CellVariable):
         contents = None
         if depth < 3:
-            inner = _cell_contents(vt, tx)
+            inner = _cell_contents(vt, tx, problems)
             if inner is not None:
-                contents = describe(name, inner, tx, depth + 1)
+                contents = describe(name, inner, tx, problems, depth + 1)
         return LocalVar(name=name, kind=kind, is_cell=True, cell_contents=contents)
     proxy = None
     try:
         proxy = vt.as_proxy() if hasattr(vt, "proxy") else None
-    except Exception:
+    except Exception as e:
+        _unread(problems, f"local {name!r}: its graph proxy", e)
         proxy = None
     node = getattr(proxy, "node", None)
     if isinstance(node, torch.fx.Node):
@@ -132,19 +179,20 @@ def describe(name: str, vt: Any, tx: Any, depth: int = 0) -> LocalVar:
             const = vt.as_python_constant()
             meta = meta_of(const)
             return LocalVar(name=name, kind=kind, value=_short(repr(const)), meta=meta)
-    except Exception:
-        pass
+    except Exception as e:
+        _unread(problems, f"local {name!r}: its constant value", e)
     value = getattr(vt, "value", None)
     text = type(value).__name__ if value is not None else ""
     return LocalVar(name=name, kind=kind, value=text)
 
 
-def _cell_contents(cell: Any, tx: Any) -> Any:
+def _cell_contents(cell: Any, tx: Any, problems: list[str]) -> Any:
     side_effects = tx.output.side_effects
-    mutations = getattr(side_effects, "store_attr_mutations", {})
+    mutations = side_effects.store_attr_mutations
     try:
         pending = mutations.get(cell, {})
-    except Exception:
+    except Exception as e:
+        _unread(problems, "a cell's pending store", e)
         pending = {}
     if "cell_contents" in pending:
         return pending["cell_contents"]
@@ -160,19 +208,18 @@ def _short(text: str) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def _guards(tx: Any) -> list[Guard]:
-    from tracer._torch.breaks import format_stack
-    from tracer._torch.pause import is_dynascope_file  # pause imports this module: import at call time
-
+def _guards(tx: Any, problems: list[str]) -> list[Guard]:
     out = []
     for g in list(tx.output.guards):
         try:
             kind = g.create_fn_name()
-        except Exception:
+        except Exception as e:
+            _unread(problems, "a guard's kind", e)
             kind = "?"
         try:
             source = str(g.name)
-        except Exception:
+        except Exception as e:
+            _unread(problems, "a guard's source", e)
             source = ""
         # Basenames, as everywhere else ("file.py:LINE in fn"), so a notebook's stored output does not
         # depend on where the repository is checked out; dynascope's own frames (the pause call) are

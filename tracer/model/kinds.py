@@ -58,7 +58,7 @@ NODE_ROLES = ("operand", "lifted_freevar", "lifted_symbol", "hop_supplied", "par
 INPUT_KINDS = ("operand", "lifted_freevar", "lifted_symbol", "hop_supplied")
 FRAME_STATUSES = ("compiled", "restarted", "no_graph", "failed")
 TIME_PHASES = ("total", "dynamo", "aot_autograd", "backend", "before_restart")
-SAVED_KINDS = ("tensor", "symint", "opaque")
+SAVED_KINDS = ("tensor", "symint", "symfloat", "symbool", "opaque")  # what a saved-for-backward value is
 # Where a saved value comes from: a parameter or buffer of the module (it lives anyway, saving
 # it costs no memory), a graph input the user passed, an activation (an intermediate the forward
 # made, which the backward keeps alive), or unknown when AOTAutograd's metadata did not say.
