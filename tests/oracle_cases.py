@@ -12,9 +12,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
-from torch._higher_order_ops.wrap import wrap
-
 from cases import CASES
+from torch._higher_order_ops.wrap import wrap
 
 
 def _t(*shape: int, seed: int = 0) -> torch.Tensor:

@@ -21,9 +21,9 @@ import subprocess
 import sys
 
 import pytest
+from oracle_cases import OPTIONS, ORACLE_CASES
 
 import tracer
-from oracle_cases import OPTIONS, ORACLE_CASES
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NAMES = sorted(ORACLE_CASES)
@@ -126,7 +126,7 @@ def test_capture_agrees_with_torch(name, oracle):
     assert raised == want["raised"]
     got = [(f.compile_id, f.status, f.code) for f in cap.frames]
     assert got == [(cid, status, code) for cid, status, code, _ in want["frames"]]
-    for frame, (_, _, _, torch_graph) in zip(cap.frames, want["frames"]):
+    for frame, (_, _, _, torch_graph) in zip(cap.frames, want["frames"], strict=True):
         if torch_graph is None:
             assert frame.graph.nodes == []
             continue

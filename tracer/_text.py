@@ -113,7 +113,7 @@ def capture_tree(cap: Capture) -> str:
 
 def times_table(cap: Capture) -> str:
     """Compile time per attempt and phase, in seconds ("?" where torch did not report one)."""
-    from tracer.model import TIME_PHASES
+    from tracer.model.kinds import TIME_PHASES
 
     head = f"{'frame':<10} {'status':<10}" + "".join(f" {p:>14}" for p in TIME_PHASES)
     rows = [head]

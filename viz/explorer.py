@@ -40,7 +40,7 @@ class Layouts:
         self._keep: list[Graph] = []  # keeps ids valid while cached
 
     def get(self, graph: Graph, expanded: frozenset[str] = frozenset()) -> Any:
-        from viz import layout
+        from viz.graph_layout import layout
 
         key = (id(graph), expanded)
         if key not in self._cache:
@@ -49,7 +49,7 @@ class Layouts:
         return self._cache[key]
 
     def svg(self, graph: Graph, expanded: frozenset[str] = frozenset(), *, selected: str = "", highlight=()) -> str:
-        from viz import to_svg
+        from viz.svg import to_svg
 
         return to_svg(self.get(graph, expanded), selected=selected or None, highlight=highlight)
 

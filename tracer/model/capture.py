@@ -87,7 +87,7 @@ class Capture:
         field. Never unpickles anything."""
         from tracer.model.serialize import loads
 
-        return loads(text)
+        return loads(text, cls)
 
     def save(self, path: str) -> None:
         """Write :meth:`to_json` to ``path`` (UTF-8)."""

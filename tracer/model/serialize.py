@@ -15,7 +15,10 @@ from typing import Any
 
 import msgspec
 
-from tracer.model.capture import Capture
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tracer.model.capture import Capture
 
 __all__ = ["SCHEMA_VERSION", "dumps", "loads", "to_plain"]
 
@@ -40,8 +43,11 @@ def dumps(cap: Capture, indent: int | None = None) -> str:
     return json.dumps({"schema": SCHEMA_VERSION, "capture": to_plain(cap)}, indent=indent)
 
 
-def loads(text: str | bytes) -> Capture:
-    """A Capture from :func:`dumps` text; ``ValueError`` with the path of the first bad field."""
+def loads(text: str | bytes, cls: type[Capture]) -> Capture:
+    """A ``cls`` (Capture) from :func:`dumps` text; ``ValueError`` with the path of the first bad field.
+
+    The class is passed in, so this module does not import the one that calls it.
+    """
     try:
         data = json.loads(text)
     except (ValueError, TypeError) as e:
@@ -55,7 +61,7 @@ def loads(text: str | bytes) -> Capture:
     if isinstance(body, dict) and "result" in body:
         raise ValueError("$.capture.result: a Capture's result is never serialized")
     try:
-        return msgspec.convert(body, type=Capture, strict=True)
+        return msgspec.convert(body, type=cls, strict=True)
     except msgspec.ValidationError as e:
         raise ValueError(f"invalid capture file: {_path(str(e))}") from None
 

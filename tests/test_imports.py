@@ -94,25 +94,12 @@ def test_the_graph_is_read():
 # Circles that existed when this test was written, in modules owned elsewhere; each edge named here
 # is ignored so any *other* circle still fails. Remove an entry when its circle is broken
 # (test_known_circles_still_exist says when).
-KNOWN_CIRCLE_EDGES = {
-    ("tracer.model.capture", "tracer.model.serialize"),  # Capture.to_json/from_json import serialize at call time
-    ("viz.explorer", "viz"),  # explorer imports layout/to_svg from the package at call time
-}
 
 
 def test_no_import_circle():
     graph = import_graph()
-    for a, b in KNOWN_CIRCLE_EDGES:
-        graph[a].discard(b)
     cycle = find_cycle(graph)
     assert cycle == [], "import circle: " + " -> ".join(cycle)
-
-
-def test_known_circles_still_exist():
-    graph = import_graph()
-    gone = sorted(edge for edge in KNOWN_CIRCLE_EDGES if edge[1] not in graph[edge[0]] or not find_cycle(
-        {m: (deps if m != edge[0] else {edge[1]}) for m, deps in graph.items()}))
-    assert gone == [], f"these circles are broken now: remove them from KNOWN_CIRCLE_EDGES: {gone}"
 
 
 def test_tracer_never_imports_viz():
