@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-
-from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tracer.model.capture import Capture
