@@ -102,7 +102,7 @@ class Recorder:
             frame.meta["filename"] = code.co_filename
         specs = [s for s in self.specs if s.key == key and (s.attempt == attempt or not s.ok)]
         try:
-            frame.graph, frame.subgraphs, names = convert_tree(gm, specs, code)
+            frame.graph, frame.subgraphs, names = convert_tree(gm, specs, code, frame.problems)
         except Exception as e:  # never break the user's compile because recording failed
             self.errors.append(f"frame {frame.meta['dynamo_compile_id']}: {type(e).__name__}: {e}")
             names = {}
