@@ -38,7 +38,8 @@ def _passed(values: list[Any]) -> list[Feed]:
 
 
 def _made(values: list[Any], what: Callable[[int], str]) -> list[Feed]:
-    return [Feed(v if isinstance(v, torch.fx.Node) else None, what(j)) for j, v in enumerate(values)]
+    return [Feed(v, what(j)) if isinstance(v, torch.fx.Node) else Feed(None, what(j), repr(v))
+            for j, v in enumerate(values)]
 
 
 def _arg(call: torch.fx.Node, position: int, keyword: str) -> Any:
