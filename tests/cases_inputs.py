@@ -1,7 +1,8 @@
 """HOP calls whose body inputs are not a flat list of tensors: pytree operands, non-tensor operands,
 inputs the HOP makes itself, and a body called from several places.
 
-``INPUT_CASES[name]()`` returns ``(fn, args)``: ``tracer.capture(fn, *args)``, and the same
+``INPUT_CASES[name]()`` returns ``(fn, args)``: ``tracer.capture(fn, *args)`` (``dynamic=True`` for
+the names in ``DYNAMIC``), and the same
 ``fn`` compiled with an oracle backend sees the same Dynamo graph. Written the way PyTorch's own
 HOP tests are (test/dynamo/test_higher_order_ops.py, test/functorch/test_control_flow.py,
 test/higher_order_ops/test_invoke_subgraph.py): small functions, small shapes, closures.
@@ -19,7 +20,9 @@ from torch._higher_order_ops.scan import scan as hop_scan
 from torch._higher_order_ops.while_loop import while_loop as hop_while_loop
 from torch._higher_order_ops.wrap import wrap
 
-__all__ = ["INPUT_CASES", "Pair"]
+__all__ = ["DYNAMIC", "INPUT_CASES", "Pair"]
+
+DYNAMIC = {"wrap_symint"}  # cases compiled (and captured) with dynamic=True
 
 
 def _t(*shape: int, seed: int = 0, requires_grad: bool = False) -> torch.Tensor:
@@ -208,6 +211,22 @@ def compile_region_three_calls() -> tuple:
     return f, (_t(3), _t(3, seed=1))
 
 
+def map_constant() -> tuple:
+    """A constant extra operand: the body gets a placeholder for it that no parent node feeds."""
+
+    def f(xs, y):
+        return hop_map(lambda x, k, b: x * k + b, xs, 2, y)
+
+    return f, (_t(2, 3), _t(3, seed=1))
+
+
+def while_loop_int_carry() -> tuple:
+    def f(x):
+        return hop_while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * 2), (0, x))
+
+    return f, (_t(3),)
+
+
 INPUT_CASES: dict[str, Callable[[], tuple[Callable[..., Any], tuple]]] = {
     "wrap_dict": wrap_dict,
     "wrap_nested": wrap_nested,
@@ -222,4 +241,6 @@ INPUT_CASES: dict[str, Callable[[], tuple[Callable[..., Any], tuple]]] = {
     "flex_attention": flex_attention,
     "autograd_function": autograd_function,
     "compile_region_three_calls": compile_region_three_calls,
+    "map_constant": map_constant,
+    "while_loop_int_carry": while_loop_int_carry,
 }
