@@ -1,8 +1,8 @@
 """Plain-text renderings of the model: the tree ``print(cap)`` shows.
 
-Deterministic by construction (no addresses, no Dynamo-global ids), so notebooks can compare it
-byte for byte; compile times, the one thing that varies run to run, are printed only by
-:func:`times_table` (``cap.times()``), never in ``str(cap)``.
+Deterministic except for compile times (no addresses, no Dynamo-global ids): a frame's header
+ends with ``compile 0.174 s``, torch's own measurement, which notebooks/sanitize.cfg masks for
+nbval; :func:`times_table` (``cap.times()``) has every phase.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tracer.model import Capture, Frame, Subgraph
 
-__all__ = ["capture_tree", "frame_lines", "headline", "human_bytes", "times_table"]
+__all__ = ["capture_tree", "frame_lines", "headline", "human_bytes", "seconds", "times_table"]
 
 _GENERIC = ("Encountered graph break when attempting to trace",)
 
@@ -52,6 +52,20 @@ def human_bytes(n: int) -> str:
     return f"{size:.1f} GiB"
 
 
+def seconds(value: float) -> str:
+    """A duration the way every view shows it: three significant digits, never in e-notation.
+
+    >>> seconds(0.17412), seconds(12.34), seconds(0.0000123)
+    ('0.174 s', '12.3 s', '0.0000123 s')
+    """
+    if value >= 10:
+        return f"{value:.1f} s"
+    text = f"{value:.3g}"
+    if "e" in text:
+        text = f"{value:.7f}".rstrip("0").rstrip(".") or "0"
+    return f"{text} s"
+
+
 def frame_lines(f: Frame) -> list[str]:
     """One frame: header, its subgraph tree (with inputs), failed speculations, AOT summary."""
     if f.status != "compiled":
@@ -68,7 +82,8 @@ def frame_lines(f: Frame) -> list[str]:
     if f.speculations:
         counts.append(f"{len(f.speculations)} speculations")
     counts.append(f"{len(f.guards)} guards")
-    lines = [f"frame {f.compile_id}  {f.code}  ({', '.join(counts)})"]
+    took = f"  compile {seconds(f.times['total'])}" if "total" in f.times else ""
+    lines = [f"frame {f.compile_id}  {f.code}  ({', '.join(counts)}){took}"]
 
     def walk(parent: str, indent: str) -> None:
         for sg in f.children(parent):

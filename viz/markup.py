@@ -17,6 +17,8 @@ from typing import Any, Optional
 import jinja2
 from markupsafe import Markup, escape
 
+from tracer import _text
+
 __all__ = ["fragment", "human_bytes", "render", "render_string", "seconds"]
 
 # Note [Trusted fragments]
@@ -29,22 +31,14 @@ __all__ = ["fragment", "human_bytes", "render", "render_string", "seconds"]
 
 
 def human_bytes(n: Optional[int]) -> str:
-    """Bytes in binary units: "12 B", "1.5 KiB", "3.0 MiB"; "?" when unknown."""
-    if n is None:
-        return "?"
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(size) < 1024 or unit == "GiB":
-            return f"{int(size)} B" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    raise AssertionError("unreachable")
+    """Bytes in binary units as ``print(cap)`` shows them ("12 B", "1.5 KiB"); "?" when unknown."""
+    return "?" if n is None else _text.human_bytes(n)
 
 
 def seconds(value: Optional[float]) -> str:
-    """A duration from torch's compilation metrics; "?" when torch did not report it (never 0)."""
-    if value is None:
-        return "?"
-    return f"{value:.3g} s" if value < 10 else f"{value:.1f} s"
+    """A duration from torch's compilation metrics as ``print(cap)`` shows it; "?" when torch did
+    not report it (never 0)."""
+    return "?" if value is None else _text.seconds(value)
 
 
 def _lines(value: Any) -> Markup:

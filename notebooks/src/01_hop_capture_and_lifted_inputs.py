@@ -330,3 +330,55 @@ assert [k for k, v in fallback.items() if v] == [
     "CheckpointHigherOrderVariable",
     "AutogradFunctionApplyVariable",
 ]
+
+# %% [markdown]
+# ## What the fallback costs: compile attempts
+#
+# The fallback is not free. When `wrap`'s speculation fails, Dynamo abandons the whole trace of
+# `with_wrap` and **restarts analysis** of the frame (`_compile` in
+# `torch/_dynamo/convert_frame.py` collects `restart_reasons`), this time stopping at the HOP call.
+# `TORCH_LOGS` and tlparse name the attempts `0/0` and `0/0_1`; dynascope keeps one frame per
+# attempt, with what became of it. Here the second attempt traced nothing before the call, so it
+# hands no graph to the backend at all: the frame runs eagerly with Dynamo's bytecode around it.
+
+# %%
+for f in cap.frames:
+    print(f.compile_id, f.status, "|", f.status_reason.splitlines()[0])
+
+# %%
+assert [(f.compile_id, f.status) for f in cap.frames] == [("0/0", "restarted"), ("0/0_1", "no_graph")]
+assert not cap.frames[0].speculations[0].ok and "graph_break" in cap.frames[0].status_reason
+assert cap.graph_breaks[0].compile_id == "0/0"  # the break belongs to the attempt that hit it
+
+# %% [markdown]
+# ## Inputs the HOP supplies
+#
+# Not every body input comes from a parent node. `scan` calls its `combine_fn` once per step with
+# the **carry** (the initial value on the first step, the previous step's output after that) and a
+# **slice** of each scanned tensor (`torch/_higher_order_ops/scan.py`). Those placeholders are
+# neither operands nor lifted free variables: dynascope marks them `hop_supplied` and says what the
+# HOP passes, keeping the parent node they are made from as `source`. flex_attention's `score, b,
+# h, q_idx, kv_idx` and the incoming gradient of an `autograd.Function` backward are the same kind.
+
+# %%
+from torch._higher_order_ops.scan import scan  # noqa: E402
+
+
+def running_sum(init, xs):
+    def step(carry, x):
+        nxt = carry + x
+        return nxt, nxt * 2
+
+    return scan(step, init, xs)
+
+
+cap = tracer.capture(running_sum, torch.zeros(3), torch.randn(4, 3))
+(body,) = cap.frames[0].subgraphs.values()
+for i in body.inputs:
+    print(f"{i.name:8} {i.kind:13} supplied: {i.supplied:15} from parent node {i.source}")
+
+# %%
+assert [(i.kind, i.supplied, i.source) for i in body.inputs] == [
+    ("hop_supplied", "carry[0]", "l_init_"),
+    ("hop_supplied", "slice of xs[0]", "l_xs_"),
+]
