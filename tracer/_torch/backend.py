@@ -14,6 +14,7 @@ import warnings
 from typing import Any, Iterator, Optional
 
 from tracer._torch.breaks import BreakRecord, install_graph_break_hook
+from tracer._torch.graph_passes import PassRecorder
 from tracer._torch.guards import backend_match_guards, guards_from_set
 from tracer._torch.isolation import CodeTracker, code_location
 from tracer._torch.patching import Patches
@@ -48,6 +49,7 @@ class Recorder:
         self.region: Optional[int] = None  # isolate_recompiles id of the compiled wrapper
         self.errors: list[str] = []
         self.where: dict[Key, tuple[str, str]] = {}  # compile key -> (code location, file) of the frame
+        self.passes = PassRecorder()  # Dynamo passes between its graph log point and this backend
 
     # -- events ----------------------------------------------------------------------------
     def _seen(self, key: Optional[Key]) -> None:
@@ -107,6 +109,7 @@ class Recorder:
             self.errors.append(f"frame {frame.meta['dynamo_compile_id']}: {type(e).__name__}: {e}")
             names = {}
         frame.meta["_graph_names"] = names  # dropped in finish(); id(SpecRecord) -> qualified body name
+        frame.passes = self.passes.take(gm)
         if key is not None:
             self.frames.setdefault(key, []).append(frame)
         return frame
@@ -141,6 +144,7 @@ class Recorder:
             install_graph_break_hook(patches, self.on_graph_break)
             stack.enter_context(StructuredTraceHandler(self.on_start, self.on_recompile))
             stack.enter_context(self.codes)
+            stack.enter_context(self.passes)
             yield
 
     # -- the Capture -------------------------------------------------------------------------
