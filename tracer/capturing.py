@@ -54,9 +54,11 @@ def capture(
       capture (``.item()`` becomes an unbacked symbol ``u0`` instead of a graph break).
     - ``dynamo_config``: other ``torch._dynamo.config`` values for this capture only.
 
-    An ``nn.Module`` is captured through its ``forward`` (module hooks are not run). Each capture
-    compiles a fresh copy of the function's code (see Note [Fresh code per capture]), so
-    capturing the same function many times gives complete captures and leaves no cache entries.
+    A callable is compiled exactly as ``torch.compile`` compiles it: an ``nn.Module`` through its
+    ``__call__`` (forward pre-hooks and hooks included), torch's own modules and functions through
+    torch's ``wrap_inline`` frame (see Note [Compile what torch.compile compiles]). Each capture
+    compiles a fresh copy of that code (see Note [Fresh code per capture]), so capturing the same
+    function many times gives complete captures and leaves no cache entries.
 
     >>> import torch, tracer
     >>> cap = tracer.capture(lambda x: torch.sin(x) + 1, torch.randn(3))
@@ -121,14 +123,15 @@ def _run_capture(
         import torch
 
         from tracer._torch.backend import Recorder
-        from tracer._torch.isolation import code_state_scope, describe_callable, fresh_callable
+        from tracer._torch.isolation import code_state_scope, compile_target, describe_callable
         from tracer._torch.isolation import dynamo_config as scoped_config
 
         config = dict(dynamo_config or {})
         if capture_scalar_outputs is not None:
             config["capture_scalar_outputs"] = bool(capture_scalar_outputs)
-        target, made = fresh_callable(fn)
-        rec = Recorder(partitioner=partitioner, fresh_codes=made)
+        with scoped_config(**config):  # torch's choice of frame depends on the config (wrap_top_frame)
+            target = compile_target(fn)  # See Note [Compile what torch.compile compiles]
+        rec = Recorder(partitioner=partitioner, fresh_codes=target.made)
         cap = Capture(fn=describe_callable(fn), meta={
             "torch": torch.__version__,
             "options": {"fullgraph": fullgraph, "dynamic": dynamic, "partitioner": partitioner, "backward": backward,
@@ -142,11 +145,12 @@ def _run_capture(
                     stack.enter_context(rec.hooks())
                     for factory in extra_hooks:
                         stack.enter_context(factory())
-                    compiled = rec.compile(target, fullgraph=fullgraph, dynamic=dynamic)
-                    result = compiled(*args, **kwargs)
+                    stack.enter_context(target.installed())
+                    compiled = rec.compile(target.fn, fullgraph=fullgraph, dynamic=dynamic)
+                    result = target.call(compiled, *args, **kwargs)
                     cap.meta["backward_ran"] = _maybe_backward(result, backward, (args, kwargs))
                     for call_args in calls:
-                        compiled(*call_args, **kwargs)
+                        target.call(compiled, *call_args, **kwargs)
                 cap.result = _detached(result)  # See Note [The result holds no autograd graph]
             finally:
                 _safely(cap, "finish", rec.finish, cap)  # also on error: the partial capture
