@@ -1,8 +1,11 @@
-"""Capture isolation: fresh code objects per capture, Dynamo cache clean-up, scoped configs.
+"""Capture isolation: what a capture compiles (torch.compile's own frame, with fresh code),
+Dynamo cache clean-up, scoped configs, and how a frame's code is named.
 
-Invariant: after a capture, no code object the user owns holds a cache entry the capture made
-(unless it held entries before, see Note [Which cache entries a capture removes]), and every
-config value the capture changed is back to what it was.
+Invariant: a capture compiles the frame ``torch.compile`` would compile for the same callable
+(Note [Compile what torch.compile compiles]); after it, no code object the user owns holds a
+cache entry the capture made (unless it held entries before, see Note [Which cache entries a
+capture removes]), torch's shared ``wrap_inline`` frame never gets one, and every config value
+or module attribute the capture changed is back to what it was.
 """
 
 from __future__ import annotations
