@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from torch._dynamo import external_utils
 from torch._higher_order_ops.wrap import wrap
 
 import tracer
@@ -81,13 +82,15 @@ def test_module_capture_repeated():
     for _ in range(10):
         cap = tracer.capture(lin, torch.randn(4, 3))
         (f,) = cap.frames
-        # torch's own module: compiled through a fresh trampoline frame, forward inlined
-        assert f.code.endswith(" in dynascope_call")
+        # torch's own module: compiled as torch.compile does, through a fresh copy of torch's
+        # wrap_inline frame (Note [Compile what torch.compile compiles]), forward inlined
+        assert f.code.endswith(" in inner")
         linear = f.graph.find(target="linear")[0]
         assert linear.meta["shape"] == [4, 2]
-        assert "source" not in linear.meta  # no user line: only the trampoline called it
+        assert "source" not in linear.meta  # no user line: only torch's frames called it
         assert sorted(n.role for n in f.graph.placeholders) == ["operand", "param", "param"]
     assert _entries(type(lin).forward) == 0
+    assert _entries(external_utils.wrap_inline(lin)) == 0  # torch's shared frame got no entry
 
 
 def test_recompile_limit_is_per_capture():

@@ -57,9 +57,11 @@ def capture(
     - ``options``: all of the above as one :class:`tracer.CaptureOptions` (then pass none of them
       by name). The options used are recorded in ``cap.meta["options"]``.
 
-    An ``nn.Module`` is captured through its ``forward`` (module hooks are not run). Each capture
-    compiles a fresh copy of the function's code (see Note [Fresh code per capture]), so
-    capturing the same function many times gives complete captures and leaves no cache entries.
+    A callable is compiled exactly as ``torch.compile`` compiles it: an ``nn.Module`` through its
+    ``__call__`` (forward pre-hooks and hooks included), torch's own modules and functions through
+    torch's ``wrap_inline`` frame (see Note [Compile what torch.compile compiles]). Each capture
+    compiles a fresh copy of that code (see Note [Fresh code per capture]), so capturing the same
+    function many times gives complete captures and leaves no cache entries.
 
     >>> import torch, tracer
     >>> cap = tracer.capture(lambda x: torch.sin(x) + 1, torch.randn(3))
@@ -107,11 +109,12 @@ def _run_capture(
         import torch
 
         from tracer._torch.backend import Recorder
-        from tracer._torch.isolation import code_state_scope, describe_callable, fresh_callable
+        from tracer._torch.isolation import code_state_scope, compile_target, describe_callable
         from tracer._torch.isolation import dynamo_config as scoped_config
 
-        target, made = fresh_callable(fn)
-        rec = Recorder(partitioner=options.partitioner, fresh_codes=made)
+        with scoped_config(**options.config()):  # torch's choice of frame depends on the config (wrap_top_frame)
+            target = compile_target(fn)  # See Note [Compile what torch.compile compiles]
+        rec = Recorder(partitioner=options.partitioner, fresh_codes=target.made)
         cap = Capture(fn=describe_callable(fn), meta={"torch": torch.__version__, "options": options.to_meta()})
         try:
             try:
@@ -121,11 +124,12 @@ def _run_capture(
                     stack.enter_context(rec.hooks())
                     for factory in extra_hooks:
                         stack.enter_context(factory())
-                    compiled = rec.compile(target, fullgraph=options.fullgraph, dynamic=options.dynamic)
-                    result = compiled(*args, **kwargs)
+                    stack.enter_context(target.installed())
+                    compiled = rec.compile(target.fn, fullgraph=options.fullgraph, dynamic=options.dynamic)
+                    result = target.call(compiled, *args, **kwargs)
                     cap.meta["backward_ran"] = _maybe_backward(result, options.backward, (args, kwargs))
                     for call_args in options.more_calls:
-                        compiled(*call_args, **kwargs)
+                        target.call(compiled, *call_args, **kwargs)
                 cap.result = _detached(result)  # See Note [The result holds no autograd graph]
             except BaseException as e:
                 rec.interrupted = e  # a compile cut short by it ends "failed" with this reason

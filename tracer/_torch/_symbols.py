@@ -47,6 +47,12 @@ PRIVATE_SYMBOLS: list[str] = [
     "torch._C._dynamo.eval_frame:_debug_get_cache_entry_list",
     "torch._C._dynamo.eval_frame:_get_cache_entries_for_region",
     "torch._guards:Guard.create_fn_name",
+    # isolation.py: Note [Compile what torch.compile compiles]
+    "torch._dynamo.external_utils:wrap_inline",
+    "torch._dynamo.eval_frame:_set_in_optimized_module",
+    # graph_passes.py: Note [Dynamo passes after the output graph is logged]
+    "torch._higher_order_ops.passes.inline_invoke_subgraph:inline_invoke_subgraph",
+    "torch._higher_order_ops.passes.inline_invoke_subgraph:inline_single_use_invoke_subgraph",
     # isolation.py: Note [Automatic-dynamic state is per capture]
     "torch._dynamo.pgo:get_code_state",
     # bench_support.py: Note [TORCH_TRACE without the environment variable]; the wrap HOP for bench models

@@ -15,6 +15,7 @@ from typing import Any, Iterator, Optional
 
 from tracer._torch.attempts import AttemptInfo, format_id, local_ids, location, settle_status
 from tracer._torch.breaks import BreakRecord, SkipRecorder, install_graph_break_hook
+from tracer._torch.graph_passes import PassRecorder
 from tracer._torch.guards import backend_match_guards, guards_from_set
 from tracer._torch.isolation import CodeTracker, code_location
 from tracer._torch.patching import Patches
@@ -55,6 +56,7 @@ class Recorder:
         self._last_ended: Optional[Key] = None  # the compile whose metrics were logged last
         self.interrupted: Optional[BaseException] = None  # what ended the capture early, if anything
         self._handler: Optional[StructuredTraceHandler] = None
+        self.passes = PassRecorder()  # Dynamo passes between its graph log point and this backend
 
     # -- events ----------------------------------------------------------------------------
     def _seen(self, key: Optional[Key], attempt: int = 0) -> None:
@@ -143,6 +145,7 @@ class Recorder:
             frame.problems.append(f"graph not recorded: {type(e).__name__}: {e}")
             names = {}
         frame.meta["_graph_names"] = names  # dropped in finish(); id(SpecRecord) -> qualified body name
+        frame.passes = self.passes.take(gm)
         if key is not None:
             self.frames.setdefault((key[0], key[1], attempt), []).append(frame)
         else:
@@ -181,6 +184,7 @@ class Recorder:
             self._handler = stack.enter_context(
                 StructuredTraceHandler(self.on_start, self.on_recompile, self.on_attempt, self.on_metrics))
             stack.enter_context(self.codes)
+            stack.enter_context(self.passes)
             yield
 
     # -- the Capture -------------------------------------------------------------------------

@@ -195,7 +195,7 @@ def _source_of(stack_trace: str) -> Optional[dict[str, Any]]:
         return None
     user = [m for m in frames if not _library_file(m.group("file"))]
     mine = [m for m in frames if not m.group("file").startswith(_OWN_DIR)]
-    if not mine:  # only dynascope's trampoline: no line of the user's or torch's to show
+    if not mine:  # only dynascope's own frames: no line of the user's or torch's to show
         return None
     m = (user or mine)[-1]
     return {"file": m.group("file"), "line": int(m.group("line")), "fn": m.group("fn").strip(),
@@ -203,7 +203,7 @@ def _source_of(stack_trace: str) -> Optional[dict[str, Any]]:
 
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep  # dynascope's trampoline frames
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep  # dynascope's own frames, never the user's line
 
 
 def _library_file(path: str) -> bool:

@@ -1,20 +1,26 @@
-"""Capture isolation: fresh code objects per capture, Dynamo cache clean-up, scoped configs.
+"""Capture isolation: what a capture compiles (torch.compile's own frame, with fresh code),
+Dynamo cache clean-up, scoped configs, and how a frame's code is named.
 
-Invariant: after a capture, no code object the user owns holds a cache entry the capture made
-(unless it held entries before, see Note [Which cache entries a capture removes]), and every
-config value the capture changed is back to what it was.
+Invariant: a capture compiles the frame ``torch.compile`` would compile for the same callable
+(Note [Compile what torch.compile compiles]); after it, no code object the user owns holds a
+cache entry the capture made (unless it held entries before, see Note [Which cache entries a
+capture removes]), torch's shared ``wrap_inline`` frame never gets one, and every config value
+or module attribute the capture changed is back to what it was.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import types
-from typing import Any, Callable, Iterator
+import warnings
+from typing import Any, Callable, Iterator, Optional
 
 import torch
 
-__all__ = ["CodeTracker", "code_location", "code_state_scope", "describe_callable", "dynamo_config", "fresh_callable"]
+__all__ = ["CodeTracker", "Target", "code_location", "code_state_scope", "compile_target", "describe_callable", "dynamo_config",
+           "fresh_callable"]
 
 
 # Note [Fresh code per capture]
@@ -46,45 +52,118 @@ def _copy_function(fn: types.FunctionType, made: list[types.CodeType]) -> types.
     return new
 
 
-def _trampoline(target: Callable[..., Any]) -> Callable[..., Any]:
-    def dynascope_call(*args: Any, **kwargs: Any) -> Any:
-        return target(*args, **kwargs)
+# Note [Compile what torch.compile compiles]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``torch.compile(obj)`` decides which frame Dynamo starts from (torch/_dynamo/eval_frame.py):
+#   - an nn.Module becomes an ``OptimizedModule`` whose ``forward`` compiles ``module.__call__``
+#     (so forward pre-hooks and hooks run inside the compile), or, when the module's forward is
+#     skipped by trace_rules (torch's own modules: nn.Linear), ``external_utils.wrap_inline(module)``;
+#   - a function is compiled as its own frame, unless it is a builtin, in-graph torch function,
+#     polyfilled or skipped callable (torch.sin, functools.partial, callable objects): then
+#     ``wrap_inline(fn)``, a frame ``inner`` (external_utils.py) that calls it.
+# We do not re-implement that choice: ``compile_target`` asks torch, by applying an uncompiled
+# ``torch._dynamo.optimize`` context to the callable (construction compiles nothing) and reading
+# what it wrapped. Then it hands Dynamo the same frame with a fresh code object (Note [Fresh code
+# per capture]): a copy of the function, of ``wrap_inline``'s ``inner`` (same file, line, name
+# and closure variable ``fn``, so placeholders read ``l_fn_...``/``l_args_0_`` and guards
+# ``L['fn']`` exactly as torch's), or, for a user module, ``module.__call__`` with the
+# instance's ``forward`` pointing to a fresh copy of its class's forward for the capture. So
+# torch's shared ``inner`` never gets a cache entry from a capture.
 
-    return dynascope_call
+
+@dataclasses.dataclass
+class Target:
+    """What a capture hands ``torch._dynamo.optimize``, and how it calls the compiled result."""
+
+    fn: Callable[..., Any]  # the callable Dynamo compiles (Note [Compile what torch.compile compiles])
+    made: list[types.CodeType]  # code objects made for this capture (CodeTracker may always reset them)
+    module: Optional[torch.nn.Module] = None  # the module compiled like OptimizedModule, if any
+    forward: Optional[types.MethodType] = None  # fresh forward set on ``module`` during the capture
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        """Point ``module.forward`` at the fresh copy for the capture; restored on exit, also on error."""
+        if self.module is None or self.forward is None:
+            yield
+            return
+        d = self.module.__dict__
+        had, old = "forward" in d, d.get("forward")
+        d["forward"] = self.forward
+        try:
+            yield
+        finally:
+            if had:
+                d["forward"] = old
+            else:
+                d.pop("forward", None)
+
+    def call(self, compiled: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Call ``compiled`` as ``OptimizedModule.__call__`` / ``_call_lazy_check`` would."""
+        if self.module is None:
+            return compiled(*args, **kwargs)
+        from torch._dynamo.eval_frame import _set_in_optimized_module
+
+        mod = self.module
+        if hasattr(mod, "_initialize_hook") and callable(getattr(mod, "_infer_parameters", None)):
+            mod._infer_parameters(mod, args, kwargs)  # a lazy module initializes eagerly first, as torch does
+        with _set_in_optimized_module():
+            return compiled(*args, **kwargs)
 
 
-def _in_torch(fn: types.FunctionType) -> bool:
-    """Code torch ships (nn.Linear.forward): Dynamo would wrap it in its shared ``wrap_inline`` frame."""
-    import os
+def compile_target(fn: Any) -> Target:
+    """The frame ``torch.compile(fn)`` would compile, with fresh code (Note [Compile what torch.compile compiles]).
 
-    root = os.path.dirname(torch.__file__) + os.sep
-    return fn.__code__.co_filename.startswith(root)
-
-
-def fresh_callable(fn: Any) -> tuple[Callable[..., Any], list[types.CodeType]]:
-    """A callable equivalent to ``fn`` whose frames run fresh code objects (Note [Fresh code per capture]).
-
-    Returns it and the code objects made for it (the ones :class:`CodeTracker` may always reset).
-    An ``nn.Module`` is called through a fresh copy of its class's ``forward`` bound to the
-    same instance (module hooks are not run, as with ``module.forward(...)``).
+    Call it under the capture's Dynamo config (``wrap_top_frame`` changes torch's choice).
     """
     made: list[types.CodeType] = []
     fn = _uncompiled(fn)
-    if isinstance(fn, types.FunctionType) and not _in_torch(fn):
-        return _copy_function(fn, made), made
-    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType) and not _in_torch(fn.__func__):
-        return types.MethodType(_copy_function(fn.__func__, made), fn.__self__), made
+    if getattr(fn, "_torchdynamo_disable", False):
+        return Target(fn, made)  # torch.compiler.disable: torch runs it eagerly; so do we
+    chosen = _torch_choice(fn)
+    if _is_wrap_inline(chosen):
+        return Target(_copy_function(chosen, made), made, module=fn if isinstance(fn, torch.nn.Module) else None)
     if isinstance(fn, torch.nn.Module):
         forward = type(fn).forward
-        if isinstance(forward, types.FunctionType):
-            if _in_torch(forward):  # torch's own module: trampoline into a fresh copy of its forward
-                fn = types.MethodType(_copy_function(forward, made), fn)
-            else:
-                return types.MethodType(_copy_function(forward, made), fn), made
-    # torch's own functions and modules, functools.partial, callable objects, builtins: a fresh
-    # trampoline frame ("isolation.py:... in dynascope_call") that calls them; Dynamo inlines them.
-    call = _trampoline(fn)
-    return _copy_function(call, made), made
+        fresh = None
+        if "forward" not in fn.__dict__ and isinstance(forward, types.FunctionType):
+            fresh = types.MethodType(_copy_function(forward, made), fn)
+        return Target(chosen, made, module=fn, forward=fresh)
+    if isinstance(chosen, types.FunctionType):
+        return Target(_copy_function(chosen, made), made)
+    if isinstance(chosen, types.MethodType) and isinstance(chosen.__func__, types.FunctionType):
+        return Target(types.MethodType(_copy_function(chosen.__func__, made), chosen.__self__), made)
+    return Target(chosen, made)
+
+
+def fresh_callable(fn: Any) -> tuple[Callable[..., Any], list[types.CodeType]]:
+    """``compile_target(fn)`` as (callable, made codes), for callers that need no module handling."""
+    t = compile_target(fn)
+    return t.fn, t.made
+
+
+def _torch_choice(fn: Any) -> Any:
+    """The callable whose frame ``torch.compile(fn)`` starts Dynamo on (eval_frame.py), unchanged."""
+    import torch._dynamo
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wrapped = torch._dynamo.optimize("eager")(fn)
+    if isinstance(fn, torch.nn.Module):  # an OptimizedModule: forward (or _forward, lazy) is the compiled entry
+        entry = wrapped.__dict__.get("_forward", wrapped.__dict__.get("forward"))
+    else:
+        entry = wrapped
+    return getattr(entry, "_torchdynamo_orig_callable", fn)
+
+
+def _is_wrap_inline(fn: Any) -> bool:
+    from torch._dynamo import external_utils
+
+    return isinstance(fn, types.FunctionType) and fn.__code__ is _wrap_inline_code(external_utils)
+
+
+@functools.lru_cache(maxsize=1)
+def _wrap_inline_code(external_utils: Any) -> types.CodeType:
+    return external_utils.wrap_inline(len).__code__
 
 
 def _uncompiled(fn: Any) -> Any:
@@ -113,11 +192,41 @@ def describe_callable(fn: Any) -> str:
     return str(name) if name else type(fn).__qualname__
 
 
+# Note [Naming notebook code]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A notebook cell's code is compiled under a name the kernel makes up (ipykernel:
+# "/tmp/ipykernel_<pid>/<hash>.py"; IPython: "<ipython-input-3-...>"). IPython's tracebacks
+# show it as "Cell In[3], line 2": its caching compiler maps the name back with the public
+# ``InteractiveShell.compile.format_code_name(filename) -> ("Cell", "In[3]") | None``
+# (IPython/core/tbtools.py ``_tokens_filename``). We ask the running shell the same way, so a
+# frame reads as the user's traceback would; anything else is "file.py:LINE in fn".
 def code_location(code: types.CodeType) -> str:
-    """"file.py:LINE in fn" for a code object (basename, so output is the same on every machine)."""
+    """"file.py:LINE in fn" for a code object (basename, so output is the same on every machine);
+    "Cell In[3], line 2 in fn" for code of a notebook cell (Note [Naming notebook code])."""
     import os
 
-    return f"{os.path.basename(code.co_filename)}:{code.co_firstlineno} in {code.co_name}"
+    cell = _cell_name(code.co_filename)
+    if cell is not None:
+        return f"{cell}, line {code.co_firstlineno} in {code.co_name}"
+    return f"{os.path.basename(code.co_filename) or code.co_filename}:{code.co_firstlineno} in {code.co_name}"
+
+
+def _cell_name(filename: str) -> Optional[str]:
+    import sys
+
+    if "IPython" not in sys.modules:  # never import IPython ourselves
+        return None
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        data = shell.compile.format_code_name(filename) if shell is not None else None
+    except (AttributeError, TypeError):  # a shell without IPython's caching compiler: the file name is exact
+        return None
+    if not data:
+        return None
+    label, name = data
+    return f"{label} {name}"
 
 
 # Note [Which cache entries a capture removes]

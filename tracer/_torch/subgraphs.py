@@ -17,7 +17,7 @@ import torch.fx
 
 from tracer._torch.body_inputs import Feed, call_feeds
 from tracer._torch.fx_graph import graph_from_fx
-from tracer._torch.structured import logged_graph_code
+from tracer._torch.graph_passes import root_code
 from tracer._torch.subtracer import SpecRecord
 from tracer.model import CallSite, Graph, Node, Subgraph, SubgraphInput
 
@@ -261,7 +261,7 @@ def convert_tree(gm: torch.fx.GraphModule, specs: list[SpecRecord], code: Option
         if n.op == "placeholder":
             root_roles[n.name] = _root_role(n, arg_names)
     root = graph_from_fx(gm, "", role_of=_role_fn(gm.graph, root_roles, calls),
-                         code=logged_graph_code("dynamo_output_graph"))  # Note [Graph text torch already rendered]
+                         code=root_code(gm))  # Note [Dynamo passes after the output graph is logged]
     for n in gm.graph.nodes:
         if n.op == "placeholder":
             src = _graph_arg_source(n)
