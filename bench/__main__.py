@@ -16,7 +16,7 @@ from typing import Any, Optional
 import torch
 
 import tracer
-from bench import capture_overhead, explorer_scaling, memory, models, pause_latency
+from bench import capture_overhead, explorer_scaling, memory, models, pause_latency, saved_split
 from bench.timing import fresh
 
 # (key, what, target as text, check) for the table; check(value) -> bool, None when there is no target.
@@ -66,6 +66,8 @@ def run(quick: bool = False) -> dict[str, Any]:
     del cap
     _log("pause latency")
     out.update(pause_latency.run(repeat=repeat, size=size))
+    _log("saved bytes by origin")
+    out.update(saved_split.run(size=size))
     return out
 
 
@@ -87,6 +89,10 @@ def table(res: dict[str, Any]) -> str:
             v = res[key]
             mark = "" if check is None else ("ok" if check(v) else "MISS")
             rows.append((what, f"{v:g}" if isinstance(v, (int, float)) else str(v), target, mark))
+    for name, split in res.get("saved_split", {}).items():
+        mb = {k: f"{split[k] / 2**20:.2f}" for k in ("saved_bytes", "activation_bytes", "param_bytes")}
+        rows.append((f"saved for backward ({name}), MB: all / activations / params+buffers",
+                     f"{mb['saved_bytes']} / {mb['activation_bytes']} / {mb['param_bytes']}", "", ""))
     if res.get("joint_dot_cap_hit"):
         rows.append(("  (dot was killed at the cap)", f"{res['joint_dot_cap_seconds']:g}", "", ""))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]

@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
+import torch.nn.functional as F
 import torch.utils.checkpoint
+from torch.nn.attention.flex_attention import flex_attention
 
 from tracer._torch.bench_support import wrap_hop
 
@@ -78,6 +80,91 @@ class HopStack(torch.nn.Module):
         return x
 
 
+class GPT2Block(torch.nn.Module):
+    """A GPT-2 block written with torch.nn: pre-LayerNorm causal self-attention through
+    ``F.scaled_dot_product_attention``, then a GELU MLP, each with a residual."""
+
+    def __init__(self, hidden: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.ln_1 = torch.nn.LayerNorm(hidden)
+        self.c_attn = torch.nn.Linear(hidden, 3 * hidden)
+        self.c_proj = torch.nn.Linear(hidden, hidden)
+        self.ln_2 = torch.nn.LayerNorm(hidden)
+        self.mlp = torch.nn.Sequential(
+            torch.nn.Linear(hidden, 4 * hidden), torch.nn.GELU(approximate="tanh"), torch.nn.Linear(4 * hidden, hidden)
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, c = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.c_proj(y.transpose(1, 2).reshape(b, t, c))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT2(torch.nn.Module):
+    """Token + position embeddings, ``GPT2Block`` x layers, final LayerNorm and a tied LM head."""
+
+    def __init__(self, layers: int, hidden: int, heads: int, vocab: int, seq: int) -> None:
+        super().__init__()
+        self.wte = torch.nn.Embedding(vocab, hidden)
+        self.wpe = torch.nn.Embedding(seq, hidden)
+        self.blocks = torch.nn.ModuleList(GPT2Block(hidden, heads) for _ in range(layers))
+        self.ln_f = torch.nn.LayerNorm(hidden)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
+        for block in self.blocks:
+            x = block(x)
+        return self.ln_f(x) @ self.wte.weight.T
+
+
+class FlexBlock(torch.nn.Module):
+    """A transformer block whose attention is ``flex_attention`` with a relative-position score_mod
+    (the flex_attention HOP plus its score_mod subgraph), then a GELU MLP."""
+
+    def __init__(self, hidden: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.ln_1 = torch.nn.LayerNorm(hidden)
+        self.qkv = torch.nn.Linear(hidden, 3 * hidden)
+        self.proj = torch.nn.Linear(hidden, hidden)
+        self.ln_2 = torch.nn.LayerNorm(hidden)
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(hidden, 4 * hidden), torch.nn.GELU(), torch.nn.Linear(4 * hidden, hidden))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln_1(x)).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+
+        def relative(score, batch, head, q_idx, kv_idx):
+            return score + (q_idx - kv_idx) * 0.01
+
+        y = flex_attention(q, k, v, score_mod=relative)
+        x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
+        return x + self.mlp(self.ln_2(x))
+
+
+class SmallCNN(torch.nn.Module):
+    """conv/bn/relu/pool x3, then a linear classifier (a ResNet-style stem without the downloads)."""
+
+    def __init__(self, width: int, classes: int = 10) -> None:
+        super().__init__()
+        layers: list[torch.nn.Module] = []
+        c_in = 3
+        for c_out in (width, 2 * width, 4 * width):
+            layers += [torch.nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), torch.nn.BatchNorm2d(c_out),
+                       torch.nn.ReLU(), torch.nn.MaxPool2d(2)]
+            c_in = c_out
+        self.features = torch.nn.Sequential(*layers)
+        self.head = torch.nn.Linear(c_in, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x).mean(dim=(2, 3)))
+
+
 def _mlp(size: str) -> tuple[torch.nn.Module, tuple]:
     w = 64 if size == "full" else 8
     return MLP(w), (torch.randn(8, w),)
@@ -93,10 +180,30 @@ def _hops(size: str) -> tuple[torch.nn.Module, tuple]:
     return HopStack(layers, hidden), (torch.randn(4, hidden),)
 
 
+def _gpt2(size: str) -> tuple[torch.nn.Module, tuple]:
+    layers, hidden, heads, vocab, seq = (6, 128, 4, 512, 32) if size == "full" else (1, 16, 2, 32, 4)
+    return GPT2(layers, hidden, heads, vocab, seq), (torch.randint(0, vocab, (2, seq)),)
+
+
+def _flex(size: str) -> tuple[torch.nn.Module, tuple]:
+    # FlexAttention has no CPU backward (flex_attention.py ``_validate_device``): an inference model.
+    layers, hidden, heads, seq = (2, 128, 4, 32) if size == "full" else (1, 16, 2, 16)
+    model = torch.nn.Sequential(*(FlexBlock(hidden, heads) for _ in range(layers))).requires_grad_(False)
+    return model, (torch.randn(2, seq, hidden),)
+
+
+def _cnn(size: str) -> tuple[torch.nn.Module, tuple]:
+    width, hw = (32, 32) if size == "full" else (4, 8)
+    return SmallCNN(width), (torch.randn(4, 3, hw, hw),)
+
+
 MODELS: dict[str, Callable[[str], tuple[torch.nn.Module, tuple]]] = {
     "mlp": _mlp,
     "transformer12": _transformer12,
     "hops": _hops,
+    "gpt2": _gpt2,
+    "flex_attention": _flex,
+    "cnn": _cnn,
 }
 
 

@@ -15,7 +15,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root: `import bench`
 
 import bench.__main__ as bench_main  # noqa: E402
-from bench import capture_overhead, explorer_scaling, memory, models, pause_latency  # noqa: E402
+from bench import capture_overhead, explorer_scaling, memory, models, pause_latency, saved_split  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +37,9 @@ def test_unknown_model_names_the_choices():
         models.make("resnet")
 
 
-def test_capture_overhead_keys():
-    res = capture_overhead.measure("mlp", repeat=1, size="tiny")
+@pytest.mark.parametrize("name", list(models.MODELS))
+def test_capture_overhead_keys(name):
+    res = capture_overhead.measure(name, repeat=1, size="tiny")
     assert set(res) >= {"capture_ratio", "trace_file_ratio", "seconds"}
     assert set(res["seconds"]) == set(capture_overhead.SIDES)
     assert all(v > 0 for v in res["seconds"].values())
@@ -72,9 +73,21 @@ def test_pause_latency_keys():
     assert res["pause_step_seconds"] > 0
 
 
-def test_table_and_json_line():
+def test_saved_split_adds_up():
+    res = saved_split.measure("cnn", "tiny")
+    assert res["unknown"] == 0
+    assert res["saved_bytes"] >= res["activation_bytes"] + res["param_bytes"] > 0
+    assert 0 < res["param_bytes"] <= res["model_param_bytes"]
+
+
+def test_table_and_json_line(monkeypatch, capsys):
     res = {"capture_overhead": {"mlp": 1.05}, "trace_file_overhead": {"mlp": 1.2},
            "explorer_scaling_16k_over_4k": 5.0, "pause_step_ratio": 1.5}
     text = bench_main.table(res)
     assert "MISS" in text.splitlines()[3] and "ok" in text.splitlines()[1]
-    assert json.loads(json.dumps(res, sort_keys=True)) == res
+    # main() prints the table, then the JSON object as the very last line (what `tail -1` reads).
+    monkeypatch.setattr(bench_main, "run", lambda quick=False: res)
+    assert bench_main.main([]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert json.loads(lines[-1]) == res
+    assert lines[:-1] == text.splitlines()

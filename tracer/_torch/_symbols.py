@@ -90,6 +90,9 @@ PRIVATE_SYMBOLS: list[str] = [
     "torch._functorch._aot_autograd.descriptors:TangentAOTInput",
     "torch._functorch._aot_autograd.descriptors:BackwardTokenAOTInput",
     "torch._functorch._aot_autograd.descriptors:SavedForBackwardsAOTOutput",
+    "torch._functorch._aot_autograd.descriptors:AOTInput",  # aot_meta.py: Note [Origin of a saved value]
+    "torch._dynamo.source:DictGetItemSource",
+    "torch._dynamo.source:UnspecializedParamBufferSource",
     "torch._guards:TracingContext.try_get",
     "torch.fx.experimental.symbolic_shapes:optimization_hint",
 ]

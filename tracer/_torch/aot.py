@@ -23,6 +23,7 @@ from tracer._torch.aot_meta import (
     inputs_from_meta,
     outputs_from_meta,
     return_kinds,
+    saved_origins,
     saved_values,
     synthetic_base_groups,
 )
@@ -274,6 +275,7 @@ class _AotRecorder:
         aot.subgraphs.update(self.joint_bodies)
         aot.subgraphs.update(bodies)
         aot.saved, _ = saved_values(gm, meta, tokens_in_outputs=_tokens_in_outputs())
+        self.frame.problems.extend(saved_origins(gm, aot.saved, self.index.placeholders))
         _set_returns(aot.forward, return_kinds(gm, meta, tokens_in_outputs=_tokens_in_outputs()))
         if self.bw_module is not None:
             # The backward torch will compile lazily; saved-tensor hooks are already inlined in it.

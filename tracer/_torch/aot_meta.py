@@ -19,6 +19,7 @@ __all__ = [
     "inputs_from_meta",
     "outputs_from_meta",
     "return_kinds",
+    "saved_origins",
     "saved_values",
     "synthetic_base_groups",
     "value_kind",
@@ -125,6 +126,113 @@ def saved_values(
             start = len(outs)
     start = max(0, min(start, len(outs)))
     return [saved_value(o) for o in outs[start:]], start
+
+
+# Note [Origin of a saved value]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``SavedValue.origin`` says who owns the memory a saved value keeps alive, so that "saved bytes"
+# can be split into what the forward keeps only for the backward (activations) and what lives in
+# the module anyway (parameters, buffers). The owner of a saved tensor's storage is the first
+# forward-graph node whose fake value has that storage (functionalization re-applies views, so a
+# view's fake value shares its base's storage: ``t = weight.t()`` shares ``weight``'s). Then:
+#   - owner is a node computed in the forward: "activation";
+#   - owner is a forward placeholder: its AOT descriptor says which input it is.
+#     ``ParamAOTInput``/``BufferAOTInput`` (``prepare_aot_config`` lifts a GraphModule's own
+#     parameters and buffers with them) are "parameter"/"buffer"; ``PlainAOTInput(idx)`` is the
+#     idx-th Dynamo placeholder, which is a "parameter" when its example value is an
+#     ``nn.Parameter`` or Dynamo read it from a module's ``_parameters`` dict, a "buffer" when
+#     read from ``_buffers`` (the ``UnspecializedParamBufferSource`` Dynamo builds for inlined
+#     modules, ``torch/_dynamo/variables/user_defined.py``), otherwise "input" (an argument, a
+#     global, a closure cell, the output of an earlier graph). Subclass and synthetic-base
+#     descriptors take the origin of the input they were made from; tokens and RNG seeds are
+#     "input". A placeholder without a descriptor, or a Dynamo placeholder without a source, is
+#     "unknown" and a problem names it.
+# A saved view of a parameter therefore has origin "parameter" (it costs no memory the module
+# does not hold anyway) and ``alias_of`` names the parameter's placeholder; a saved view of
+# another saved value (``detach(relu)`` next to ``relu``) has ``alias_of`` = that value, and
+# ``Aot.activation_bytes``/``param_bytes`` count each storage once. A symint or opaque saved
+# value has no storage: a forward placeholder's origin by the same descriptor rule, else
+# "activation" (0 bytes either way).
+def saved_origins(gm: torch.fx.GraphModule, saved: list[SavedValue], dynamo_placeholders: list[Any]) -> list[str]:
+    """Set ``origin`` and ``alias_of`` on ``saved`` (Note [Origin of a saved value]); returns problems."""
+    nodes = {n.name: n for n in gm.graph.nodes}
+    owners: dict[Any, str] = {}
+    for n in gm.graph.nodes:
+        key = _fake_storage(n.meta.get("val"))
+        if key is not None:
+            owners.setdefault(key, n.name)
+    problems: list[str] = []
+    for s in saved:
+        node = nodes.get(s.name)
+        if node is None:
+            problems.append(f"saved value {s.name!r} is not a node of the forward graph: origin unknown")
+            continue
+        owner = owners.get(_fake_storage(node.meta.get("val")), s.name) if s.kind == "tensor" else s.name
+        if owner != s.name:
+            s.alias_of = owner
+        owner_node = nodes[owner]
+        if owner_node.op != "placeholder":
+            s.origin = "activation"
+            continue
+        origin, why = _input_origin(owner_node.meta.get("desc"), dynamo_placeholders)
+        s.origin = origin
+        if why:
+            problems.append(f"saved value {s.name!r} (forward input {owner!r}): {why}; origin unknown")
+    return problems
+
+
+def _fake_storage(val: Any) -> Any:
+    if not isinstance(val, torch.Tensor):
+        return None
+    try:
+        from torch.multiprocessing.reductions import StorageWeakRef
+
+        return StorageWeakRef(val.untyped_storage())
+    except Exception:  # no storage (e.g. a sparse or nested fake): the value owns itself
+        return None
+
+
+def _input_origin(desc: Any, dynamo_placeholders: list[Any], depth: int = 0) -> tuple[str, str]:
+    """(origin, why it is unknown) of a forward placeholder from its AOT descriptor."""
+    from torch._functorch._aot_autograd.descriptors import (
+        AOTInput,
+        BufferAOTInput,
+        ParamAOTInput,
+        PlainAOTInput,
+    )
+
+    if isinstance(desc, ParamAOTInput):
+        return "parameter", ""
+    if isinstance(desc, BufferAOTInput):
+        return "buffer", ""
+    if isinstance(desc, PlainAOTInput):
+        if not 0 <= desc.idx < len(dynamo_placeholders):
+            return "unknown", f"{desc} names no Dynamo placeholder"
+        return _dynamo_input_origin(dynamo_placeholders[desc.idx])
+    if not isinstance(desc, AOTInput):
+        return "unknown", "AOTAutograd attached no input descriptor"
+    base = getattr(desc, "base", None) or getattr(desc, "base_of", None)  # subclass / synthetic base
+    if isinstance(base, AOTInput) and depth < 16:
+        return _input_origin(base, dynamo_placeholders, depth + 1)
+    return "input", ""  # effect tokens, RNG seeds and offsets
+
+
+def _dynamo_input_origin(node: Any) -> tuple[str, str]:
+    from torch._dynamo.source import DictGetItemSource, UnspecializedParamBufferSource
+
+    ga = node.meta.get("grapharg")
+    example = node.meta.get("example_value")
+    if isinstance(example, torch.nn.Parameter):
+        return "parameter", ""
+    src = getattr(ga, "source", None)
+    if src is None:
+        return "unknown", f"Dynamo placeholder {node.name!r} has no source"
+    if isinstance(src, DictGetItemSource) and isinstance(src.base, UnspecializedParamBufferSource):
+        if src.base.member == "_parameters":
+            return "parameter", ""
+        if src.base.member == "_buffers":
+            return "buffer", ""
+    return "input", ""
 
 
 def return_kinds(

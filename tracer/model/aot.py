@@ -23,7 +23,8 @@ class SavedValue:
     shape: list[Any] = field(default_factory=list)  # ints or symbolic strings
     dtype: str = ""
     nbytes: int = 0  # symbolic sizes evaluated at their hints
-    origin: str = "unknown"  # one of SAVED_ORIGINS: "activation", "parameter", "buffer", "input", "unknown"
+    origin: str = "unknown"  # one of SAVED_ORIGINS: who owns the storage (Note [Origin of a saved value], tracer/_torch/aot_meta.py)
+    alias_of: str = ""  # forward node owning this saved view's storage; "" when the value owns it
 
     def __repr__(self) -> str:
         return f"SavedValue({self.name}, {self.kind}, {self.nbytes}B)"
@@ -82,18 +83,25 @@ class Aot:
 
     @property
     def saved_bytes(self) -> int:
-        """Bytes of every saved value, parameters and buffers included (see ``activation_bytes``)."""
+        """Bytes of every saved value, each at its own size: parameters, buffers, inputs and
+        views of other saved values included (see ``activation_bytes`` and ``param_bytes``)."""
         return sum(s.nbytes for s in self.saved)
 
     @property
     def activation_bytes(self) -> int:
-        """Bytes the forward keeps alive only for the backward: saved values of origin "activation"."""
-        return sum(s.nbytes for s in self.saved if s.origin == "activation")
+        """Bytes the forward keeps alive only for the backward: saved values of origin
+        "activation", each storage once (a view of another saved value adds nothing)."""
+        return self._once(("activation",))
 
     @property
     def param_bytes(self) -> int:
-        """Bytes of saved parameters and buffers: they live in the module anyway."""
-        return sum(s.nbytes for s in self.saved if s.origin in ("parameter", "buffer"))
+        """Bytes of saved parameters and buffers (and views of them), each storage once: they
+        live in the module anyway. Saved graph inputs ("input") and "unknown" are in neither."""
+        return self._once(("parameter", "buffer"))
+
+    def _once(self, origins: tuple[str, ...]) -> int:
+        names = {s.name for s in self.saved}
+        return sum(s.nbytes for s in self.saved if s.origin in origins and s.alias_of not in names)
 
     def __repr__(self) -> str:
         return f"Aot({self.mode}, {len(self.saved)} saved, {self.saved_bytes}B)"
