@@ -100,10 +100,11 @@ def frame_lines(f: Frame) -> list[str]:
     if f.aot is not None:
         a = f.aot
         if a.mode == "training":
-            lines.append(f"  aot: training, {len(a.saved)} saved: {human_bytes(a.activation_bytes)} activations, "
-                         f"{human_bytes(a.param_bytes)} parameters/buffers"
-                         + (f", {human_bytes(a.saved_bytes - a.activation_bytes - a.param_bytes)} other" if
-                            a.saved_bytes - a.activation_bytes - a.param_bytes else ""))
+            inputs = sum(s.nbytes for s in a.saved if s.origin == "input")
+            unknown = sum(1 for s in a.saved if s.origin == "unknown")
+            lines.append(f"  aot: training, {len(a.saved)} saved ({human_bytes(a.saved_bytes)}: "
+                         f"{human_bytes(a.activation_bytes)} activations, {human_bytes(a.param_bytes)} parameters/buffers, "
+                         f"{human_bytes(inputs)} inputs" + (f", {unknown} unknown" if unknown else "") + ")")
         else:
             lines.append(f"  aot: {a.mode}")
     lines.extend(f"  ? {p}" for p in f.problems)
