@@ -12,11 +12,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-import msgspec
-
 from tracer import display
 from tracer.model import Graph, Guard, format_meta
-from tracer.model.serialize import to_plain
+from tracer.model.serialize import load_document, to_plain
 
 __all__ = ["LocalVar", "Location", "PausedState", "TracerState"]
 
@@ -152,16 +150,7 @@ class PausedState:
     @classmethod
     def from_json(cls, text: str | bytes) -> PausedState:
         """A PausedState from :meth:`to_json` text; ``ValueError`` naming the first bad field."""
-        try:
-            data = json.loads(text)
-        except (ValueError, TypeError) as e:
-            raise ValueError(f"not a dynascope pause: the text is not JSON ({e})") from None
-        if not isinstance(data, dict) or "paused_state" not in data:
-            raise ValueError("not a dynascope pause: expected a JSON object with a 'paused_state' key")
-        try:
-            return msgspec.convert(data["paused_state"], type=cls, strict=True)
-        except msgspec.ValidationError as e:
-            raise ValueError(f"invalid pause: {e}") from None
+        return load_document(text, key="paused_state", cls=cls, what="pause")
 
 
 def value_text(meta: dict[str, Any]) -> str:

@@ -18,7 +18,7 @@ import msgspec
 if TYPE_CHECKING:
     from tracer.model.capture import Capture
 
-__all__ = ["SCHEMA_VERSION", "dumps", "loads", "to_plain"]
+__all__ = ["SCHEMA_VERSION", "dumps", "load_document", "loads", "to_plain"]
 
 SCHEMA_VERSION = 2  # 2: frames are compile attempts with status/times/problems (1 had compiled frames only)
 
@@ -46,22 +46,31 @@ def loads(text: str | bytes, cls: type[Capture]) -> Capture:
 
     The class is passed in, so this module does not import the one that calls it.
     """
+    return load_document(text, key="capture", cls=cls, what="capture", schema=SCHEMA_VERSION)
+
+
+def load_document(text: str | bytes, *, key: str, cls: type, what: str, schema: int | None = None) -> Any:
+    """Decode ``{"schema": .., key: {...}}`` JSON text into ``cls`` with msgspec's typed ``convert``.
+
+    Every way the text can be wrong is one ``ValueError`` saying what was expected: not JSON, not
+    an object with ``key``, another schema, or a field of the wrong type (named by its path).
+    """
     try:
         data = json.loads(text)
     except (ValueError, TypeError) as e:
-        raise ValueError(f"not a dynascope capture: the text is not JSON ({e})") from None
-    if not isinstance(data, dict) or "capture" not in data:
-        raise ValueError("not a dynascope capture: expected a JSON object with a 'capture' key")
-    if data.get("schema") != SCHEMA_VERSION:
-        raise ValueError(f"unsupported capture schema {data.get('schema')!r} (this dynascope reads {SCHEMA_VERSION}; "
-                         "capture again with this version)")
-    body = data["capture"]
+        raise ValueError(f"not a dynascope {what}: the text is not JSON ({e})") from None
+    if not isinstance(data, dict) or key not in data:
+        raise ValueError(f"not a dynascope {what}: expected a JSON object with a {key!r} key")
+    if schema is not None and data.get("schema") != schema:
+        raise ValueError(f"unsupported {what} schema {data.get('schema')!r} (this dynascope reads {schema}; "
+                         f"make the {what} again with this version)")
+    body = data[key]
     if isinstance(body, dict) and "result" in body:
-        raise ValueError("$.capture.result: a Capture's result is never serialized")
+        raise ValueError(f"$.{key}.result: a {what}'s result is never serialized")
     try:
         return msgspec.convert(body, type=cls, strict=True)
     except msgspec.ValidationError as e:
-        raise ValueError(f"invalid capture file: {_path(str(e))}") from None
+        raise ValueError(f"invalid {what} file: {_path(str(e))}") from None
 
 
 def _path(message: str) -> str:
