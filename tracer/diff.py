@@ -146,17 +146,21 @@ def _placeholders(ga: Graph, gb: Graph, taken: list[Optional[str]]) -> dict[str,
             b2a[n.name] = ga.nodes[i].name
         else:
             rest.append(n)
-    free = [(i, n) for i, n in pa if taken[i] is None]
-    cursor = 0
-    for n in rest:
-        sig = _signature(n)
-        for k in range(cursor, min(len(free), cursor + _WINDOW)):
-            i, m = free[k]
-            if taken[i] is None and _signature(m) == sig:
-                taken[i] = n.name
-                b2a[n.name] = m.name
-                cursor = k + 1
-                break
+    for sig in (_signature, _loose_signature):  # equal values first, then equal kinds (a dtype changed)
+        free = [(i, n) for i, n in pa if taken[i] is None]
+        left, cursor = [], 0
+        for n in rest:
+            want = sig(n)
+            for k in range(cursor, min(len(free), cursor + _WINDOW)):
+                i, m = free[k]
+                if taken[i] is None and sig(m) == want:
+                    taken[i] = n.name
+                    b2a[n.name] = m.name
+                    cursor = k + 1
+                    break
+            else:
+                left.append(n)
+        rest = left
     return b2a
 
 
@@ -174,6 +178,10 @@ def _stable_key(n: Node) -> Optional[str]:
 
 def _signature(n: Node) -> tuple:
     return (n.role, n.meta.get("kind"), n.meta.get("dtype"), len(n.meta.get("shape") or ()))
+
+
+def _loose_signature(n: Node) -> tuple:
+    return (n.role, n.meta.get("kind"))
 
 
 def _first_free(cands: Optional[list[int]], taken: list, nodes_a: list[Node], nb: Node, b2a: dict) -> Optional[int]:

@@ -8,6 +8,7 @@ empty (``not d``) exactly when no list of it holds a change, so ``tracer.diff(f,
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -193,6 +194,12 @@ class FrameDiff:
         return display.mimebundle(self, include=include, exclude=exclude)
 
 
+def headline(reason: str) -> str:
+    """The first line of a guard failure without the source comment Dynamo appends ("  # x = ...")."""
+    first = reason.splitlines()[0] if reason else ""
+    return re.sub(r"\s{2,}#.*$", "", first).strip()
+
+
 def _count(n: int, what: str, plural: str = "") -> str:
     return f"{n} {what}" if n == 1 else f"{n} {plural or what + 's'}"
 
@@ -202,7 +209,7 @@ def _summary(d: FrameDiff) -> str:
         return "no difference"
     parts = []
     if d.reason:
-        parts.append(f"recompiled because {d.reason.splitlines()[0]}")
+        parts.append(f"recompiled because {headline(d.reason)}")
     if d.status:
         parts.append(f"status {d.status[0]} → {d.status[1]}")
     parts += [str(i) for i in d.inputs[:3]]
