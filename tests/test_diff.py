@@ -227,3 +227,11 @@ def test_alignment_follows_structure_not_names():
     assert len(d.added) == 1 and not d.removed
     assert ("mul", "mul") in [(p.a, p.b) for p in d.pairs]
     assert d.partner("output") == "output"
+
+
+def test_bench_diff_speed_keys():
+    from bench import diff_speed
+
+    res = diff_speed.run(repeat=1, size="tiny")  # no timing asserted: benchmarks live in bench/
+    assert res["diff_seconds_transformer12"] > 0 and res["diff_joint_nodes"][0] > 0
+    assert "went dynamic in dim 1" in res["diff_summary"]
