@@ -16,7 +16,7 @@ from typing import Any, Optional
 import torch
 
 import tracer
-from bench import capture_overhead, explorer_scaling, memory, models, pause_latency, saved_split
+from bench import capture_overhead, diff_speed, explorer_scaling, memory, models, pause_latency, saved_split
 from bench.timing import fresh
 
 # (key, what, target as text, check) for the table; check(value) -> bool, None when there is no target.
@@ -31,6 +31,7 @@ TARGETS: list[tuple[str, str, str, Optional[Any]]] = [
     ("notebook_output_bytes", ".ipynb size with the explorer output (bytes)", "<= 2000000",
      lambda v: v <= 2_000_000),
     ("pause_step_ratio", "s.step() to next state / Dynamo's time for the line", "", None),
+    ("diff_seconds_transformer12", "tracer.diff of transformer12 and its recompile (s)", "<= 0.2", lambda v: v <= 0.2),
 ]
 
 
@@ -68,6 +69,8 @@ def run(quick: bool = False) -> dict[str, Any]:
     out.update(pause_latency.run(repeat=repeat, size=size))
     _log("saved bytes by origin")
     out.update(saved_split.run(size=size))
+    _log("diff speed")
+    out.update(diff_speed.run(repeat=repeat, size=size))
     return out
 
 

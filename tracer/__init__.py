@@ -7,12 +7,14 @@
 """
 
 from tracer.capturing import capture
+from tracer.diff import diff  # the function; the module stays importable as tracer.diff's sys.modules entry
 from tracer.model import (
     Aot,
     AotInput,
     AotOutput,
     Capture,
     Frame,
+    FrameDiff,
     Graph,
     GraphBreak,
     Guard,
@@ -35,6 +37,7 @@ __all__ = [
     "Capture",
     "CaptureOptions",
     "Frame",
+    "FrameDiff",
     "Graph",
     "GraphBreak",
     "Guard",
@@ -51,6 +54,7 @@ __all__ = [
     "TraceAborted",
     "TracerState",
     "capture",
+    "diff",
     "pause",
     "trace",
     "validate",

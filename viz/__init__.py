@@ -20,12 +20,13 @@ from viz.svg import to_svg
 def _register_views() -> None:
     """Register viz's renderers with tracer's display hook (Note [Display through a registry])."""
     from tracer import display
-    from tracer.model import Capture
+    from tracer.model import Capture, FrameDiff
     from tracer.paused import PausedState
     from tracer.session import Session
-    from viz import session_panel
+    from viz import diff_view, session_panel
 
     display.register(Capture, mimebundle)
+    display.register(FrameDiff, diff_view.mimebundle)
     display.register(PausedState, session_panel.mimebundle)
     display.register(Session, session_panel.mimebundle)
 

@@ -17,6 +17,7 @@ import ipywidgets as W
 from tracer.model import TIME_PHASES, Capture, Frame, Graph
 from viz import panels
 from viz.canvas import GraphCanvas
+from viz.diff_view import recompiles_tab
 from viz.info import node_info
 from viz.inspector import inspector_html
 from viz.markup import render
@@ -249,6 +250,7 @@ class Explorer:
         if any(f.aot is not None for f in cap.frames):
             self._partition_box = W.VBox([W.HTML("<i>opening the partition...</i>")])
             pages.append(("Partition", self._partition_box))
+        pages += [("Recompiles", tab)] if (tab := recompiles_tab(cap)) is not None else []
         self._tabs = W.Tab(children=[p for _, p in pages])
         for i, (title, _) in enumerate(pages):
             self._tabs.set_title(i, title)
@@ -289,9 +291,7 @@ class Explorer:
         return opts
 
     def _show_graph(self) -> None:
-        self._node = ""
-        self._info = {}
-        self._note = ""
+        self._node, self._info, self._note = "", {}, ""
         f = self._frame
         with self._quiet():
             self._tree.value = self._graph_name if f is not None else None

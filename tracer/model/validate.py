@@ -12,6 +12,7 @@ import re
 
 from tracer.model.aot import Aot
 from tracer.model.capture import Capture
+from tracer.model.diff import diff_problems
 from tracer.model.frame import Frame
 from tracer.model.graph import Graph
 from tracer.model.kinds import (
@@ -58,6 +59,11 @@ def validate(cap: Capture) -> None:
     for r in cap.recompiles:
         if r.compile_id not in known:
             problems.append(f"recompile: compile id {r.compile_id!r} is not a frame of the capture")
+        if r.diff is not None:  # its two frames exist and it names only their nodes
+            if r.diff.a not in known or r.diff.b not in known:
+                problems.append(f"recompile {r.compile_id}: diff of {r.diff.a!r}/{r.diff.b!r}, not frames of the capture")
+            else:
+                problems += diff_problems(r.diff, cap.frame(r.diff.a), cap.frame(r.diff.b))
     if not all(isinstance(p, str) for p in cap.problems):
         problems.append("problems must be strings")
     if problems:
