@@ -27,6 +27,7 @@ from tracer.model import (
 )
 from tracer.options import CaptureOptions
 from tracer.session import LocalVar, PausedState, Session, TraceAborted, TracerState, pause, trace
+from tracer.trace_log import load_trace
 
 __all__ = [
     "Aot",
@@ -51,6 +52,7 @@ __all__ = [
     "TraceAborted",
     "TracerState",
     "capture",
+    "load_trace",
     "pause",
     "trace",
     "validate",

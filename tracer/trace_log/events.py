@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from tracer.model.attempts import AttemptInfo
-from tracer.model.guards import GraphBreak, Guard
+from tracer.model.guards import GraphBreak
 from tracer.trace_log.reader import Record
 
 __all__ = ["AttemptLog", "LogState", "PARSERS", "apply"]
@@ -84,10 +84,10 @@ class LogState:
     def attempt(self, rec: Record) -> Optional[AttemptKey]:
         m = rec.meta
         fid, cid = m.get("frame_id"), m.get("frame_compile_id")
-        if not isinstance(fid, int) or not isinstance(cid, int) or m.get("compiled_autograd_id") is not None:
+        if not _count(fid) or not _count(cid) or m.get("compiled_autograd_id") is not None:
             return None
         attempt = m.get("attempt") or 0
-        key = (fid, cid, attempt if isinstance(attempt, int) else 0)
+        key = (fid, cid, attempt if _count(attempt) else 0)
         if key not in self.attempts:
             self.attempts[key] = AttemptLog()
             self.order.append(key)
@@ -101,6 +101,10 @@ class LogState:
                 name = self.strings.get(f["filename"], "?") if isinstance(f.get("filename"), int) else str(f.get("filename"))
                 out.append(f"{name.rsplit('/', 1)[-1]}:{f.get('line')} in {f.get('name')}")
         return out
+
+
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
 @dataclass(frozen=True)
