@@ -167,7 +167,7 @@ class _GraphBuilder:
             if isinstance(value, ast.Call) and _dotted(value.func).endswith("tree_unflatten") and value.args:
                 value = value.args[0]
             out = Node("output", "output", "output", role="output")
-            out.args = [_display(value)] if value is not None else []
+            out.args = [self._display(value)] if value is not None else []
             out.inputs = self._inputs([value] if value is not None else [])
             self._add(out)
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
@@ -179,11 +179,21 @@ class _GraphBuilder:
         if self.source is not None:
             meta["source"] = dict(self.source)
         op, target, args, kwargs = _op(value, self.nodes)
-        n = Node(name, op, target, args=[_display(a) for a in args],
-                 kwargs={k: _display(v) for k, v in kwargs.items()}, meta=meta)
+        n = Node(name, op, target, args=[self._display(a) for a in args],
+                 kwargs={k: self._display(v) for k, v in kwargs.items()}, meta=meta)
         n.inputs = self._inputs([*args, *kwargs.values()])
         n.role = "param" if op == "get_attr" else "op"
         self._add(n)
+
+    def _display(self, e: ast.expr) -> str:
+        """fx's own text of an argument: the source segment (``ast.unparse`` is the parse's largest cost)."""
+        if isinstance(e, ast.Name):
+            return e.id
+        if e.lineno == e.end_lineno and e.end_col_offset is not None:
+            line = self.lines[e.lineno - 1]  # offsets are UTF-8 bytes: equal to str offsets on ASCII lines
+            if line.isascii():
+                return line[e.col_offset:e.end_col_offset]
+        return _display(e)
 
     def _inputs(self, exprs: list[ast.expr]) -> list[str]:
         seen: dict[str, None] = {}
