@@ -60,6 +60,10 @@ def assemble(st: LogState, fn: str = "") -> Capture:
         restarted = len([k for k in st.order if k[:2] == key[:2] and info.final_attempt is not None
                          and k[2] < info.final_attempt])
         settle_status(frame, key[2], info, restarted)
+        for phase, seconds in list(frame.times.items()):
+            if not 0 <= seconds < float("inf"):  # a damaged metrics record
+                del frame.times[phase]
+                frame.problems.append(f"compilation_metrics gave {phase} time {seconds!r}: unknown")
         if frame.status == "no_graph" and frame.aot is not None:
             frame.aot = None
             frame.problems.append("AOT graphs logged for a compile that produced no Dynamo graph: not kept")
@@ -87,9 +91,8 @@ def _code(a: AttemptLog, info: AttemptInfo, st: LogState) -> str:
     m = info.metrics or {}
     if m.get("co_filename") or m.get("co_name"):
         return location(str(m.get("co_filename") or ""), m.get("co_firstlineno"), str(m.get("co_name") or ""))
-    if a.start_stack:
-        return st.stack(a.start_stack[-1:])[0]
-    return ""
+    where = st.stack(a.start_stack[-1:])
+    return where[0] if where else ""
 
 
 def _local_reason(reason: str, local: dict[AttemptKey, str]) -> str:
