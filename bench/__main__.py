@@ -16,7 +16,16 @@ from typing import Any, Optional
 import torch
 
 import tracer
-from bench import capture_overhead, diff_speed, explorer_scaling, memory, models, pause_latency, saved_split
+from bench import (
+    capture_overhead,
+    diff_speed,
+    explorer_scaling,
+    memory,
+    models,
+    pause_latency,
+    report_vs_tlparse,
+    saved_split,
+)
 from bench.timing import fresh
 
 # (key, what, target as text, check) for the table; check(value) -> bool, None when there is no target.
@@ -32,6 +41,9 @@ TARGETS: list[tuple[str, str, str, Optional[Any]]] = [
      lambda v: v <= 2_000_000),
     ("pause_step_ratio", "s.step() to next state / Dynamo's time for the line", "", None),
     ("diff_seconds_transformer12", "tracer.diff of transformer12 and its recompile (s)", "<= 0.2", lambda v: v <= 0.2),
+    ("report_over_tlparse", "dynascope report / tlparse (transformer12 training log)", "<= 1.0", lambda v: v <= 1.0),
+    ("load_mb_per_s", "load_trace throughput on a synthetic log (MB/s)", ">= 50", lambda v: v >= 50),
+    ("capture_bytes_over_log", "bytes held by the loaded Capture / log bytes", "<= 2", lambda v: v <= 2),
 ]
 
 
@@ -71,6 +83,8 @@ def run(quick: bool = False) -> dict[str, Any]:
     out.update(saved_split.run(size=size))
     _log("diff speed")
     out.update(diff_speed.run(repeat=repeat, size=size))
+    _log("dynascope report vs tlparse, load throughput")
+    out.update(report_vs_tlparse.run(repeat=repeat, size=size, big_bytes=(8 if quick else 100) * 2**20))
     return out
 
 

@@ -29,6 +29,7 @@ from tracer.model import (
 )
 from tracer.options import CaptureOptions
 from tracer.session import LocalVar, PausedState, Session, TraceAborted, TracerState, pause, trace
+from tracer.trace_log import load_trace
 
 __all__ = [
     "Aot",
@@ -55,6 +56,7 @@ __all__ = [
     "TracerState",
     "capture",
     "diff",
+    "load_trace",
     "pause",
     "trace",
     "validate",
