@@ -14,7 +14,7 @@ import torch
 import tracer
 from bench import models
 from bench.timing import fresh, median, timed
-from tracer.diff import align
+from tracer.diffing import align
 
 __all__ = ["run"]
 

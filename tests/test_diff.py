@@ -9,7 +9,7 @@ import torch
 from torch._higher_order_ops.wrap import wrap
 
 import tracer
-from tracer.diff import align
+from tracer.diffing import align
 from tracer.model import Capture, Graph, Node, ValidationError, validate
 
 

@@ -7,7 +7,7 @@
 """
 
 from tracer.capturing import capture
-from tracer.diff import diff  # the function; the module stays importable as tracer.diff's sys.modules entry
+from tracer.diffing import diff
 from tracer.model import (
     Aot,
     AotInput,

@@ -22,7 +22,7 @@ from tracer._torch.patching import Patches
 from tracer._torch.structured import StructuredTraceHandler
 from tracer._torch.subgraphs import convert_tree
 from tracer._torch.subtracer import SpecRecord, compile_key, install_speculation_hooks
-from tracer.diff import attach_recompile_diffs
+from tracer.diffing import attach_recompile_diffs
 from tracer.model import Capture, Frame, GraphBreak, Recompile, Speculation
 
 __all__ = ["Recorder"]
