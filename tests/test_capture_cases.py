@@ -125,8 +125,9 @@ def test_map(captured):
     f = captured("map").frames[0]
     (sg,) = f.subgraphs.values()
     assert sg.hop == "map_impl"
-    # a slice of xs, the extra operand y, and the closure c = y.exp()
-    assert [i.kind for i in sg.inputs] == ["operand", "operand", "lifted_freevar"]
+    # a slice of xs (map_impl makes it from xs), the extra operand y, and the closure c = y.exp()
+    assert [i.kind for i in sg.inputs] == ["hop_supplied", "operand", "lifted_freevar"]
+    assert sg.inputs[0].supplied == "slice of xs[0]"
     assert [i.source for i in sg.inputs] == ["l_xs_", "l_y_", "c"]
     assert sg.inputs[0].meta["shape"] == [3]  # one row of xs [2, 3]
     assert f.graph.node("l_xs_").meta["shape"] == [2, 3]
@@ -166,6 +167,7 @@ def test_autograd_function(captured):
     assert set(hops) == {"fwd_body_0", "bwd_body_0"}
     assert hops["fwd_body_0"].inputs[0].source == "l_x_"
     assert all(i.source == "" for i in hops["bwd_body_0"].inputs)  # gradients, not parent nodes
+    assert [i.supplied for i in hops["bwd_body_0"].inputs][0] == "grad of output 0"
     call = f.graph.find(role="hop")[0]
     assert call.calls == ["fwd_body_0", "bwd_body_0"]
 
@@ -264,7 +266,8 @@ def test_while_loop(captured):
     assert {s.hop for s in bodies.values()} == {"while_loop"} and len(bodies) == 2
     for sg in bodies.values():
         # (i, y) carried; n (cond_fn) and c (body_fn) are closures, merged into both bodies
-        assert [i.kind for i in sg.inputs] == ["operand", "operand", "lifted_freevar", "lifted_freevar"]
+        assert [i.kind for i in sg.inputs] == ["hop_supplied", "hop_supplied", "lifted_freevar", "lifted_freevar"]
+        assert [i.supplied for i in sg.inputs[:2]] == ["carry[0]", "carry[1]"]
         assert [i.source for i in sg.inputs][1:] == ["l_x_", "l_n_", "c"]
         assert f.graph.node("c").target == "sum"
 
@@ -274,7 +277,7 @@ def test_scan(captured):
     (sg,) = f.subgraphs.values()
     assert sg.hop == "scan"
     assert [(i.kind, i.source) for i in sg.inputs] == [
-        ("operand", "l_init_"), ("operand", "l_xs_"), ("lifted_freevar", "w")
+        ("hop_supplied", "l_init_"), ("hop_supplied", "l_xs_"), ("lifted_freevar", "w")
     ]
     assert sg.inputs[1].meta["shape"] == [3]  # one slice of xs [4, 3]
 

@@ -19,6 +19,15 @@ PRIVATE_SYMBOLS: list[str] = [
     "torch._dynamo.variables.lazy:LazyVariableTracker",
     "torch._dynamo.variables.base:VariableTracker.maybe_fx_node",
     "torch._dynamo.output_graph:OutputGraph.subtracer",  # pushes onto tx.output.tracers (depth)
+    # subtracer.py, subgraphs.py: Note [Operands through the pytree] (SideEffects.store_attr_mutations,
+    # ChainedSource.base are instance fields) and Note [Operand or lifted]
+    "torch._dynamo.variables.dicts:ConstDictVariable",
+    "torch._dynamo.variables.lists:BaseListVariable",
+    "torch._dynamo.source:AttrSource",
+    "torch._dynamo.source:CellContentsSource",
+    "torch._dynamo.source:DictGetItemSource",
+    "torch._dynamo.source:GetItemSource",
+    "torch._guards:ChainedSource",
     "torch._guards:CompileContext.current_trace_id",
     # breaks.py: Note [Graph break hook point]
     "torch._dynamo.symbolic_convert:InstructionTranslatorBase.log_graph_break",

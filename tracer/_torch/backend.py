@@ -137,7 +137,7 @@ class Recorder:
             frame.meta["filename"] = code.co_filename
         specs = [s for s in self.specs if s.key == key and s.attempt == attempt]
         try:
-            frame.graph, frame.subgraphs, names = convert_tree(gm, specs, code)
+            frame.graph, frame.subgraphs, names = convert_tree(gm, specs, code, frame.problems)
         except Exception as e:  # never break the user's compile because recording failed
             frame.problems.append(f"graph not recorded: {type(e).__name__}: {e}")
             names = {}

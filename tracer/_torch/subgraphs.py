@@ -15,10 +15,11 @@ from typing import Any, Optional
 import torch
 import torch.fx
 
+from tracer._torch.body_inputs import Feed, call_feeds
 from tracer._torch.fx_graph import graph_from_fx
 from tracer._torch.structured import logged_graph_code
 from tracer._torch.subtracer import SpecRecord
-from tracer.model import Graph, Node, Subgraph, SubgraphInput
+from tracer.model import CallSite, Graph, Node, Subgraph, SubgraphInput
 
 __all__ = ["BodyInfo", "walk_bodies", "convert_tree"]
 
@@ -28,9 +29,10 @@ class BodyInfo:
     name: str  # qualified module name
     hop: str
     parent: str
-    call_node: torch.fx.Node
+    call_node: torch.fx.Node  # the first call of the body in its parent graph
     module: torch.fx.GraphModule
-    sources: list[Optional[torch.fx.Node]] = field(default_factory=list)  # per placeholder: the parent node feeding it
+    feeds: list[Feed] = field(default_factory=list)  # per placeholder at call_node; [] when unknown (a problem says why)
+    sites: list[tuple[torch.fx.Node, list[Feed]]] = field(default_factory=list)  # every call, graph order
 
 
 def _hop_target_name(target: Any) -> str:
@@ -64,53 +66,14 @@ def is_hop_call(n: torch.fx.Node) -> bool:
     return n.op == "call_function" and isinstance(n.target, HigherOrderOperator)
 
 
-# Note [Body operands by position]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# Every HOP Dynamo emits passes a body's inputs after the body itself: wrap(body, *xs),
-# cond(pred, t, f, (xs)), map_impl(body, xs, extra), invoke_subgraph(body, id, *xs),
-# tag_activation_checkpoint(body, *xs), while_loop(c, b, carried, extra), ... So the fx Nodes
-# among the flattened arguments after the last body are the body's inputs in placeholder order.
-# When the counts differ (a HOP with extra non-tensor placeholders), we align from the end,
-# where Dynamo puts the lifted inputs (Note [Lifted inputs ordering] in output_graph.py), and
-# leave the unmatched leading placeholders with source "".
-# Bodies whose placeholders are not fed by the parent graph: (hop, index of the body among the
-# call's bodies). autograd_function_apply's backward body receives the gradients at run time.
-_NOT_FED_BY_PARENT = {("autograd_function_apply", 1)}
-
-# Bodies fed by one argument of the call, after inputs the HOP makes itself: (hop, body index)
-# -> (argument position, keyword). flex_attention's score_mod gets (score, b, h, q_idx, kv_idx)
-# from the kernel and then score_mod_other_buffers; its mask_mod gets (b, h, q_idx, kv_idx) and
-# then mask_mod_other_buffers.
-_FED_BY_ARGUMENT = {
-    ("flex_attention", 0): (7, "score_mod_other_buffers"),
-    ("flex_attention", 1): (8, "mask_mod_other_buffers"),
-}
-
-
-def _fed_by_argument(call: torch.fx.Node, position: int, keyword: str, n: int) -> list[Optional[torch.fx.Node]]:
-    arg = call.args[position] if len(call.args) > position else call.kwargs.get(keyword, ())
-    flat: list[Any] = []
-    _flatten(arg, flat)
-    fed = [a for a in flat if isinstance(a, torch.fx.Node)][-n:] if n else []
-    return [None] * (n - len(fed)) + fed
-
-
-def _sources(call: torch.fx.Node, placeholders: list[torch.fx.Node], last_body: int, flat: list[Any]) -> list[Optional[torch.fx.Node]]:
-    after = [a for a in flat[last_body + 1:] if isinstance(a, torch.fx.Node)]
-    n = len(placeholders)
-    if len(after) == n:
-        return list(after)
-    if len(after) > n:
-        return list(after[len(after) - n:]) if n else []
-    return [None] * (n - len(after)) + list(after)
-
-
-def walk_bodies(gm: torch.fx.GraphModule) -> tuple[list[BodyInfo], dict[int, list[str]]]:
-    """Every HOP body reachable from ``gm``, parents before children, with their input sources;
-    and id(HOP call node) -> qualified names of the bodies it calls (a body may be called twice)."""
+def walk_bodies(gm: torch.fx.GraphModule, problems: list[str]) -> tuple[list[BodyInfo], dict[int, list[str]]]:
+    """Every HOP body reachable from ``gm``, parents before children, with what each call feeds
+    it (See Note [How each HOP calls its bodies] in tracer/_torch/body_inputs.py); and
+    id(HOP call node) -> qualified names of the bodies it calls. A body called from several nodes
+    (``invoke_subgraph`` of one ``nested_compile_region``) is one BodyInfo with several sites."""
     out: list[BodyInfo] = []
+    by_name: dict[str, BodyInfo] = {}
     calls: dict[int, list[str]] = {}
-    seen: set[str] = set()
     queue: list[tuple[str, torch.fx.GraphModule]] = [("", gm)]
     while queue:
         qual, mod = queue.pop(0)
@@ -121,29 +84,23 @@ def walk_bodies(gm: torch.fx.GraphModule) -> tuple[list[BodyInfo], dict[int, lis
             _flatten(n.args, flat)
             _flatten(n.kwargs, flat)
             bodies = [
-                (i, a) for i, a in enumerate(flat)
+                a for a in flat
                 if isinstance(a, torch.fx.Node) and a.op == "get_attr"
                 and isinstance(_submodule(mod, a.target), torch.fx.GraphModule)
             ]
-            if not bodies:
-                continue
-            last = bodies[-1][0]
             hop = _hop_target_name(n.target)
-            for index, (_, a) in enumerate(bodies):
+            for index, a in enumerate(bodies):
                 body = _submodule(mod, a.target)
                 name = f"{qual}.{a.target}" if qual else str(a.target)
                 calls.setdefault(id(n), []).append(name)
-                if name in seen:
-                    continue
-                seen.add(name)
                 phs = [p for p in body.graph.nodes if p.op == "placeholder"]
-                if (hop, index) in _NOT_FED_BY_PARENT:
-                    sources: list[Optional[torch.fx.Node]] = [None] * len(phs)
-                elif (hop, index) in _FED_BY_ARGUMENT:
-                    sources = _fed_by_argument(n, *_FED_BY_ARGUMENT[(hop, index)], len(phs))
-                else:
-                    sources = _sources(n, phs, last, flat)
-                info = BodyInfo(name, hop, qual, n, body, sources)
+                feeds, why = call_feeds(n, hop, index, name, len(phs), mod)
+                problems.extend(why)
+                if name in by_name:
+                    by_name[name].sites.append((n, feeds))
+                    continue
+                info = BodyInfo(name, hop, qual, n, body, feeds, [(n, feeds)])
+                by_name[name] = info
                 out.append(info)
                 queue.append((name, body))
     return out, calls
@@ -163,26 +120,46 @@ def _is_symbolic(v: Any) -> bool:
 # made placeholders up front; they are lifted on first use exactly like closure variables, and
 # placeholders end up in first-use order. So neither position nor SubgraphTracer.lifted_freevars
 # tells operands from free variables. We classify by what the user passed: the speculation
-# record keeps the fx nodes behind the HOP's sub_args. A body placeholder is an "operand" if it
-# was made from sub_args directly (manual modes) or if the parent node feeding it is, or was
-# itself lifted from (following sources up the tree), one of those nodes. Otherwise it is
-# "lifted_symbol" when its value is a SymInt/SymFloat/SymBool (a free symbol bound with a
-# tensor, seed 002) and "lifted_freevar" for everything else.
-def _classify(ph: torch.fx.Node, source: Optional[torch.fx.Node], spec: Optional[SpecRecord],
-              lifted_from: dict[torch.fx.Node, Optional[torch.fx.Node]]) -> tuple[str, bool]:
-    """(kind, guessed): guessed is True when no speculation record was found for the body."""
-    symbolic = _is_symbolic(_value(ph))
+# record keeps the fx nodes and Sources behind the whole pytree of the HOP's sub_args (Note
+# [Operands through the pytree] in tracer/_torch/subtracer.py). A body placeholder is an
+# "operand" if it was made from sub_args directly (manual modes) or if the parent node feeding
+# it is, or was itself lifted from (following sources up the tree), one of those nodes or a
+# graph input whose Source is one of those Sources or reached from one through pytree steps
+# (attribute, item, dict item: ``L['p'].a`` from ``L['p']``; never a size or other property).
+# Otherwise it is "lifted_symbol" when its value is a SymInt/SymFloat/SymBool (a free symbol
+# bound with a tensor, seed 002) and "lifted_freevar" for everything else. A placeholder the HOP
+# feeds itself is "hop_supplied" whatever the record says (Note [Inputs the HOP supplies]).
+def _classify(ph: torch.fx.Node, feed: Optional[Feed], spec: Optional[SpecRecord],
+              lifted_from: dict[torch.fx.Node, Optional[torch.fx.Node]]) -> Optional[str]:
+    """The input kind of ``ph``; None when it is unknown (no speculation record for the body)."""
+    if feed is not None and feed.supplied:
+        return "hop_supplied"
     if spec is None:
-        return ("lifted_symbol" if symbolic else "operand"), True
+        return None
     if ph in spec.explicit_nodes or (ph.graph is not spec.graph and ph.name in spec.explicit_names):
-        return "operand", False
+        return "operand"
     operands = set(spec.operand_nodes)
-    node, hops = source, 0
+    node, hops = feed.node if feed is not None else None, 0
     while node is not None and hops < 64:
-        if node in operands:
-            return "operand", False
+        if node in operands or _reached_from(node, spec.operand_sources):
+            return "operand"
         node, hops = lifted_from.get(node), hops + 1
-    return ("lifted_symbol" if symbolic else "lifted_freevar"), False
+    return "lifted_symbol" if _is_symbolic(_value(ph)) else "lifted_freevar"
+
+
+def _reached_from(node: torch.fx.Node, sources: list[Any]) -> bool:
+    """True if ``node`` is a graph input read from one of ``sources`` through pytree steps."""
+    from torch._dynamo.source import AttrSource, CellContentsSource, DictGetItemSource, GetItemSource
+
+    if not sources or node.op != "placeholder":
+        return False
+    src = getattr(node.meta.get("grapharg"), "source", None)
+    while src is not None:
+        if any(src == s for s in sources):
+            return True
+        steps = isinstance(src, (AttrSource, GetItemSource, DictGetItemSource))
+        src = src.base if steps and not isinstance(src, CellContentsSource) else None
+    return False
 
 
 _LOCAL_ARG = re.compile(r"^L\['(?P<name>[^']+)'\](\[[^\]]+\])*$")
@@ -236,8 +213,8 @@ def _arg_names(code: Optional[types.CodeType]) -> set[str]:
 # Most HOPs install the very fx.Graph the SubgraphTracer built, so a body and its speculation
 # match by graph identity. A few rebuild the graph before installing it (autograd.Function's
 # fwd/bwd); those we match to the first unused successful speculation of the frame with the same
-# placeholder names. A body with no match keeps its inputs but their kinds are guessed (and the
-# body's first node says so in ``meta["note"]``).
+# placeholder names. A body with no match keeps its inputs and sources, but whether each is an
+# operand or lifted is unknown: the frame's problems say so (Note [Operand or lifted]).
 def _match_specs(bodies: list[BodyInfo], specs: list[SpecRecord]) -> dict[str, SpecRecord]:
     by_graph: dict[int, SpecRecord] = {}
     for s in specs:
@@ -261,10 +238,17 @@ def _match_specs(bodies: list[BodyInfo], specs: list[SpecRecord]) -> dict[str, S
     return out
 
 
-def convert_tree(gm: torch.fx.GraphModule, specs: list[SpecRecord], code: Optional[types.CodeType]
-                 ) -> tuple[Graph, dict[str, Subgraph], dict[int, str]]:
-    """Root Graph, subgraphs by qualified name, and id(SpecRecord) -> qualified name of its body."""
-    bodies, calls = walk_bodies(gm)
+def convert_tree(gm: torch.fx.GraphModule, specs: list[SpecRecord], code: Optional[types.CodeType],
+                 problems: Optional[list[str]] = None) -> tuple[Graph, dict[str, Subgraph], dict[int, str]]:
+    """Root Graph, subgraphs by qualified name, and id(SpecRecord) -> qualified name of its body.
+
+    What could not be known exactly (an input's source or kind) is appended to ``problems``
+    (the frame's ``problems``), one string each; the record then says "" / a lifted kind for it.
+    """
+    problems = problems if problems is not None else []
+    for s in specs:
+        problems.extend(s.problems)
+    bodies, calls = walk_bodies(gm, problems)
     matched = _match_specs(bodies, specs)
     spec_names = {id(s): name for name, s in matched.items()}
 
@@ -285,25 +269,40 @@ def convert_tree(gm: torch.fx.GraphModule, specs: list[SpecRecord], code: Option
                 root.node(n.name).meta["graph_arg_source"] = src
 
     for b in bodies:
-        spec = matched.get(b.name)
-        phs = [p for p in b.module.graph.nodes if p.op == "placeholder"]
-        inputs: list[SubgraphInput] = []
-        roles: dict[str, str] = {}
-        guessed = False
-        for ph, src in zip(phs, b.sources, strict=True):
-            lifted_from[ph] = src
-            kind, g = _classify(ph, src, spec, lifted_from)
-            guessed = guessed or g
-            roles[ph.name] = kind
-            inputs.append(SubgraphInput(name=ph.name, kind=kind, source=src.name if src is not None else ""))
-        graph = graph_from_fx(b.module, b.name, role_of=_role_fn(b.module.graph, roles, calls))
-        for i in inputs:
-            i.meta = {k: v for k, v in graph.node(i.name).meta.items() if k not in ("stack_trace", "source")}
-        sg = Subgraph(name=b.name, hop=b.hop, parent=b.parent, call_node=b.call_node.name, graph=graph, inputs=inputs)
-        if guessed:
-            graph.nodes[0].meta.setdefault("note", "no speculation record for this body; input kinds guessed")
+        sg = _subgraph(b, matched.get(b.name), lifted_from, calls, problems)
         subgraphs[b.name] = sg
     return root, subgraphs, spec_names
+
+
+def _subgraph(b: BodyInfo, spec: Optional[SpecRecord], lifted_from: dict[torch.fx.Node, Optional[torch.fx.Node]],
+              calls: dict[int, list[str]], problems: list[str]) -> Subgraph:
+    phs = [p for p in b.module.graph.nodes if p.op == "placeholder"]
+    feeds: list[Optional[Feed]] = list(b.feeds) if b.feeds else [None] * len(phs)
+    inputs: list[SubgraphInput] = []
+    roles: dict[str, str] = {}
+    unknown: list[str] = []
+    for ph, feed in zip(phs, feeds, strict=True):
+        src = feed.node if feed is not None else None
+        lifted_from[ph] = src
+        kind = _classify(ph, feed, spec, lifted_from)
+        if kind is None:
+            unknown.append(ph.name)
+            kind = "lifted_symbol" if _is_symbolic(_value(ph)) else "lifted_freevar"
+        roles[ph.name] = kind
+        inputs.append(SubgraphInput(name=ph.name, kind=kind, source=src.name if src is not None else "",
+                                    supplied=feed.supplied if feed is not None else ""))
+    if unknown:
+        problems.append(f"body {b.name!r} ({b.hop}): no speculation record matched it, so whether "
+                        f"{unknown} are operands or lifted is unknown (recorded as lifted)")
+    graph = graph_from_fx(b.module, b.name, role_of=_role_fn(b.module.graph, roles, calls))
+    for i, feed in zip(inputs, feeds, strict=True):
+        i.meta = {k: v for k, v in graph.node(i.name).meta.items() if k not in ("stack_trace", "source")}
+        if feed is not None and feed.constant:
+            i.meta["constant"] = feed.constant  # the call passes this value, not a node
+    sites = [CallSite(node=n.name, sources=[f.node.name if f.node is not None else "" for f in fs] if fs else [""] * len(phs))
+             for n, fs in b.sites]
+    return Subgraph(name=b.name, hop=b.hop, parent=b.parent, call_node=b.call_node.name, graph=graph,
+                    inputs=inputs, call_sites=sites)
 
 
 def _role_fn(fx_graph: torch.fx.Graph, placeholder_roles: dict[str, str], calls: dict[int, list[str]]):

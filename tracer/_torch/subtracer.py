@@ -61,6 +61,8 @@ class SpecRecord:
     lifted_names: list[str] = field(default_factory=list)  # names of lifted_nodes when speculation ended
     placeholder_names: list[str] = field(default_factory=list)  # body placeholders when speculation ended
     explicit_names: list[str] = field(default_factory=list)  # names of explicit_nodes when speculation ended
+    operand_sources: list[Any] = field(default_factory=list)  # Dynamo Sources of the VTs the user passed
+    problems: list[str] = field(default_factory=list)  # what this record could not read, and why
 
 
 def hop_name_of(source_target: Any, default: str = "") -> str:
@@ -79,48 +81,63 @@ def hop_name_of(source_target: Any, default: str = "") -> str:
     return str(getattr(source_target, "__name__", source_target))
 
 
-def _fx_nodes(vts: Any, out: list[torch.fx.Node], depth: int = 0) -> None:
-    """fx nodes behind a (nested) list of VariableTrackers, without realizing lazy ones."""
-    if depth > 8:
-        return
-    if isinstance(vts, (list, tuple)):
-        for v in vts:
-            _fx_nodes(v, out, depth + 1)
-        return
-    if isinstance(vts, dict):
-        for v in vts.values():
-            _fx_nodes(v, out, depth + 1)
-        return
-    vt = vts
-    try:
-        from torch._dynamo.variables.lazy import LazyVariableTracker
+# Note [Operands through the pytree]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# What the user passed to a HOP is any pytree: tensors inside dicts, nested tuples/lists, a
+# registered dataclass, at any depth. After the real speculation returns we walk sub_args and
+# sub_kwargs and keep, for every VariableTracker reached, its fx node (``maybe_fx_node``) and its
+# Source (how Dynamo reads it from the frame). Containers: list/tuple items, ConstDictVariable
+# values, and the attributes Dynamo recorded for a user object built inside the frame
+# (SideEffects.store_attr_mutations, e.g. ``Pair(x, y)``). An object read from the frame (``p``,
+# Source ``L['p']``) keeps its leaves nowhere in the VT: its leaves become graph inputs with
+# Sources chained on ``L['p']`` (``L['p'].a``), which tracer/_torch/subgraphs.py matches (Note
+# [Operand or lifted]). A LazyVariableTracker still unrealized after speculation was never read
+# by the body, so no placeholder can come from it; we keep its Source only, never realize it
+# (realizing would install guards and graph inputs Dynamo did not make).
+def _operands(vts: Any, rec: SpecRecord, side_effects: Any) -> None:
+    """Fill ``rec.operand_nodes`` / ``rec.operand_sources`` from a pytree of VariableTrackers."""
+    from torch._dynamo.variables.dicts import ConstDictVariable
+    from torch._dynamo.variables.lazy import LazyVariableTracker
+    from torch._dynamo.variables.lists import BaseListVariable
 
+    stack, seen = [vts], set()
+    while stack:
+        vt = stack.pop()
+        if isinstance(vt, (list, tuple)):
+            stack.extend(reversed(vt))
+            continue
+        if isinstance(vt, dict):
+            stack.extend(reversed(list(vt.values())))
+            continue
+        if id(vt) in seen:
+            continue
+        seen.add(id(vt))
+        source = getattr(vt, "source", None)
+        if source is not None:
+            rec.operand_sources.append(source)
         if isinstance(vt, LazyVariableTracker):
-            if not vt.is_realized():
-                return
-            vt = vt.unwrap()
-    except Exception:
-        pass
-    items = getattr(vt, "items", None)
-    if isinstance(items, (list, tuple)):
-        _fx_nodes(list(items), out, depth + 1)
-        return
-    try:
+            if vt.is_realized():
+                stack.append(vt.unwrap())
+            continue
+        if isinstance(vt, (BaseListVariable, ConstDictVariable)):  # tuples, lists, named tuples; dicts
+            stack.append(list(vt.items) if isinstance(vt, BaseListVariable) else list(vt.items.values()))
+            continue
+        attrs = side_effects.store_attr_mutations.get(vt) if side_effects is not None else None
+        if attrs:
+            stack.append(dict(attrs))
         node = vt.maybe_fx_node()
-    except Exception:
-        node = None
-    if isinstance(node, torch.fx.Node):
-        out.append(node)
+        if isinstance(node, torch.fx.Node):
+            rec.operand_nodes.append(node)
 
 
 def _wrap(real: Callable[..., Any], sink: Callable[[SpecRecord], None]) -> Callable[..., Any]:
     def speculate(tx: Any, f: Any, sub_args: Any, sub_kwargs: Any, description: str, *args: Any, **kwargs: Any) -> Any:
         key, attempt = compile_key()
-        try:
-            depth = len(tx.output.tracers)
-        except Exception:
-            depth = 0
-        rec = SpecRecord(key, attempt, hop_name_of(kwargs.get("source_target"), description), str(description), depth)
+        tracers = getattr(getattr(tx, "output", None), "tracers", None)
+        rec = SpecRecord(key, attempt, hop_name_of(kwargs.get("source_target"), description), str(description),
+                         len(tracers) if tracers is not None else 0)
+        if tracers is None:
+            rec.problems.append(f"speculation {rec.hop}/{rec.description}: tx.output.tracers unreadable; depth unknown")
         sink(rec)
         try:
             result = real(tx, f, sub_args, sub_kwargs, description, *args, **kwargs)
@@ -130,23 +147,29 @@ def _wrap(real: Callable[..., Any], sink: Callable[[SpecRecord], None]) -> Calla
             raise
         rec.ok = True
         try:
-            _fx_nodes([sub_args, sub_kwargs or {}], rec.operand_nodes)
-            graph = next((r for r in result if isinstance(r, torch.fx.Graph)), None)
-            lifted = next((r for r in result if isinstance(r, dict)), {})
-            rec.graph = graph
-            rec.lifted_nodes = [p.node for p in lifted.values() if hasattr(p, "node")]
-            rec.lifted_names = [n.name for n in rec.lifted_nodes]
-            if graph is not None:
-                lifted_set = set(rec.lifted_nodes)
-                rec.explicit_nodes = [n for n in graph.nodes if n.op == "placeholder" and n not in lifted_set]
-                rec.placeholder_names = [n.name for n in graph.nodes if n.op == "placeholder"]
-                rec.explicit_names = [n.name for n in rec.explicit_nodes]
-        except Exception:  # recording is best effort; never disturb Dynamo
-            pass
+            _record_result(rec, tx, sub_args, sub_kwargs, result)
+        except Exception as e:  # recording must never disturb Dynamo; say what is missing instead
+            rec.problems.append(f"speculation {rec.hop}/{rec.description}: could not read its result "
+                                f"({type(e).__name__}: {e}); its body's input kinds are unknown")
+            rec.graph = None
         return result
 
     speculate.__wrapped__ = real  # type: ignore[attr-defined]
     return speculate
+
+
+def _record_result(rec: SpecRecord, tx: Any, sub_args: Any, sub_kwargs: Any, result: Any) -> None:
+    _operands([sub_args, sub_kwargs or {}], rec, tx.output.side_effects)
+    graph = next((r for r in result if isinstance(r, torch.fx.Graph)), None)
+    lifted = next((r for r in result if isinstance(r, dict)), {})
+    rec.graph = graph
+    rec.lifted_nodes = [p.node for p in lifted.values() if hasattr(p, "node")]
+    rec.lifted_names = [n.name for n in rec.lifted_nodes]
+    if graph is not None:
+        lifted_set = set(rec.lifted_nodes)
+        rec.explicit_nodes = [n for n in graph.nodes if n.op == "placeholder" and n not in lifted_set]
+        rec.placeholder_names = [n.name for n in graph.nodes if n.op == "placeholder"]
+        rec.explicit_names = [n.name for n in rec.explicit_nodes]
 
 
 def install_speculation_hooks(patches: Patches, sink: Callable[[SpecRecord], None]) -> None:
