@@ -26,3 +26,31 @@ def captured():
         return done[name]
 
     return get
+
+
+# Note [No capture has problems]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A supported case must be recorded exactly, so every capture any test makes (tracer.capture,
+# tracer.trace sessions, the notebook helpers) is checked for problems: Recorder.finish is where
+# every capture is completed, whichever entry point started it. A test that provokes problems on
+# purpose says so with @pytest.mark.problems_expected.
+@pytest.fixture(autouse=True)
+def _no_capture_problems(request):
+    from tracer._torch import backend
+
+    finished = []
+    real = backend.Recorder.finish
+
+    def finish(self, cap):
+        out = real(self, cap)
+        finished.append(out)
+        return out
+
+    backend.Recorder.finish = finish
+    try:
+        yield
+    finally:
+        backend.Recorder.finish = real
+    if request.node.get_closest_marker("problems_expected") is None:
+        bad = [(cap.fn, cap.all_problems()) for cap in finished if cap.all_problems()]
+        assert bad == [], f"captures recorded problems: {bad}"

@@ -347,6 +347,10 @@ def _walk_everything(ex: Explorer) -> None:
                 if n.op == "placeholder" and name:
                     # a body placeholder says where it came from, through every enclosing body
                     inp = f.subgraphs[name].input(n.name)
+                    if inp.kind == "hop_supplied":  # made by the HOP (a slice, a carry, a gradient)
+                        assert info["supplied"].endswith(inp.supplied) and "lifted_chain" not in info
+                        assert info.get("derived_from", {}).get("node", "") == inp.source
+                        continue
                     assert info["lifted_from"] == {"graph": f.subgraphs[name].parent, "node": inp.source}
                     assert info["lifted_chain"][0]["graph"] == name
             for hop in g.find(role="hop"):

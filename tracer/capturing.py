@@ -127,6 +127,9 @@ def _run_capture(
                     for call_args in options.more_calls:
                         compiled(*call_args, **kwargs)
                 cap.result = _detached(result)  # See Note [The result holds no autograd graph]
+            except BaseException as e:
+                rec.interrupted = e  # a compile cut short by it ends "failed" with this reason
+                raise
             finally:
                 _safely(cap, "finish", rec.finish, cap)  # also on error: the partial capture
         except BaseException as e:
@@ -140,11 +143,11 @@ def _run_capture(
 
 
 def _safely(cap: Capture, stage: str, fn: Callable[..., Any], *args: Any) -> Any:
-    """Run a recording step; a failure is noted on the capture, never raised over the user's error."""
+    """Run a recording step; a failure becomes a problem on the capture, never raised over the user's error."""
     try:
         return fn(*args)
     except Exception as e:  # recording must not hide what the user's function did
-        cap.meta.setdefault("recording_errors", []).append(f"{stage}: {type(e).__name__}: {e}"[:500])
+        cap.problems.append(f"recording step {stage!r} failed: {type(e).__name__}: {e}"[:500])
         return None
 
 

@@ -113,8 +113,10 @@ def node_info(frame: Frame, graph_name: str, node_name: str) -> dict[str, Any]:
         inp = next((i for i in sg.inputs if i.name == n.name), None)
         if inp is not None:
             info["input_kind"] = inp.kind
-            if inp.kind == "hop_supplied":  # no parent node feeds it: the HOP makes the value
+            if inp.kind == "hop_supplied":  # the HOP makes the value when it runs the body
                 info["supplied"] = f"by {sg.hop}: {inp.supplied or '?'}"
+                if inp.source:  # made from a parent value: a slice of xs, a carry's initial value
+                    info["derived_from"] = {"graph": sg.parent, "node": inp.source}
             else:
                 info["lifted_from"] = {"graph": sg.parent, "node": inp.source}
                 info["lifted_chain"] = lifted_chain(frame, graph_name, n.name)

@@ -19,7 +19,7 @@ __all__ = ["inspector_html"]
 
 # Keys shown first, in this order; any other key follows in the dict's own order.
 _FIRST = ("name", "graph", "op", "role", "target", "value", "args", "kwargs", "inputs", "users", "calls",
-          "source", "input_kind", "supplied", "nn_module", "nn_module_stack", "lifted_from", "lifted_chain")
+          "source", "input_kind", "supplied", "derived_from", "nn_module", "nn_module_stack", "lifted_from", "lifted_chain")
 
 
 def _where(graph: str, node: str) -> str:
@@ -31,7 +31,7 @@ def _cell(value: Any, key: str = "") -> tuple[str, Any]:
     if key == "graph" and value == "":
         return "text", "root"
     # Note [Lifted chain] (viz/info.py): read as "this placeholder <- its feeder in the parent <- ...".
-    if key == "lifted_from" and isinstance(value, dict):
+    if key in ("lifted_from", "derived_from") and isinstance(value, dict):
         return "text", _where(value.get("graph", ""), value.get("node", ""))
     if key == "lifted_chain" and isinstance(value, list) and all(isinstance(v, dict) for v in value):
         return "chain", [f"{_where(v.get('graph', ''), v.get('node', ''))} ({v.get('kind', '?')})" for v in value]

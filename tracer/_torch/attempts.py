@@ -77,10 +77,18 @@ def metric_times(m: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def settle_status(frame: Frame, attempt: int, info: AttemptInfo, restarted_attempts: int) -> None:
+# Note [Interrupted compiles]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``_compile`` records fail_type/fail_reason only for an ``Exception``; a ``BaseException`` that
+# unwinds through Dynamo (KeyboardInterrupt, a paused session being aborted) still logs
+# compilation_metrics, with no failure and no graph. The capture knows what unwound it, so the
+# attempt that was running (the last one) is "failed" with that exception as its reason.
+def settle_status(frame: Frame, attempt: int, info: AttemptInfo, restarted_attempts: int, interrupted: str = "") -> None:
     """Set ``frame.status``/``status_reason``/``times`` for attempt ``attempt`` of its compile.
 
-    ``restarted_attempts`` is how many attempts of the compile restarted (for the time split).
+    ``restarted_attempts`` is how many attempts of the compile restarted (for the time split);
+    ``interrupted`` describes the exception that ended the capture when this was the attempt
+    running then (Note [Interrupted compiles]).
     """
     m = info.metrics
     has_graph = bool(frame.graph.nodes)
@@ -107,6 +115,9 @@ def settle_status(frame: Frame, attempt: int, info: AttemptInfo, restarted_attem
     if m.get("fail_type"):
         frame.status = "failed"
         frame.status_reason = f"{m['fail_type']}: {m.get('fail_reason') or ''}".strip()
+    elif interrupted and not has_graph and not info.skip_reason:
+        frame.status = "failed"
+        frame.status_reason = f"interrupted: {interrupted}"
     elif has_graph:
         frame.status = "compiled"
     else:

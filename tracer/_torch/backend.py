@@ -53,6 +53,7 @@ class Recorder:
         self.errors: list[str] = []
         self.where: dict[Key, tuple[str, str]] = {}  # compile key -> (code location, file) of the frame
         self._last_ended: Optional[Key] = None  # the compile whose metrics were logged last
+        self.interrupted: Optional[BaseException] = None  # what ended the capture early, if anything
         self._handler: Optional[StructuredTraceHandler] = None
 
     # -- events ----------------------------------------------------------------------------
@@ -229,7 +230,9 @@ class Recorder:
         frame.guards = list(self.guards.get(akey, []))
         info = self.info.get(akey[:2], AttemptInfo())
         restarted = len([a for a in self.order if a[:2] == akey[:2] and info.final_attempt is not None and a[2] < info.final_attempt])
-        settle_status(frame, akey[2], info, restarted)
+        last = akey == self.order[-1]
+        interrupted = _describe(self.interrupted) if last and self.interrupted is not None else ""
+        settle_status(frame, akey[2], info, restarted, interrupted)
         if frame.status in ("compiled", "no_graph"):
             bm = backend_guards.get(f"{akey[0]}/{akey[1]}")
             if bm is not None:
@@ -247,6 +250,10 @@ def _local_reason(reason: str, local: dict[AttemptKey, str]) -> str:
         return reason
     key = (int(m.group("frame")), int(m.group("compile")), 0)
     return f"{local[key]}: {reason[m.end():]}" if key in local else reason
+
+
+def _describe(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}".strip().rstrip(":")
 
 
 def _speculation(s: SpecRecord, names: dict[int, str]) -> Speculation:
