@@ -40,7 +40,7 @@ def drawing(layout: Layout, *, highlight: Iterable[str] = ()) -> dict[str, Any]:
     >>> from viz.graph_layout import layout
     >>> d = drawing(layout(chain_graph(3, layers=1), engine="linear"), highlight=["l_x_"])
     >>> [b["id"] for b in d["boxes"]], d["hi"], sorted(d["edges"][0])
-    (['l_x_', 'layers_0', 'output'], ['l_x_'], ['dst', 'pts', 'src'])
+    (['l_x_', 'linear_0', 'output'], ['l_x_'], ['dst', 'pts', 'src'])
     """
     boxes = []
     for b in layout.boxes:
