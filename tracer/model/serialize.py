@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Union
 
 import msgspec
+
+from tracer.model.graph import Node
+from tracer.model.subgraph import SubgraphInput
 
 if TYPE_CHECKING:
     from tracer.model.capture import Capture
@@ -59,9 +62,54 @@ def loads(text: str | bytes, cls: type[Capture]) -> Capture:
     if isinstance(body, dict) and "result" in body:
         raise ValueError("$.capture.result: a Capture's result is never serialized")
     try:
-        return msgspec.convert(body, type=cls, strict=True)
+        cap = msgspec.convert(body, type=cls, strict=True)
     except msgspec.ValidationError as e:
         raise ValueError(f"invalid capture file: {_path(str(e))}") from None
+    _check_value_metas(cap, "$")
+    return cap
+
+
+# Note [Typed value meta]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# ``Node.meta`` and ``SubgraphInput.meta`` are escape hatches (``dict[str, Any]``, as fx's
+# ``Node.meta``), so msgspec cannot type them; but the keys of Note [Node.meta keys] that describe
+# the value (what ``format_meta`` and every view read) have fixed types. They are checked here,
+# against this TypedDict, so that ``"shape": 3`` in a file is a ValueError naming its path and not a
+# TypeError in a view. Other keys stay free; checking does not change the dict.
+class _ValueMeta(TypedDict, total=False):
+    kind: str
+    shape: list[Union[int, str]]
+    stride: list[Union[int, str]]
+    dtype: str
+    device: str
+    requires_grad: bool
+    value: str
+    items: list[_ValueMeta]
+    subclass: str
+
+
+def _check_value_metas(obj: Any, where: str) -> None:
+    """ValueError at the first node / body-input meta whose value keys have the wrong types."""
+    if isinstance(obj, (Node, SubgraphInput)):
+        try:
+            msgspec.convert(obj.meta, type=_ValueMeta, strict=True)
+        except msgspec.ValidationError as e:
+            raise ValueError(f"invalid capture file: {_path(str(e).replace('`$', f'`{where}.meta'))}") from None
+        return
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for f in dataclasses.fields(obj):
+            v = getattr(obj, f.name)
+            if isinstance(v, (list, dict)) or dataclasses.is_dataclass(v):
+                _check_value_metas(v, f"{where}.{f.name}")
+    elif isinstance(obj, list):  # the model's lists hold either dataclasses or plain values
+        for i, v in enumerate(obj):
+            if not dataclasses.is_dataclass(v):
+                return
+            _check_value_metas(v, f"{where}[{i}]")
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            if dataclasses.is_dataclass(v) or (isinstance(v, list) and v and dataclasses.is_dataclass(v[0])):
+                _check_value_metas(v, f"{where}.{k}")
 
 
 def _path(message: str) -> str:

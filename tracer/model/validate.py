@@ -147,6 +147,9 @@ def _check_frame(f: Frame, problems: list[str]) -> None:
     for s in f.speculations:
         if s.subgraph is not None and s.subgraph not in f.subgraphs:
             problems.append(f"{where}: speculation names unknown subgraph {s.subgraph!r}")
+        if not 1 <= s.depth <= len(f.speculations):  # each level of nesting is a speculation of the frame
+            problems.append(f"{where}: speculation {s.hop}/{s.description} has depth {s.depth} "
+                            f"(must be 1..{len(f.speculations)})")
     if f.aot is not None:
         _check_aot(f.aot, where, problems)
 
