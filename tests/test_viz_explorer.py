@@ -473,15 +473,3 @@ def test_explorer_on_a_real_12_layer_transformer():
     view.choice.value = "joint"
     joint = ex._layouts.get(cap.frames[0].aot.joint)
     assert joint.grouped and view.canvases["left"].group_paths()
-
-
-@pytest.mark.parametrize("module", ["viz.explorer", "viz.mimebundle", "viz.inspector", "viz.panels", "viz.canvas",
-                                    "viz.partition_view"])
-def test_docstring_examples_run(module):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.failed == 0
-    if module in ("viz.explorer", "viz.mimebundle"):
-        assert result.attempted > 0

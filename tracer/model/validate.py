@@ -39,7 +39,8 @@ def validate(cap: Capture) -> None:
     """Check the closed sets and cross-references of ``cap``; raise ValidationError listing every problem.
 
     >>> from tracer.model import Capture, Frame, GraphBreak
-    >>> validate(Capture(frames=[Frame("0/0", "f.py:1 in f")], graph_breaks=[GraphBreak("r", "f.py:2", compile_id="9/9")]))
+    >>> f = Frame("0/0", "f.py:1 in f", status="no_graph")
+    >>> validate(Capture(frames=[f], graph_breaks=[GraphBreak("r", "f.py:2", compile_id="9/9")]))
     Traceback (most recent call last):
     ...
     tracer.model.validate.ValidationError: invalid capture:
