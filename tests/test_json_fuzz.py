@@ -159,3 +159,20 @@ def test_nan_in_a_float_field_is_refused_or_rendered():
     doc = json.loads(fidelity_capture().to_json())
     doc["capture"]["frames"][1]["times"]["total"] = math.nan
     assert _outcome(json.dumps(doc)) in ("refused", "invalid", "rendered")
+
+
+def test_error_message_is_path_then_msgspec_reason():
+    """The exact shape of the error: where first, then msgspec's own words (no backticks around the path)."""
+    text = '{"schema": 2, "capture": {"frames": [{"compile_id": 0, "code": "f.py:1 in f"}]}}'
+    with pytest.raises(ValueError) as e:
+        Capture.from_json(text)
+    assert str(e.value) == "invalid capture file: $.frames[0].compile_id: Expected `str`, got `int`"
+
+
+def test_error_message_of_a_bad_value_meta():
+    doc = json.loads(fidelity_capture().to_json())
+    doc["capture"]["frames"][1]["graph"]["nodes"][0]["meta"]["shape"] = [[1]]
+    with pytest.raises(ValueError) as e:
+        Capture.from_json(json.dumps(doc))
+    assert str(e.value) == ("invalid capture file: $.frames[1].graph.nodes[0].meta.shape[0]: "
+                            "Expected `int | str`, got `array`")
