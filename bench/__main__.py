@@ -17,6 +17,7 @@ import torch
 
 import tracer
 from bench import (
+    canvas_payload,
     capture_overhead,
     diff_speed,
     explorer_scaling,
@@ -74,6 +75,8 @@ def run(quick: bool = False) -> dict[str, Any]:
         scaling["explorer_scaling_16k_over_4k"] = scaling.pop("explorer_scaling_1k_over_250")
         scaling["explorer_scaling_16k_over_4k_wall"] = scaling.pop("explorer_scaling_1k_over_250_wall")
     out.update(scaling)
+    _log("canvas payload, load time, canvas draw/pan/zoom in Chromium")
+    out.update(canvas_payload.run(cap, browser=not quick))
     _log("memory")
     out.update(memory.run(32 * 2**20 if quick else 256 * 2**20, transformer=cap))
     del cap

@@ -49,11 +49,6 @@ class Layouts:
             self._keep.append(graph)
         return self._cache[key]
 
-    def svg(self, graph: Graph, expanded: frozenset[str] = frozenset(), *, selected: str = "", highlight=()) -> str:
-        from viz.svg import to_svg
-
-        return to_svg(self.get(graph, expanded), selected=selected or None, highlight=highlight)
-
 
 def largest_frame(cap: Capture) -> Frame | None:
     """The frame opened first: the largest graph (first of equals), never an empty one if any has nodes."""
@@ -316,7 +311,7 @@ class Explorer:
         with self._quiet():
             if graph is None:
                 self.canvas.graph = ""
-                self.canvas.svg = ""
+                self.canvas.draw(None)
                 self.canvas.selected = ""
                 self.canvas.expanded = []
                 return
@@ -324,7 +319,7 @@ class Explorer:
             self.canvas.graph = f"{self._frame.compile_id}:{self._graph_name}"
             self.canvas.expanded = sorted(expanded)
             self.canvas.selected = self._node
-            self.canvas.svg = self._layouts.svg(graph, expanded, selected=self._node)
+            self.canvas.draw(self._layouts.get(graph, expanded))
 
     def _show_node(self) -> None:
         self._inspector.value = inspector_html(self._info, note=self._note)

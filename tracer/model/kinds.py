@@ -29,8 +29,8 @@ __all__ = [
 #   "lifted_freevar"  a placeholder a SubgraphTracer added for a free variable (closure, global,
 #                     module attribute, a value created in an enclosing body)
 #   "lifted_symbol"   a placeholder for a free symbol (s0, u0) bound because a lifted or operand
-#                     tensor mentions it (torch/_dynamo/output_graph.py, Note [Lifted inputs ordering]
-#                     and SubgraphTracer.track_produced_symints)
+#                     tensor mentions it (torch/_dynamo/output_graph.py SubgraphTracer.track_produced_symints,
+#                     Note [Auto lift basic free symbols when create_graph_input])
 #   "hop_supplied"    a body placeholder whose value the HOP itself makes when it runs the body
 #                     (flex_attention's score and indices, a scan/map slice, a while_loop carry,
 #                     the incoming gradient of an autograd.Function backward): no parent node feeds it

@@ -40,7 +40,8 @@ def validate(cap: Capture) -> None:
     """Check the closed sets and cross-references of ``cap``; raise ValidationError listing every problem.
 
     >>> from tracer.model import Capture, Frame, GraphBreak
-    >>> validate(Capture(frames=[Frame("0/0", "f.py:1 in f")], graph_breaks=[GraphBreak("r", "f.py:2", compile_id="9/9")]))
+    >>> f = Frame("0/0", "f.py:1 in f", status="no_graph")
+    >>> validate(Capture(frames=[f], graph_breaks=[GraphBreak("r", "f.py:2", compile_id="9/9")]))
     Traceback (most recent call last):
     ...
     tracer.model.validate.ValidationError: invalid capture:
@@ -153,6 +154,9 @@ def _check_frame(f: Frame, problems: list[str]) -> None:
     for s in f.speculations:
         if s.subgraph is not None and s.subgraph not in f.subgraphs:
             problems.append(f"{where}: speculation names unknown subgraph {s.subgraph!r}")
+        if not 1 <= s.depth <= len(f.speculations):  # each level of nesting is a speculation of the frame
+            problems.append(f"{where}: speculation {s.hop}/{s.description} has depth {s.depth} "
+                            f"(must be 1..{len(f.speculations)})")
     if f.aot is not None:
         _check_aot(f.aot, where, problems)
 
