@@ -46,6 +46,7 @@ notebooks: install
 	@$(BIN)/python notebooks/_build.py
 
 bench: install
+	@$(PIP) install -e '.[bench]' 2>&1 | grep -v '^WARNING: Location' || true
 	@$(BIN)/python -m bench
 
 # Mutation testing of tracer/model and tracer/_torch/body_inputs.py ([tool.mutmut] in pyproject.toml);
