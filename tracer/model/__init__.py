@@ -10,6 +10,7 @@ module per concept, as PyTorch names them:
 - :mod:`tracer.model.aot`        ``Aot`` and its ViewAndMutationMeta records, ``SavedValue``
 - :mod:`tracer.model.frame`      ``Frame`` (one compile attempt), ``GraphPass``
 - :mod:`tracer.model.capture`    ``Capture``
+- :mod:`tracer.model.job`        ``Job`` (one Capture per rank), ``Divergence``
 - :mod:`tracer.model.serialize`  JSON (typed decoding), :mod:`tracer.model.validate` the checker
 
 Invariant: every value reachable from a Capture is JSON-friendly, so
@@ -18,9 +19,10 @@ Invariant: every value reachable from a Capture is JSON-friendly, so
 
 from tracer.model.aot import Aot, AotInput, AotOutput, SavedTensorHooks, SavedValue
 from tracer.model.capture import Capture
-from tracer.model.frame import Frame, GraphPass
+from tracer.model.frame import Frame, GraphPass, GraphPiece
 from tracer.model.graph import Graph, Node, format_meta
 from tracer.model.guards import BreakGroup, GraphBreak, Guard, Recompile
+from tracer.model.job import DIVERGENCE_KINDS, Divergence, Job
 from tracer.model.kinds import (
     ALIAS_KINDS,
     AOT_MODES,
@@ -44,14 +46,18 @@ __all__ = [
     "AotOutput",
     "BreakGroup",
     "CallSite",
+    "DIVERGENCE_KINDS",
+    "Divergence",
     "Capture",
     "FRAME_STATUSES",
     "Frame",
     "Graph",
     "GraphBreak",
     "GraphPass",
+    "GraphPiece",
     "Guard",
     "INPUT_KINDS",
+    "Job",
     "NODE_OPS",
     "NODE_ROLES",
     "Node",
