@@ -7,15 +7,18 @@
 """
 
 from tracer.capturing import capture
+from tracer.job import load_job
 from tracer.model import (
     Aot,
     AotInput,
     AotOutput,
     Capture,
+    Divergence,
     Frame,
     Graph,
     GraphBreak,
     Guard,
+    Job,
     Node,
     Recompile,
     SavedTensorHooks,
@@ -34,10 +37,12 @@ __all__ = [
     "AotOutput",
     "Capture",
     "CaptureOptions",
+    "Divergence",
     "Frame",
     "Graph",
     "GraphBreak",
     "Guard",
+    "Job",
     "LocalVar",
     "Node",
     "PausedState",
@@ -51,6 +56,7 @@ __all__ = [
     "TraceAborted",
     "TracerState",
     "capture",
+    "load_job",
     "pause",
     "trace",
     "validate",

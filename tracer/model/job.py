@@ -56,6 +56,7 @@ class Job:
     ranks: dict[int, Capture] = field(default_factory=dict)  # rank -> its capture, by rank
     divergence: list[Divergence] = field(default_factory=list)  # what differs between ranks, found by load_job
     source: str = ""  # the directory it was loaded from
+    checked: list[str] = field(default_factory=list)  # what load_job compared and could not compare, one line each
     problems: list[str] = field(default_factory=list)  # what the job record could not know exactly (files skipped, ...)
     meta: dict[str, Any] = field(default_factory=dict)  # escape hatch: world size, how it was loaded
 
