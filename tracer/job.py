@@ -9,6 +9,7 @@ silently taken for equality. Divergences name ranks and per-rank compile ids
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 from collections import Counter
@@ -79,10 +80,15 @@ def _load_capture(file: str) -> Capture:
 
 
 def _trace_loader():
-    """``tracer.load_trace`` (TORCH_TRACE log -> Capture), imported lazily: it lives in its own package."""
-    import tracer
-
-    load_trace = getattr(tracer, "load_trace", None)
+    """``load_trace`` (TORCH_TRACE log -> Capture) from the log reader ``tracer.trace_log``, imported
+    only when a TORCH_TRACE directory is loaded: the reader is optional here and imports no job code."""
+    try:
+        reader = importlib.import_module("tracer.trace_log")
+    except ModuleNotFoundError as e:
+        if e.name not in ("tracer.trace_log",):
+            raise
+        reader = None
+    load_trace = getattr(reader, "load_trace", None)
     if load_trace is None:
         raise NotImplementedError("load_job on a TORCH_TRACE directory needs tracer.load_trace (the TORCH_TRACE "
                                   "log reader, tracer/trace_log/), which this build does not have; load the "
