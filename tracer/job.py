@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from typing import Optional
 
+from tracer._text import headline
 from tracer.model import Capture, Divergence, Frame, Graph, Job
 
 __all__ = ["find_divergence", "load_job"]
@@ -146,7 +147,7 @@ def _compare_captures(ra: int, a: Capture, rb: int, b: Capture) -> list[Divergen
 
 
 def _status(f: Frame) -> str:
-    return f.status if not f.status_reason else f"{f.status} ({f.status_reason.splitlines()[0][:100]})"
+    return f.status if not f.status_reason else f"{f.status} ({headline(f.status_reason)})"
 
 
 def _first(reasons: Optional[list[str]]) -> str:
