@@ -41,17 +41,17 @@ def load_job(path: str) -> Job:
     job = Job(source=path)
     if jsons:
         job.meta["loaded_from"] = "capture json"
-        _read_ranks(job, path, jsons, _load_capture)
+        named = _read_ranks(job, path, jsons, _load_capture)
     elif logs:
         job.meta["loaded_from"] = "TORCH_TRACE"
-        _read_ranks(job, path, logs, _trace_loader())
+        named = _read_ranks(job, path, logs, _trace_loader())
     else:
         raise ValueError(f"load_job: no rank files in {path!r} (expected rank<N>.json capture files or "
                          f"TORCH_TRACE logs *rank_<N>*.log; found {names[:10]})")
     if not job.ranks:
         raise ValueError(f"load_job: no rank of {path!r} could be read: " + "; ".join(job.problems))
     present = sorted(job.ranks)
-    missing = [r for r in range(present[-1] + 1) if r not in job.ranks]
+    missing = [r for r in range(max(named) + 1) if r not in job.ranks]
     if missing:
         job.problems.append(f"rank(s) {missing} missing: no readable file for them (ranks read: {present})")
     job.ranks = {r: job.ranks[r] for r in present}
@@ -59,7 +59,8 @@ def load_job(path: str) -> Job:
     return job
 
 
-def _read_ranks(job: Job, path: str, names: list[str], load) -> None:
+def _read_ranks(job: Job, path: str, names: list[str], load) -> set[int]:
+    """Load every file whose name has a rank number into ``job.ranks``; the rank numbers named."""
     files: dict[int, str] = {}
     for name in names:
         m = _RANK.search(name)
@@ -74,6 +75,7 @@ def _read_ranks(job: Job, path: str, names: list[str], load) -> None:
             job.ranks[rank] = load(os.path.join(path, name))
         except (OSError, ValueError) as e:  # a damaged rank must not hide the others
             job.problems.append(f"{name}: rank {rank} not loaded: {e}")
+    return set(files)
 
 
 def _load_capture(file: str) -> Capture:
@@ -167,7 +169,7 @@ def _recompiles(cap: Capture) -> dict[str, list[str]]:
 # as a difference: node *names* (fx renames on collisions), and object ids inside guard code
 # (``___check_obj_id(L['self'], 140234...)``, ID_MATCH) are different in every process. A graph is
 # compared as its structure: per node in order, its op, its target for calls, which earlier nodes
-# it reads (by position) and the kind/shape/dtype of its value; a guard as its kind, its source and
+# it reads (by position), its constant arguments and the kind/shape/dtype of its value; a guard as its kind, its source and
 # its code with long integers masked. ``_compare_frames`` is the one place this is decided, so it
 # can become ``tracer.diff(a, b)`` (the frame diff) without touching the rest.
 def _compare_frames(a: Frame, b: Frame) -> list[str]:
@@ -205,7 +207,11 @@ def _graph_difference(a: Graph, b: Graph) -> str:
 
 def _structure(g: Graph) -> list[tuple]:
     pos = {n.name: i for i, n in enumerate(g.nodes)}
+    def arg(a: str) -> str:  # a node name as its position, a constant as itself
+        return f"%{pos[a]}" if a in pos else a
+
     return [(n.op, n.target if n.op in ("call_function", "call_method") else "", tuple(pos.get(x, -1) for x in n.inputs),
+             tuple(map(arg, n.args)), tuple((k, arg(v)) for k, v in n.kwargs.items()),
              n.meta.get("kind"), str(n.meta.get("shape")), n.meta.get("dtype")) for n in g.nodes]
 
 
@@ -236,13 +242,15 @@ _COLLECTIVE = re.compile(r"c10d|torch\.distributed\.|all_reduce|all_gather|reduc
 
 
 def collectives(cap: Capture) -> list[tuple[str, str]]:
-    """(compile id, target) of every collective node in the capture's graphs, in compile and graph order."""
+    """(compile id, target) of every collective node in the capture's graphs, in compile and graph order
+    (``_c10d_functional.wait_tensor`` waits for one: not counted)."""
     out = []
     for f in cap.frames:
         graphs = [p.graph for p in f.pieces] or [f.graph]
         graphs += [s.graph for s in f.subgraphs.values()]
         for g in graphs:
-            out += [(f.compile_id, n.target) for n in g.nodes if n.op == "call_function" and _COLLECTIVE.search(n.target)]
+            out += [(f.compile_id, n.target) for n in g.nodes
+                    if n.op == "call_function" and _COLLECTIVE.search(n.target) and "wait_tensor" not in n.target]
     return out
 
 
