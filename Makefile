@@ -11,7 +11,7 @@ STAMP   := $(VENV)/.stamp-install
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT     := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get
 
-.PHONY: lab test bench notebooks install dot chromium clean
+.PHONY: lab test bench notebooks install dot chromium clean mutants
 
 install: $(STAMP) dot
 
@@ -47,6 +47,11 @@ notebooks: install
 
 bench: install
 	@$(BIN)/python -m bench
+
+# Mutation testing of tracer/model and tracer/_torch/body_inputs.py ([tool.mutmut] in pyproject.toml);
+# CPU heavy (two workers), results in mutants/ (git-ignored). Kill rate and survivors: bench/RESULTS.md.
+mutants: install
+	@$(BIN)/mutmut run --max-children 2; $(BIN)/mutmut results
 
 clean:
 	rm -rf $(VENV) *.egg-info

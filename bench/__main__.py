@@ -16,7 +16,17 @@ from typing import Any, Optional
 import torch
 
 import tracer
-from bench import capture_overhead, explorer_scaling, memory, models, pause_latency, saved_split
+from bench import (
+    canvas_payload,
+    capture_overhead,
+    diff_speed,
+    explorer_scaling,
+    memory,
+    models,
+    pause_latency,
+    report_vs_tlparse,
+    saved_split,
+)
 from bench.timing import fresh
 
 # (key, what, target as text, check) for the table; check(value) -> bool, None when there is no target.
@@ -31,6 +41,10 @@ TARGETS: list[tuple[str, str, str, Optional[Any]]] = [
     ("notebook_output_bytes", ".ipynb size with the explorer output (bytes)", "<= 2000000",
      lambda v: v <= 2_000_000),
     ("pause_step_ratio", "s.step() to next state / Dynamo's time for the line", "", None),
+    ("diff_seconds_transformer12", "tracer.diff of transformer12 and its recompile (s)", "<= 0.2", lambda v: v <= 0.2),
+    ("report_over_tlparse", "dynascope report / tlparse (transformer12 training log)", "<= 1.0", lambda v: v <= 1.0),
+    ("load_mb_per_s", "load_trace throughput on a synthetic log (MB/s)", ">= 50", lambda v: v >= 50),
+    ("capture_bytes_over_log", "bytes held by the loaded Capture / log bytes", "<= 2", lambda v: v <= 2),
 ]
 
 
@@ -61,6 +75,8 @@ def run(quick: bool = False) -> dict[str, Any]:
         scaling["explorer_scaling_16k_over_4k"] = scaling.pop("explorer_scaling_1k_over_250")
         scaling["explorer_scaling_16k_over_4k_wall"] = scaling.pop("explorer_scaling_1k_over_250_wall")
     out.update(scaling)
+    _log("canvas payload, load time, canvas draw/pan/zoom in Chromium")
+    out.update(canvas_payload.run(cap, browser=not quick))
     _log("memory")
     out.update(memory.run(32 * 2**20 if quick else 256 * 2**20, transformer=cap))
     del cap
@@ -68,6 +84,10 @@ def run(quick: bool = False) -> dict[str, Any]:
     out.update(pause_latency.run(repeat=repeat, size=size))
     _log("saved bytes by origin")
     out.update(saved_split.run(size=size))
+    _log("diff speed")
+    out.update(diff_speed.run(repeat=repeat, size=size))
+    _log("dynascope report vs tlparse, load throughput")
+    out.update(report_vs_tlparse.run(repeat=repeat, size=size, big_bytes=(8 if quick else 100) * 2**20))
     return out
 
 

@@ -1,8 +1,9 @@
 """Build the tutorial notebooks from their sources and execute them in a fresh kernel.
 
 Each notebook ``notebooks/NN_name.ipynb`` is generated from ``notebooks/src/NN_name.py``, a Python
-file in the percent format (``# %%`` starts a code cell, ``# %% [markdown]`` a prose cell whose
-lines are ``#``-comments). Invariant: a committed notebook is exactly what this script produced
+file in jupytext's percent format (``# %%`` starts a code cell, ``# %% [markdown]`` a prose cell whose
+lines are ``#``-comments), read by jupytext itself; this script only adds stable cell ids, executes
+and strips run metadata. Invariant: a committed notebook is exactly what this script produced
 from its source, executed top to bottom in a fresh ``python3`` kernel, so ``pytest --nbval``
 reproduces every stored output.
 
@@ -16,11 +17,11 @@ Usage (from the repository root)::
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from pathlib import Path
 
+import jupytext
 import nbformat
 from nbclient import NotebookClient
 
@@ -29,35 +30,18 @@ SRC = HERE / "src"
 KERNEL = "python3"  # the venv's ipykernel; jupyter_client runs it with this interpreter
 TIMEOUT = 120  # seconds per cell: a hung cell fails the build instead of blocking it
 
-_CELL = re.compile(r"^# %%(?P<md> \[markdown\])?[ \t]*$")
+FORMAT = "py:percent"
 
 
 def parse(text: str) -> list[nbformat.NotebookNode]:
-    """Split a percent-format source into notebook cells (text before the first marker is dropped)."""
-    cells: list[nbformat.NotebookNode] = []
-    kind: str | None = None
-    lines: list[str] = []
+    """The notebook cells of a percent-format source, as jupytext reads them (without its cell metadata).
 
-    def flush() -> None:
-        if kind is None:
-            return
-        body = "\n".join(lines).strip("\n")
-        if not body:
-            return
-        if kind == "markdown":
-            md = [re.sub(r"^# ?", "", ln) if ln.startswith("#") else ln for ln in body.splitlines()]
-            cells.append(nbformat.v4.new_markdown_cell("\n".join(md)))
-        else:
-            cells.append(nbformat.v4.new_code_cell(body))
-
-    for line in text.splitlines():
-        m = _CELL.match(line)
-        if m:
-            flush()
-            kind, lines = ("markdown" if m.group("md") else "code"), []
-        else:
-            lines.append(line)
-    flush()
+    jupytext keeps ``lines_to_next_cell`` and similar hints in each cell's metadata so that it can
+    write the ``.py`` back byte for byte; the ``.py`` is the source here, never written, so they are dropped.
+    """
+    cells = jupytext.reads(text, fmt=FORMAT).cells
+    for cell in cells:
+        cell.metadata = {}
     return cells
 
 

@@ -1,4 +1,5 @@
-"""Small example functions that exercise one Dynamo mechanism each (seeds 000, 002, 003).
+"""Small example functions that exercise one Dynamo mechanism each (torch/_dynamo/variables/higher_order_ops.py
+speculate_subgraph and torch/_dynamo/output_graph.py SubgraphTracer).
 
 ``CASES[name]()`` returns ``(fn, args, capture_kwargs)``: ``tracer.capture(fn, *args, **capture_kwargs)``.
 Shared by the capture tests, the viz tests and the notebooks. Tensors are made fresh per call

@@ -1,6 +1,9 @@
 """AOTAutograd stage (tracer/_torch/aot.py): real joint/forward/backward graphs and their metadata.
 
-Every expectation below is reasoned from AOTAutograd's own Notes (seed 001, seed 004) and then
+Every expectation below is reasoned from AOTAutograd's own Notes (torch/_functorch/_aot_autograd/
+collect_metadata_analysis.py: Note [AOT Autograd: outputs aliasing inputs or intermediates!];
+runtime_wrappers.py: Note [Handling mutations on an input that aliases other inputs]; graph_compile.py
+maybe_inline_graph_saved_tensors_hooks) and then
 checked against the graphs torch really produced; each capture is also validated and round-
 tripped through JSON.
 """
@@ -378,7 +381,7 @@ def test_dynamic_shapes_save_a_symint_and_size_at_hint():
     assert a.backward.placeholders[0].name == s.name
 
 
-# -- saved-tensor hooks in the graph (seed 004) --------------------------------------------------
+# -- saved-tensor hooks in the graph (graph_compile.py maybe_inline_graph_saved_tensors_hooks) ------
 
 
 def _hook_pair():

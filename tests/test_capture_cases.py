@@ -1,6 +1,7 @@
 """Facts read from real Dynamo graphs for each example case (tests/cases.py).
 
-Each expectation follows from how Dynamo traces the case (seeds 000, 002, 003), not from output.
+Each expectation follows from how Dynamo traces the case (torch/_dynamo/variables/higher_order_ops.py
+speculate_subgraph, torch/_dynamo/output_graph.py SubgraphTracer), not from output.
 """
 
 from __future__ import annotations

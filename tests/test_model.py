@@ -88,3 +88,18 @@ def test_result_is_not_serialized():
     cap = tracer.capture(lambda x: x * 2, torch.ones(2))
     assert torch.equal(cap.result, torch.full((2,), 2.0))
     assert "result" not in json.loads(cap.to_json())["capture"]
+
+
+def test_find_filters_by_op_role_and_target_substring():
+    g = _tiny().frames[0].graph
+    assert [n.name for n in g.find(op="placeholder")] == ["x"]
+    assert [n.name for n in g.find(op="call_function", role="hop")] == ["wrap"]
+    assert [n.name for n in g.find(target="ra")] == ["wrap"]  # substring of "wrap"
+    assert g.find(op="output", role="hop") == []
+
+
+def test_frame_lookup_names_the_choices():
+    cap = _tiny()
+    assert cap.frame("0/0") is cap.frames[0]
+    with pytest.raises(KeyError, match=r"no frame '9/9' \(frames: \['0/0'\]\)"):
+        cap.frame("9/9")

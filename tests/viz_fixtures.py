@@ -1,7 +1,8 @@
 """Hand-built ``tracer.model`` captures for the viz tests: small, readable, every field chosen by hand.
 
 ``wrap_capture()`` models ``y = x.cos(); wrap(lambda a: wrap(lambda b: b.sin() + y, a), x)``: the
-free variable ``y`` is bound in the root graph and lifted into both bodies (seed 003), so its lifted
+free variable ``y`` is bound in the root graph and lifted into both bodies (torch/_dynamo/output_graph.py
+SubgraphTracer.lift_tracked_freevar_to_input), so its lifted
 chain is inner ``y`` <- outer ``y`` <- root ``y``.
 """
 

@@ -7,6 +7,7 @@
 """
 
 from tracer.capturing import capture
+from tracer.diffing import diff
 from tracer.job import load_job
 from tracer.model import (
     Aot,
@@ -15,6 +16,7 @@ from tracer.model import (
     Capture,
     Divergence,
     Frame,
+    FrameDiff,
     Graph,
     GraphBreak,
     Guard,
@@ -30,6 +32,7 @@ from tracer.model import (
 )
 from tracer.options import CaptureOptions
 from tracer.session import LocalVar, PausedState, Session, TraceAborted, TracerState, pause, trace
+from tracer.trace_log import load_trace
 
 __all__ = [
     "Aot",
@@ -39,6 +42,7 @@ __all__ = [
     "CaptureOptions",
     "Divergence",
     "Frame",
+    "FrameDiff",
     "Graph",
     "GraphBreak",
     "Guard",
@@ -56,7 +60,9 @@ __all__ = [
     "TraceAborted",
     "TracerState",
     "capture",
+    "diff",
     "load_job",
+    "load_trace",
     "pause",
     "trace",
     "validate",

@@ -12,11 +12,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-import msgspec
-
 from tracer import display
 from tracer.model import Graph, Guard, format_meta
-from tracer.model.serialize import to_plain
+from tracer.model.serialize import load_document, to_plain
 
 __all__ = ["LocalVar", "Location", "PausedState", "TracerState"]
 
@@ -59,7 +57,7 @@ class LocalVar:
     value: str = ""  # a constant's repr, a tensor's fake meta ("f32[3]"), or a short description
     meta: dict[str, Any] = field(default_factory=dict)  # Note [Node.meta keys] of the example value, if any
     node: str = ""  # name of the graph node holding it, when it is a proxy ("" otherwise)
-    is_cell: bool = False  # a closure cell (seed 002: every cell is a cell VariableTracker)
+    is_cell: bool = False  # a closure cell (torch/_dynamo/side_effects.py SideEffects.track_cell_new)
     cell_contents: Optional[LocalVar] = None  # what the cell holds now (None: empty or not a cell)
 
     def __str__(self) -> str:
@@ -92,7 +90,7 @@ class TracerState:
         return f"{'  ' * self.depth}{head}: {len(self.graph.nodes)} nodes, {ops} ops{lifted}"
 
     def lifted_labels(self) -> list[str]:
-        """Lifted names, a size symbol marked "(symbol)" (seed 002, #138363)."""
+        """Lifted names, a size symbol marked "(symbol)" (output_graph.py SubgraphTracer._lift_basic_symbols, pytorch#138363)."""
         kinds = {n.name: n.meta.get("kind", "") for n in self.graph.nodes if n.op == "placeholder"}
         return [f"{n} (symbol)" if kinds.get(n, "").startswith("sym") else n for n in self.lifted]
 
@@ -152,16 +150,7 @@ class PausedState:
     @classmethod
     def from_json(cls, text: str | bytes) -> PausedState:
         """A PausedState from :meth:`to_json` text; ``ValueError`` naming the first bad field."""
-        try:
-            data = json.loads(text)
-        except (ValueError, TypeError) as e:
-            raise ValueError(f"not a dynascope pause: the text is not JSON ({e})") from None
-        if not isinstance(data, dict) or "paused_state" not in data:
-            raise ValueError("not a dynascope pause: expected a JSON object with a 'paused_state' key")
-        try:
-            return msgspec.convert(data["paused_state"], type=cls, strict=True)
-        except msgspec.ValidationError as e:
-            raise ValueError(f"invalid pause: {e}") from None
+        return load_document(text, key="paused_state", cls=cls, what="pause")
 
 
 def value_text(meta: dict[str, Any]) -> str:

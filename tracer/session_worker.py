@@ -27,7 +27,7 @@ DEFAULT_PAUSE_TIMEOUT = 600.0  # seconds a pause may last before the trace is ab
 
 # Note [comptime callbacks]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
-# ``tracer.pause(label)`` is seed 004's comptime made notebook-native. Under Dynamo,
+# ``tracer.pause(label)`` is torch/_dynamo/comptime.py's ``comptime`` made notebook-native. Under Dynamo,
 # ``torch._dynamo.comptime.comptime(cb)`` calls ``cb(ComptimeContext)`` while it traces the call (no
 # graph break, nothing in the graph); in eager it calls only its no-op fallback. Our callback (and the
 # per-line step hook) runs in the session's worker thread, snapshots Dynamo's state into plain data,

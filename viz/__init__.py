@@ -21,12 +21,13 @@ from viz.svg import to_svg
 def _register_views() -> None:
     """Register viz's renderers with tracer's display hook (Note [Display through a registry])."""
     from tracer import display
-    from tracer.model import Capture, Job
+    from tracer.model import Capture, FrameDiff, Job
     from tracer.paused import PausedState
     from tracer.session import Session
-    from viz import job_view, session_panel
+    from viz import diff_view, job_view, session_panel
 
     display.register(Capture, mimebundle)
+    display.register(FrameDiff, diff_view.mimebundle)
     display.register(Job, job_view.mimebundle)
     display.register(PausedState, session_panel.mimebundle)
     display.register(Session, session_panel.mimebundle)

@@ -1,15 +1,88 @@
-// The graph canvas (viz/canvas.py). Python sends the SVG; this file pans, zooms and reports clicks.
-// Clicks go back through the synced traits `selected` (a node) and `expanded` (a module box).
-// Names are never turned into markup here: the SVG arrives escaped and we only read attributes.
+// The graph canvas (viz/canvas.py). Python sends layout data (boxes, edges, labels); this file draws
+// it as SVG elements, pans, zooms and reports clicks through the synced traits `selected` (a node) and
+// `expanded` (a module box). Strings from user code only ever reach the page through textContent and
+// setAttribute, never as markup, so a node named "<script>" is text.
 
-// Several canvases share a page (and a hidden tab's SVG does not render its <defs>), so every id
-// inside a drawing (the arrow marker) gets this canvas's suffix, and so do its url(#...) references.
-function scopeIds(svg, suffix) {
-  const ids = new Set();
-  for (const m of svg.matchAll(/\sid="([^"]+)"/g)) ids.add(m[1]);
-  for (const id of ids) {
-    svg = svg.split(`id="${id}"`).join(`id="${id}-${suffix}"`).split(`url(#${id})`).join(`url(#${id}-${suffix})`);
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+function svgEl(tag, attrs) {
+  const e = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+  return e;
+}
+
+// Same numbers as viz/svg.py's _f: one decimal, no trailing ".0".
+const f = (v) => { const s = Number(v).toFixed(1); return s.endsWith(".0") ? s.slice(0, -2) : s; };
+
+// Edge points [x0, y0, x1, y1, ...]: a start, then cubic bezier triples; a stray tail is drawn straight
+// (as viz/svg.py's _path does).
+function pathD(pts) {
+  if (pts.length < 2) return "";
+  const parts = [`M${f(pts[0])},${f(pts[1])}`];
+  const n = (pts.length - 2) / 2, full = n - (n % 3);
+  let i = 2;
+  for (let k = 0; k < full; k += 3, i += 6) {
+    parts.push(`C${f(pts[i])},${f(pts[i + 1])} ${f(pts[i + 2])},${f(pts[i + 3])} ${f(pts[i + 4])},${f(pts[i + 5])}`);
   }
+  for (; i + 1 < pts.length; i += 2) parts.push(`L${f(pts[i])},${f(pts[i + 1])}`);
+  return parts.join(" ");
+}
+
+const TOKEN = /^[A-Za-z0-9_-]+$/;  // a class name built from data must be one plain token
+
+// The <svg> of one drawing (see viz/canvas.py drawing()). Classes and data-* attributes are those of
+// viz.to_svg, so CSS and tests address both alike. Several canvases share a page (and a hidden tab's
+// SVG does not render its <defs>), so the arrow marker's id carries this canvas's suffix.
+function buildSvg(d, roleCss, uid) {
+  const w = d.w || 1, h = d.h || 1;
+  const svg = svgEl("svg", { class: "ds-graph", width: f(w), height: f(h), viewBox: `0 0 ${f(w)} ${f(h)}` });
+  svg.setAttribute("data-engine", d.engine || "");
+  const style = document.createElementNS(SVG_NS, "style");
+  style.textContent = roleCss;
+  svg.appendChild(style);
+  const arrow = `ds-arrow-${uid}`;
+  const defs = svgEl("defs");
+  const marker = svgEl("marker", { id: arrow, viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7,
+    markerHeight: 7, orient: "auto-start-reverse" });
+  marker.appendChild(svgEl("path", { d: "M0,0 L10,5 L0,10 z", fill: "#94a3b8" }));
+  defs.appendChild(marker);
+  svg.appendChild(defs);
+  const hi = new Set(d.hi || []);
+  const edges = svgEl("g", { class: "edges" });
+  for (const e of d.edges || []) {
+    const g = svgEl("g", { class: hi.has(e.src) && hi.has(e.dst) ? "edge highlight" : "edge" });
+    g.setAttribute("data-src", e.src);
+    g.setAttribute("data-dst", e.dst);
+    g.appendChild(svgEl("path", { d: pathD(e.pts || []), "marker-end": `url(#${arrow})` }));
+    edges.appendChild(g);
+  }
+  svg.appendChild(edges);
+  const boxes = svgEl("g", { class: "boxes" });
+  for (const b of d.boxes || []) {
+    const isGroup = typeof b.group === "string";
+    const cls = [isGroup ? "group" : "node"];
+    if (TOKEN.test(b.role)) cls.push(`role-${b.role}`);
+    if (b.part && TOKEN.test(b.part)) cls.push(`partition-${b.part}`);
+    if (hi.has(b.id)) cls.push("highlight");
+    const g = svgEl("g", { class: cls.join(" ") });
+    if (isGroup) g.setAttribute("data-group", b.group);
+    else g.setAttribute("data-node", b.id);
+    const title = document.createElementNS(SVG_NS, "title");
+    title.textContent = isGroup ? `${b.group}\n${b.sub}\n(click to expand)` : (b.sub ? `${b.label}\n${b.sub}` : b.label);
+    g.appendChild(title);
+    g.appendChild(svgEl("rect", { x: f(b.x), y: f(b.y), width: f(b.w), height: f(b.h), rx: isGroup ? 8 : 4 }));
+    const cx = b.x + b.w / 2, line1 = b.sub ? b.y + b.h / 2 - 3 : b.y + b.h / 2 + 4;
+    const t1 = svgEl("text", { x: f(cx), y: f(line1), "text-anchor": "middle" });
+    t1.textContent = b.label;
+    g.appendChild(t1);
+    if (b.sub) {
+      const t2 = svgEl("text", { class: "sub", x: f(cx), y: f(line1 + 14), "text-anchor": "middle" });
+      t2.textContent = b.sub;
+      g.appendChild(t2);
+    }
+    boxes.appendChild(g);
+  }
+  svg.appendChild(boxes);
   return svg;
 }
 
@@ -75,8 +148,8 @@ function render({ model, el }) {
   bar.appendChild(hint);
 
   const mark = () => {
-    // "selected" is what viz.to_svg drew; "ds-selected" follows clicks without a redraw.
-    for (const e of stage.querySelectorAll(".ds-selected, .selected")) e.classList.remove("ds-selected", "selected");
+    // "ds-selected" follows the `selected` trait (a click, or Python) without a redraw.
+    for (const e of stage.querySelectorAll(".ds-selected")) e.classList.remove("ds-selected");
     const name = model.get("selected");
     if (!name) return;
     for (const e of stage.querySelectorAll("[data-node]")) {
@@ -86,7 +159,8 @@ function render({ model, el }) {
   let drawn = null;  // the `graph` last fitted: a new graph is fitted, a redraw of the same one keeps the view
   const draw = () => {
     view.style.height = `${model.get("height")}px`;
-    stage.innerHTML = scopeIds(model.get("svg"), uid);
+    const d = model.get("drawing") || {};
+    stage.replaceChildren(...(d.boxes ? [buildSvg(d, model.get("role_css"), uid)] : []));
     mark();
     if (drawn !== model.get("graph")) {
       drawn = model.get("graph");
@@ -140,12 +214,12 @@ function render({ model, el }) {
     zoomAt(ev.deltaY < 0 ? 1.15 : 1 / 1.15, ev.clientX - r.left, ev.clientY - r.top);
   }, { passive: false });
 
-  model.on("change:svg", draw);
+  model.on("change:drawing", draw);
   model.on("change:selected", mark);
   model.on("change:height", draw);
   draw();
   return () => {
-    model.off("change:svg", draw);
+    model.off("change:drawing", draw);
     model.off("change:selected", mark);
     model.off("change:height", draw);
     window.removeEventListener("pointermove", onMove);

@@ -17,6 +17,7 @@ import ipywidgets as W
 from tracer.model import TIME_PHASES, Capture, Frame, Graph
 from viz import panels
 from viz.canvas import GraphCanvas
+from viz.diff_view import recompiles_tab
 from viz.info import node_info
 from viz.inspector import inspector_html
 from viz.markup import render
@@ -47,11 +48,6 @@ class Layouts:
             self._cache[key] = layout(graph, expanded=expanded)
             self._keep.append(graph)
         return self._cache[key]
-
-    def svg(self, graph: Graph, expanded: frozenset[str] = frozenset(), *, selected: str = "", highlight=()) -> str:
-        from viz.svg import to_svg
-
-        return to_svg(self.get(graph, expanded), selected=selected or None, highlight=highlight)
 
 
 def largest_frame(cap: Capture) -> Frame | None:
@@ -249,6 +245,7 @@ class Explorer:
         if any(f.aot is not None for f in cap.frames):
             self._partition_box = W.VBox([W.HTML("<i>opening the partition...</i>")])
             pages.append(("Partition", self._partition_box))
+        pages += [("Recompiles", tab)] if (tab := recompiles_tab(cap)) is not None else []
         self._tabs = W.Tab(children=[p for _, p in pages])
         for i, (title, _) in enumerate(pages):
             self._tabs.set_title(i, title)
@@ -289,9 +286,7 @@ class Explorer:
         return opts
 
     def _show_graph(self) -> None:
-        self._node = ""
-        self._info = {}
-        self._note = ""
+        self._node, self._info, self._note = "", {}, ""
         f = self._frame
         with self._quiet():
             self._tree.value = self._graph_name if f is not None else None
@@ -316,7 +311,7 @@ class Explorer:
         with self._quiet():
             if graph is None:
                 self.canvas.graph = ""
-                self.canvas.svg = ""
+                self.canvas.draw(None)
                 self.canvas.selected = ""
                 self.canvas.expanded = []
                 return
@@ -324,7 +319,7 @@ class Explorer:
             self.canvas.graph = f"{self._frame.compile_id}:{self._graph_name}"
             self.canvas.expanded = sorted(expanded)
             self.canvas.selected = self._node
-            self.canvas.svg = self._layouts.svg(graph, expanded, selected=self._node)
+            self.canvas.draw(self._layouts.get(graph, expanded))
 
     def _show_node(self) -> None:
         self._inspector.value = inspector_html(self._info, note=self._note)

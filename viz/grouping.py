@@ -28,7 +28,7 @@ __all__ = [
     "visible",
 ]
 
-# Grouping starts when a graph has more nodes than this (issue 4: "say 300 visible nodes").
+# Grouping starts when a graph has more nodes than this (a few hundred visible boxes is what a canvas shows readably).
 GROUP_THRESHOLD = 300
 # A group box's id is GROUP_PREFIX + module path; fx node names are identifiers, so they never clash.
 GROUP_PREFIX = "module:"

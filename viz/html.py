@@ -14,6 +14,7 @@ from typing import Union
 
 from tracer.model import TIME_PHASES, Aot, Capture, Frame, Graph
 from viz import panels
+from viz.diff_view import recompiles_html
 from viz.graph_layout import layout
 from viz.grouping import default_expanded
 from viz.markup import fragment, render
@@ -69,7 +70,7 @@ def capture_html(cap: Capture) -> str:
     Used for the ``text/html`` mimebundle entry and by :func:`export_html`; deterministic.
     """
     return render("report.html.j2", overview=fragment(panels.overview_html(cap)),
-                  frames=[fragment(frame_html(f)) for f in cap.frames])
+                  frames=[fragment(frame_html(f)) for f in cap.frames], diffs=fragment(recompiles_html(cap)))
 
 
 def export_html(cap: Capture, path: Union[str, pathlib.Path]) -> pathlib.Path:

@@ -33,7 +33,8 @@ def frame_graph(frame: Frame, graph_name: str) -> Graph:
 
 # Note [Lifted chain]
 # ~~~~~~~~~~~~~~~~~~~
-# A free variable used two bodies deep is lifted into *every* enclosing SubgraphTracer (seed 003):
+# A free variable used two bodies deep is lifted into *every* enclosing SubgraphTracer
+# (torch/_dynamo/output_graph.py SubgraphTracer.lift_tracked_freevar_to_input recurses into its parent):
 # the inner body's placeholder is fed by a placeholder of the outer body, which is fed by the node in
 # the root graph that computes the value. Each SubgraphInput records its feeder in the parent graph
 # (``source``), so we walk parent by parent until the feeder is not itself a body placeholder (or the

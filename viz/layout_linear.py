@@ -24,7 +24,7 @@ LANE_GAP = 7.0  # horizontal space between the vertical lanes of long edges
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # ``dot`` spends its time in network simplex (rank and x assignment) and in routing long edges
 # through chains of virtual nodes; an AOT joint graph, where every backward node reads a saved
-# forward value hundreds of ranks up, makes both explode (issue 4). We give up dot's optimality:
+# forward value hundreds of ranks up, makes both explode (Note [dot limits] in viz/layout_dot.py). We give up dot's optimality:
 #   rank    = longest-path depth, one pass in graph order (FX order is topological; an edge that
 #             points backwards, which only a folded module group can create, is ignored for ranking);
 #             sources then move down to just above their first user;

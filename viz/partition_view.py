@@ -90,7 +90,8 @@ class PartitionView:
                 which = shown.get(side)
                 box = canvas.layout
                 if which is None:
-                    canvas.svg, canvas.graph, self._titles[side].value = "", "", ""
+                    canvas.graph, self._titles[side].value = "", ""
+                    canvas.draw(None)
                     box.display = "none"
                     continue
                 box.display = None
@@ -99,7 +100,7 @@ class PartitionView:
                 canvas.graph = which
                 canvas.expanded = sorted(expanded)
                 canvas.selected = ""
-                canvas.svg = self._layouts.svg(g, expanded, highlight=saved)
+                canvas.draw(self._layouts.get(g, expanded), highlight=saved)
                 marked = sum(1 for n in g.nodes if n.name in saved)
                 self._titles[side].value = render("partition_title.html.j2", which=which, nodes=len(g.nodes),
                                                   marked=marked)

@@ -194,12 +194,12 @@ class SessionPanel:
             b.disabled = status != "paused" and not (b.description == "Abort" and status == "running")
         if state is not None:
             self.body.value = paused_html(state, with_graph=False)
-            self.canvas.svg = to_svg(layout(state.graph))
-            self.canvas.graph = f"{state.session}:{state.index}"
+            self.canvas.graph = f"{state.session}:{state.index}"  # before the drawing: a new graph is fitted
+            self.canvas.draw(layout(state.graph))
             self.canvas.layout.display = ""
         else:
             self.body.value = ""
-            self.canvas.svg = ""
+            self.canvas.draw(None)
             self.canvas.layout.display = "none"
         if not keep_message:
             self.message.value = ""

@@ -46,6 +46,7 @@ ROLE_STYLE: dict[str, RoleStyle] = {
     "hop": RoleStyle("#ede9fe", "#7c3aed", "higher-order op call"),
     "output": RoleStyle("#dcfce7", "#16a34a", "output"),
     "op": RoleStyle("#ffffff", "#6b7280", "op"),
+    "unknown": RoleStyle("#ffffff", "#9ca3af", "input of unknown kind (loaded log)"),
     GROUP_ROLE: RoleStyle("#f1f5f9", "#334155", "module group (collapsed)"),
 }
 assert set(NODE_ROLES) <= set(ROLE_STYLE), "every node role needs a style"

@@ -47,15 +47,19 @@ cap = tracer.capture(model, x)
 print(cap)
 
 # %% [markdown]
-# The printout is the capture's tree: one entry per compiled **frame**, named by its compile id.
-# `0/0` is `forward` up to the break; `1/0` is the *resume function* Dynamo generated for the rest
-# of `forward`: Python evaluated the `if`, and tracing resumed in the branch it took. Each frame's
+# The printout is the capture's tree: one entry per **compile attempt**, named by its compile id as
+# `TORCH_LOGS` prints it, with what became of it. A break inside a call makes Dynamo restart its
+# analysis (`break_graph_if_unsupported` in `torch/_dynamo/symbolic_convert.py`), which shows as
+# `0/0` [restarted] followed by `0/0_1`; a break at a data-dependent jump like this `if` compiles
+# the partial graph at once (`jump_graph_break`), so there is no restart here. `0/0` is `forward` up to the break; `1/0` is the *resume function* Dynamo generated for
+# the rest of `forward`: Python evaluated the `if`, and tracing resumed in the branch it took. Each
+# line ends with torch's own measure of the compile's time (`cap.times()` splits it by phase). Each frame's
 # graph then went through AOTAutograd (the `aot:` line: a training graph, since the parameters
 # require grad — notebooks 04 and 05 open it up). The capture also kept the model's own result, so
 # you can check it is what eager mode computes.
 
 # %%
-assert [f.compile_id for f in cap.frames] == ["0/0", "1/0"]
+assert [(f.compile_id, f.status) for f in cap.frames] == [("0/0", "compiled"), ("1/0", "compiled")]
 assert len(cap.graph_breaks) == 1
 torch.testing.assert_close(cap.result, model(x))
 

@@ -131,6 +131,46 @@ print(shape_env.code)
 assert "2 <= L['v'].size()[0]" in shape_env.code
 
 # %% [markdown]
+# ## What the recompile did differently: `tracer.diff`
+#
+# The reason names the guard that failed — and that is where `TORCH_LOGS=recompiles` stops. What
+# you want next is what the new compile did *differently*. Every recompile carries that answer:
+# `rec.diff` compares it with the compile it replaced (`rec.replaced`, the id in front of the
+# reason). `print` gives a text diff:
+
+# %%
+print(rec.diff)
+
+# %% [markdown]
+# Read it top to bottom:
+# - **inputs**: `L['v']` went dynamic in dim 0: the static `3` became the symbol `s33` — a new
+#   free symbol of the graph.
+# - **guards** are matched by kind and source, so a check whose value changed shows as one `~`
+#   line, not a removal plus an addition. Here `SHAPE_ENV` gained `2 <= L['v'].size()[0]`, the
+#   0/1 specialization from above. (`TENSOR_MATCH` checks sizes in C++, so its recorded code is
+#   the same in both compiles; the size change shows in the inputs instead.)
+# - **graphs** are aligned by structure — op, target and aligned inputs — not by name: the root
+#   graph gained the symbol's placeholder, and two nodes changed type. In the AOT graph the names
+#   shifted (`arg0_1` is now the symbol, the vector became `arg1_1`), and the diff still pairs the
+#   vector with the vector.
+
+# %%
+d = rec.diff
+assert (rec.replaced, d.a, d.b) == ("0/0", "0/0", "0/1")
+assert [(i.source, i.what, i.dim, i.before, i.after) for i in d.inputs] == [("L['v']", "dynamic", 0, "3", sym)]
+assert d.symbols_added == [sym]
+assert [(g.kind, g.change, g.after) for g in d.guards] == [("SHAPE_ENV", "changed", ["2 <= L['v'].size()[0]"])]
+root = d.graph("")
+assert root.added == [sym] and {p.a for p in root.changed} == {"l_v_", "truediv"}
+assert tracer.diff(static, static).summary == "no difference"  # a frame against itself
+
+# %% [markdown]
+# `tracer.diff(a, b)` takes any two frames — of one capture, of two captures, of two ranks, or of
+# a capture saved to JSON and loaded back (`FrameDiff` round-trips JSON with the capture). The
+# explorer's **Recompiles** tab shows the two graphs side by side, added nodes green, removed red,
+# changed amber; selecting a node marks its partner in the other graph.
+
+# %% [markdown]
 # ## A float that changes
 #
 # Automatic dynamic applies to Python floats too. Call `f` (as in the first section, its first
@@ -152,6 +192,13 @@ assert "scale == 0.5" in cap.recompiles[0].reason
 assert any(g.kind == "CONSTANT_MATCH" and g.source == "L['scale']" for g in first.guards)
 assert not any(g.kind == "CONSTANT_MATCH" for g in second.guards)
 assert "l_scale_" in [n.name for n in second.graph.placeholders]  # a graph input now, not a constant
+
+# %% [markdown]
+# The diff says the same in one line: the constant `scale` became a graph input.
+
+# %%
+print(cap.recompiles[0].diff.inputs[0])
+assert cap.recompiles[0].diff.inputs[0].what == "constant_to_input"
 
 # %% [markdown]
 # ## Dynamic shapes and their symbols

@@ -22,6 +22,7 @@ from tracer._torch.patching import Patches
 from tracer._torch.structured import StructuredTraceHandler
 from tracer._torch.subgraphs import convert_tree
 from tracer._torch.subtracer import SpecRecord, compile_key, install_speculation_hooks
+from tracer.diffing import attach_recompile_diffs
 from tracer.model import Capture, Frame, GraphBreak, GraphPiece, Recompile, Speculation
 
 __all__ = ["Recorder"]
@@ -207,7 +208,7 @@ class Recorder:
         handler_errors = self._handler.errors if self._handler is not None else []
         cap.problems.extend([*self.errors, *handler_errors])
         self.specs.clear()
-        return cap
+        return attach_recompile_diffs(cap)
 
     def _frames_of(self, akey: AttemptKey) -> list[Frame]:
         """The Frame of one attempt: the graph(s) the backend got, or one graph-less Frame."""

@@ -44,7 +44,8 @@ _worker: Optional[Worker] = None
 # a second time (the capture core already wraps it; two layers of patches would have to unwind in
 # order across threads), the step hook notices a SubgraphTracer it has not seen on top of
 # ``OutputGraph.tracers``: ``OutputGraph.subtracer`` pushed it and the body function's first
-# instruction is about to be traced (seed 003). Seen tracers are held weakly.
+# instruction is about to be traced (torch/_dynamo/symbolic_convert.py
+# InstructionTranslatorBase.step). Seen tracers are held weakly.
 
 
 @contextlib.contextmanager

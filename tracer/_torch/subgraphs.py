@@ -127,7 +127,8 @@ def _is_symbolic(v: Any) -> bool:
 # graph input whose Source is one of those Sources or reached from one through pytree steps
 # (attribute, item, dict item: ``L['p'].a`` from ``L['p']``; never a size or other property).
 # Otherwise it is "lifted_symbol" when its value is a SymInt/SymFloat/SymBool (a free symbol
-# bound with a tensor, seed 002) and "lifted_freevar" for everything else. A placeholder the HOP
+# bound with a tensor: torch/_dynamo/output_graph.py
+# SubgraphTracer._lift_basic_symbols) and "lifted_freevar" for everything else. A placeholder the HOP
 # feeds itself is "hop_supplied" whatever the record says (Note [Inputs the HOP supplies]).
 def _classify(ph: torch.fx.Node, feed: Optional[Feed], spec: Optional[SpecRecord],
               lifted_from: dict[torch.fx.Node, Optional[torch.fx.Node]]) -> Optional[str]:

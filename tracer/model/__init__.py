@@ -8,6 +8,7 @@ module per concept, as PyTorch names them:
 - :mod:`tracer.model.subgraph`   ``Subgraph`` (a HOP body), ``SubgraphInput``, ``CallSite``, ``Speculation``
 - :mod:`tracer.model.guards`     ``Guard``, ``GraphBreak``, ``BreakGroup``, ``Recompile``
 - :mod:`tracer.model.aot`        ``Aot`` and its ViewAndMutationMeta records, ``SavedValue``
+- :mod:`tracer.model.diff`       ``FrameDiff`` (what ``tracer.diff`` returns) and its parts
 - :mod:`tracer.model.frame`      ``Frame`` (one compile attempt), ``GraphPass``
 - :mod:`tracer.model.capture`    ``Capture``
 - :mod:`tracer.model.job`        ``Job`` (one Capture per rank), ``Divergence``
@@ -19,6 +20,16 @@ Invariant: every value reachable from a Capture is JSON-friendly, so
 
 from tracer.model.aot import Aot, AotInput, AotOutput, SavedTensorHooks, SavedValue
 from tracer.model.capture import Capture
+from tracer.model.diff import (
+    AotDiff,
+    BodyChange,
+    FrameDiff,
+    GraphDiff,
+    GuardChange,
+    InputChange,
+    NodePair,
+    SavedChange,
+)
 from tracer.model.frame import Frame, GraphPass, GraphPiece
 from tracer.model.graph import Graph, Node, format_meta
 from tracer.model.guards import BreakGroup, GraphBreak, Guard, Recompile
@@ -42,8 +53,10 @@ __all__ = [
     "ALIAS_KINDS",
     "AOT_MODES",
     "Aot",
+    "AotDiff",
     "AotInput",
     "AotOutput",
+    "BodyChange",
     "BreakGroup",
     "CallSite",
     "DIVERGENCE_KINDS",
@@ -51,20 +64,26 @@ __all__ = [
     "Capture",
     "FRAME_STATUSES",
     "Frame",
+    "FrameDiff",
     "Graph",
+    "GraphDiff",
     "GraphBreak",
     "GraphPass",
     "GraphPiece",
     "Guard",
+    "GuardChange",
     "INPUT_KINDS",
+    "InputChange",
     "Job",
     "NODE_OPS",
     "NODE_ROLES",
     "Node",
+    "NodePair",
     "Recompile",
     "SAVED_KINDS",
     "SAVED_ORIGINS",
     "SCHEMA_VERSION",
+    "SavedChange",
     "SavedTensorHooks",
     "SavedValue",
     "Speculation",

@@ -7,6 +7,9 @@ Capture (:func:`tracer.model.validate` checks it).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Optional
+
+from tracer.model.diff import FrameDiff
 
 __all__ = ["BreakGroup", "Guard", "GraphBreak", "Recompile"]
 
@@ -44,11 +47,11 @@ class Recompile:
 
     compile_id: str  # the new compile id ("0/1")
     reason: str  # the failed guard, as Dynamo reported it
+    replaced: str = ""  # the compile whose guard failed ("0/0", from the reason's prefix); "" when unknown
+    diff: Optional[FrameDiff] = None  # tracer.diff(replaced, compile_id), filled at the end of a capture
 
     def __repr__(self) -> str:
         return f"Recompile({self.compile_id}, {self.reason[:60]!r})"
-
-
 
 
 @dataclass

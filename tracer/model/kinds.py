@@ -29,8 +29,8 @@ __all__ = [
 #   "lifted_freevar"  a placeholder a SubgraphTracer added for a free variable (closure, global,
 #                     module attribute, a value created in an enclosing body)
 #   "lifted_symbol"   a placeholder for a free symbol (s0, u0) bound because a lifted or operand
-#                     tensor mentions it (torch/_dynamo/output_graph.py, Note [Lifted inputs ordering]
-#                     and SubgraphTracer.track_produced_symints)
+#                     tensor mentions it (torch/_dynamo/output_graph.py SubgraphTracer.track_produced_symints,
+#                     Note [Auto lift basic free symbols when create_graph_input])
 #   "hop_supplied"    a body placeholder whose value the HOP itself makes when it runs the body
 #                     (flex_attention's score and indices, a scan/map slice, a while_loop carry,
 #                     the incoming gradient of an autograd.Function backward): no parent node feeds it
@@ -38,6 +38,8 @@ __all__ = [
 #   "hop"             a call of a higher-order operator; ``Node.calls`` names its bodies
 #   "output"          the output node
 #   "op"              everything else
+#   "unknown"         a placeholder whose kind the record cannot tell (a body input of a loaded
+#                     TORCH_TRACE log: operand or lifted free variable needs the speculation record)
 # INPUT_KINDS     the kind of a SubgraphInput (one per body placeholder).
 # FRAME_STATUSES  what became of one compile attempt (see Frame.status):
 #   "compiled"   the attempt produced a graph the backend compiled
@@ -54,8 +56,8 @@ __all__ = [
 #                 backend: bytecode tracing, guards, graph passes), "before_restart"
 #                 (dynamo_time_before_restart_s: spent in attempts that restarted).
 NODE_OPS = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output")
-NODE_ROLES = ("operand", "lifted_freevar", "lifted_symbol", "hop_supplied", "param", "hop", "output", "op")
-INPUT_KINDS = ("operand", "lifted_freevar", "lifted_symbol", "hop_supplied")
+NODE_ROLES = ("operand", "lifted_freevar", "lifted_symbol", "hop_supplied", "param", "hop", "output", "op", "unknown")
+INPUT_KINDS = ("operand", "lifted_freevar", "lifted_symbol", "hop_supplied", "unknown")
 FRAME_STATUSES = ("compiled", "restarted", "no_graph", "failed")
 TIME_PHASES = ("total", "dynamo", "aot_autograd", "backend", "before_restart")
 SAVED_KINDS = ("tensor", "symint", "symfloat", "symbool", "opaque")  # what a saved-for-backward value is

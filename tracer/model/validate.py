@@ -12,6 +12,7 @@ import re
 
 from tracer.model.aot import Aot
 from tracer.model.capture import Capture
+from tracer.model.diff import diff_problems
 from tracer.model.frame import Frame
 from tracer.model.graph import Graph
 from tracer.model.kinds import (
@@ -39,7 +40,8 @@ def validate(cap: Capture) -> None:
     """Check the closed sets and cross-references of ``cap``; raise ValidationError listing every problem.
 
     >>> from tracer.model import Capture, Frame, GraphBreak
-    >>> validate(Capture(frames=[Frame("0/0", "f.py:1 in f")], graph_breaks=[GraphBreak("r", "f.py:2", compile_id="9/9")]))
+    >>> f = Frame("0/0", "f.py:1 in f", status="no_graph")
+    >>> validate(Capture(frames=[f], graph_breaks=[GraphBreak("r", "f.py:2", compile_id="9/9")]))
     Traceback (most recent call last):
     ...
     tracer.model.validate.ValidationError: invalid capture:
@@ -58,6 +60,11 @@ def validate(cap: Capture) -> None:
     for r in cap.recompiles:
         if r.compile_id not in known:
             problems.append(f"recompile: compile id {r.compile_id!r} is not a frame of the capture")
+        if r.diff is not None:  # its two frames exist and it names only their nodes
+            if r.diff.a not in known or r.diff.b not in known:
+                problems.append(f"recompile {r.compile_id}: diff of {r.diff.a!r}/{r.diff.b!r}, not frames of the capture")
+            else:
+                problems += diff_problems(r.diff, cap.frame(r.diff.a), cap.frame(r.diff.b))
     if not all(isinstance(p, str) for p in cap.problems):
         problems.append("problems must be strings")
     if problems:
@@ -147,6 +154,9 @@ def _check_frame(f: Frame, problems: list[str]) -> None:
     for s in f.speculations:
         if s.subgraph is not None and s.subgraph not in f.subgraphs:
             problems.append(f"{where}: speculation names unknown subgraph {s.subgraph!r}")
+        if not 1 <= s.depth <= len(f.speculations):  # each level of nesting is a speculation of the frame
+            problems.append(f"{where}: speculation {s.hop}/{s.description} has depth {s.depth} "
+                            f"(must be 1..{len(f.speculations)})")
     if f.aot is not None:
         _check_aot(f.aot, where, problems)
 

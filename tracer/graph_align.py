@@ -1,0 +1,184 @@
+"""Graph alignment: which node of one fx graph (as data) is which node of another, by structure.
+
+Invariant: ``align(ga, gb)`` pairs each node with at most one partner of the same op and target,
+names only nodes of ``ga`` / ``gb``, and pairs every node of a graph with itself (empty diff);
+its cost is near-linear in the graphs' sizes. See Note [Graph alignment].
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from typing import Optional
+
+from tracer.model.diff import GraphDiff, NodePair
+from tracer.model.graph import Graph, Node, format_meta
+
+__all__ = ["align"]
+
+# Note [Graph alignment]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# Node names are no key: fx names a node after its target and a counter, so one node added early
+# renames every later ``add_3`` (and AOT's ``primals_N`` shift when a symbol input appears). Nodes
+# are matched by structure instead. fx graphs are topologically ordered (torch/fx/graph.py keeps
+# ``nodes`` in a valid execution order), so when ``b``'s node is reached its inputs have already
+# been matched, and one pass over ``b`` suffices:
+#   1. exact: a node of ``a`` with the same (op, target) whose inputs are exactly the partners of
+#      this node's inputs (a hash lookup; among equals the first unmatched one, preferring equal
+#      constant args);
+#   2. near: otherwise (an input has no partner, or its inputs differ) the unmatched node of ``a``
+#      with the same (op, target) that shares most mapped inputs and lies closest to where the
+#      previous match leaves off, searched among at most _WINDOW candidates on either side;
+#   3. none: the node is "added"; nodes of ``a`` never matched are "removed".
+# Placeholders have no inputs and are matched by a stable key first (the guarded source
+# ``graph_arg_source``, AOTAutograd's descriptor, or the target when it is not positional), then
+# in order by their value's signature (kind, dtype, rank), then by kind alone (a dtype changed).
+# Each lookup is O(1) or O(_WINDOW), so a graph pair costs O((n + m) * _WINDOW) at worst, and
+# O(n + m) when little changed (bench/diff_speed.py measures it). A full LCS
+# (difflib, Myers) is O(n * m) in the worst case and aligns *names in sequence*, which FX may
+# reorder freely between independent nodes; hashing on aligned inputs matches the dataflow itself.
+_WINDOW = 32
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_POSITIONAL = re.compile(r"^(primals|tangents|arg\d+|fwd_rng_state|bwd_rng_state)_\d+$")
+
+
+def align(ga: Graph, gb: Graph, name_a: str = "", name_b: str = "") -> GraphDiff:
+    """Match the nodes of two graphs by structure; see Note [Graph alignment]."""
+    nodes_a = ga.nodes
+    exact: dict[tuple, list[int]] = {}
+    near: dict[tuple[str, str], list[int]] = {}
+    for i, n in enumerate(nodes_a):
+        if n.op != "placeholder":
+            exact.setdefault((n.op, n.target, tuple(n.inputs)), []).append(i)
+            near.setdefault((n.op, n.target), []).append(i)
+    for cands in exact.values():
+        cands.reverse()  # _first_free takes from the end: the first unmatched in graph order
+    taken: list[Optional[str]] = [None] * len(nodes_a)
+    b2a: dict[str, str] = _placeholders(ga, gb, taken)
+    pos_a = {n.name: i for i, n in enumerate(nodes_a)}
+    out = GraphDiff(a=name_a, b=name_b)
+    last = -1
+    for nb in gb.nodes:
+        hit: Optional[int] = None
+        if nb.op == "placeholder":
+            if nb.name in b2a:
+                hit = pos_a[b2a[nb.name]]
+        else:
+            mapped = [b2a.get(i) for i in nb.inputs]
+            if None not in mapped:
+                hit = _first_free(exact.get((nb.op, nb.target, tuple(mapped))), taken, nodes_a, nb, b2a)
+            if hit is None:
+                hit = _nearest(near.get((nb.op, nb.target)), taken, nodes_a, mapped, last + 1)
+            if hit is not None:
+                taken[hit] = nb.name
+                b2a[nb.name] = nodes_a[hit].name
+        if hit is None:
+            out.added.append(nb.name)
+            continue
+        last = hit
+        out.pairs.append(NodePair(nodes_a[hit].name, nb.name, _node_changes(nodes_a[hit], nb, b2a)))
+    out.removed = [n.name for i, n in enumerate(nodes_a) if taken[i] is None]
+    return out
+
+
+def _placeholders(ga: Graph, gb: Graph, taken: list[Optional[str]]) -> dict[str, str]:
+    """Placeholders of ``gb`` -> their partner in ``ga`` (stable key first, then signature in order);
+    marks the partners in ``taken``."""
+    pa = [(i, n) for i, n in enumerate(ga.nodes) if n.op == "placeholder"]
+    by_key = {}
+    for i, n in pa:
+        by_key.setdefault(_stable_key(n), i)
+    b2a: dict[str, str] = {}
+    rest = []
+    for n in gb.placeholders:
+        i = by_key.get(_stable_key(n))
+        if _stable_key(n) is not None and i is not None and taken[i] is None:
+            taken[i] = n.name
+            b2a[n.name] = ga.nodes[i].name
+        else:
+            rest.append(n)
+    for sig in (_signature, _loose_signature):  # equal values first, then equal kinds (a dtype changed)
+        free = [(i, n) for i, n in pa if taken[i] is None]
+        left, cursor = [], 0
+        for n in rest:
+            want = sig(n)
+            for k in range(cursor, min(len(free), cursor + _WINDOW)):
+                i, m = free[k]
+                if taken[i] is None and sig(m) == want:
+                    taken[i] = n.name
+                    b2a[n.name] = m.name
+                    cursor = k + 1
+                    break
+            else:
+                left.append(n)
+        rest = left
+    return b2a
+
+
+def _stable_key(n: Node) -> Optional[str]:
+    src = n.meta.get("graph_arg_source")
+    if src:
+        return f"source:{src}"
+    desc = str(n.meta.get("desc", ""))
+    if desc and not desc.startswith("PlainAOTInput") and not desc.startswith("TangentAOTInput"):
+        return f"desc:{desc}"
+    if _POSITIONAL.match(n.target) is None:
+        return f"target:{n.target}"
+    return None
+
+
+def _signature(n: Node) -> tuple:
+    return (n.role, n.meta.get("kind"), n.meta.get("dtype"), len(n.meta.get("shape") or ()))
+
+
+def _loose_signature(n: Node) -> tuple:
+    return (n.role, n.meta.get("kind"))
+
+
+def _first_free(cands: Optional[list[int]], taken: list, nodes_a: list[Node], nb: Node, b2a: dict) -> Optional[int]:
+    if not cands:
+        return None
+    while len(cands) > 1 and taken[cands[-1]] is not None:  # matched ones leave the end for good
+        cands.pop()
+    free = [i for i in reversed(cands[-4:]) if taken[i] is None]
+    for i in free:  # prefer equal constant args: add(x, 1) vs add(x, 2) with the same input
+        if _norm(nb.args, b2a) == nodes_a[i].args:
+            return i
+    return free[0] if free else None
+
+
+def _nearest(cands: Optional[list[int]], taken: list, nodes_a: list[Node], mapped: list, expect: int) -> Optional[int]:
+    if not cands:
+        return None
+    mid = bisect.bisect_left(cands, expect)
+    best, best_score = None, None
+    for k in range(max(0, mid - _WINDOW), min(len(cands), mid + _WINDOW)):
+        i = cands[k]
+        if taken[i] is not None:
+            continue
+        shared = sum(1 for x, y in zip(mapped, nodes_a[i].inputs, strict=False) if x is not None and x == y)
+        score = (shared, -abs(i - expect))
+        if best_score is None or score > best_score:
+            best, best_score = i, score
+    return best
+
+
+def _norm(args: list[str], b2a: dict[str, str]) -> list[str]:
+    """``b``'s display args with node names replaced by their partners' names in ``a``."""
+    return [_TOKEN.sub(lambda m: b2a.get(m.group(0), m.group(0)), s) for s in args]
+
+
+def _node_changes(na: Node, nb: Node, b2a: dict[str, str]) -> list[str]:
+    out = []
+    ta, tb = format_meta(na.meta), format_meta(nb.meta)
+    if ta != tb:
+        out.append(f"type {ta or '?'} → {tb or '?'}")
+    for key in ("requires_grad", "device"):
+        if na.meta.get(key) != nb.meta.get(key):
+            out.append(f"{key} {na.meta.get(key)} → {nb.meta.get(key)}")
+    if na.op != "placeholder":
+        args_b, kwargs_b = _norm(nb.args, b2a), dict(zip(nb.kwargs, _norm(list(nb.kwargs.values()), b2a), strict=True))
+        if args_b != na.args or kwargs_b != na.kwargs:
+            fmt = lambda args, kw: ", ".join([*args, *(f"{k}={v}" for k, v in kw.items())])  # noqa: E731
+            out.append(f"args ({fmt(na.args, na.kwargs)}) → ({fmt(nb.args, nb.kwargs)})")
+    return out

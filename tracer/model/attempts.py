@@ -1,0 +1,133 @@
+"""Every compile attempt as a Frame: ids, status, reason and torch's phase times, from the fields
+torch's ``compilation_metrics`` carries (no torch import: live captures and loaded TORCH_TRACE logs
+derive them with the same code).
+
+Invariant: one Frame per (frame_id, frame_compile_id, attempt) that torch's structured trace or a
+recording hook saw, in the order the attempts ran; ``compile_id`` is unique within the capture
+and formatted as torch formats it ("F/C", "F/C_A"), see Note [Compile ids and attempts] in
+tracer/model/frame.py. A status or time torch did not report is left unknown and listed in
+``Frame.problems``, never guessed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from tracer.model.frame import Frame
+
+__all__ = ["AttemptInfo", "local_ids", "settle_status", "format_id", "metric_times", "location"]
+
+Key = tuple[int, int]
+AttemptKey = tuple[int, int, int]
+
+
+def format_id(frame: int, compile: int, attempt: int) -> str:
+    """"F/C", or "F/C_A" for attempt A > 0: as torch's CompileId and tlparse print it."""
+    return f"{frame}/{compile}" + (f"_{attempt}" if attempt else "")
+
+
+def local_ids(order: list[AttemptKey]) -> dict[AttemptKey, str]:
+    """Capture-local ids: frames and compiles numbered by first appearance, attempts kept."""
+    frames: dict[int, int] = {}
+    compiles: dict[Key, int] = {}
+    per_frame: dict[int, int] = {}
+    out: dict[AttemptKey, str] = {}
+    for fid, cid, attempt in order:
+        if fid not in frames:
+            frames[fid] = len(frames)
+            per_frame[fid] = 0
+        if (fid, cid) not in compiles:
+            compiles[(fid, cid)] = per_frame[fid]
+            per_frame[fid] += 1
+        out[(fid, cid, attempt)] = format_id(frames[fid], compiles[(fid, cid)], attempt)
+    return out
+
+
+def location(filename: str, firstlineno: Any, name: str) -> str:
+    """"file.py:LINE in fn", the same form as isolation.code_location, from metric fields."""
+    return f"{os.path.basename(filename or '?')}:{firstlineno if firstlineno is not None else '?'} in {name or '?'}"
+
+
+@dataclass
+class AttemptInfo:
+    """What is known of one compile (all its attempts) when the capture ends."""
+
+    metrics: Optional[dict[str, Any]] = None  # torch's compilation_metrics, METRIC_FIELDS only
+    final_attempt: Optional[int] = None  # the attempt compilation_metrics was logged under
+    skip_reason: str = ""  # Note [Why a frame has no graph]
+    break_reasons: dict[int, list[str]] = field(default_factory=dict)  # attempt -> graph breaks in it
+
+
+def metric_times(m: dict[str, Any]) -> dict[str, float]:
+    """TIME_PHASES from torch's compilation metrics; a phase torch left empty stays absent (unknown)."""
+    out: dict[str, float] = {}
+    total, backend = m.get("entire_frame_compile_time_s"), m.get("backend_compile_time_s")
+    if isinstance(total, (int, float)):
+        out["total"] = float(total)
+    if isinstance(backend, (int, float)):
+        out["backend"] = float(backend)
+        if "total" in out:
+            out["dynamo"] = max(0.0, out["total"] - out["backend"])
+    aot = m.get("aot_autograd_cumulative_compile_time_us")
+    if isinstance(aot, (int, float)):
+        out["aot_autograd"] = aot / 1e6
+    before = m.get("dynamo_time_before_restart_s")
+    if isinstance(before, (int, float)):
+        out["before_restart"] = float(before)
+    return out
+
+
+# Note [Interrupted compiles]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``_compile`` records fail_type/fail_reason only for an ``Exception``; a ``BaseException`` that
+# unwinds through Dynamo (KeyboardInterrupt, a paused session being aborted) still logs
+# compilation_metrics, with no failure and no graph. The capture knows what unwound it, so the
+# attempt that was running (the last one) is "failed" with that exception as its reason.
+def settle_status(frame: Frame, attempt: int, info: AttemptInfo, restarted_attempts: int, interrupted: str = "") -> None:
+    """Set ``frame.status``/``status_reason``/``times`` for attempt ``attempt`` of its compile.
+
+    ``restarted_attempts`` is how many attempts of the compile restarted (for the time split);
+    ``interrupted`` describes the exception that ended the capture when this was the attempt
+    running then (Note [Interrupted compiles]).
+    """
+    m = info.metrics
+    has_graph = bool(frame.graph.nodes)
+    if info.final_attempt is not None and attempt < info.final_attempt:
+        frame.status = "restarted"
+        reasons = info.break_reasons.get(attempt) or []
+        if not reasons and m and m.get("restart_reasons") and restarted_attempts == 1:
+            reasons = [str(r) for r in m["restart_reasons"]]
+        frame.status_reason = "\n".join(dict.fromkeys(reasons))
+        if not frame.status_reason:
+            frame.status_reason = "unknown"
+            frame.problems.append("torch did not say why this attempt restarted")
+        before = m.get("dynamo_time_before_restart_s") if m else None
+        if restarted_attempts == 1 and isinstance(before, (int, float)):
+            frame.times = {"total": float(before), "dynamo": float(before)}
+        return
+    if m is None:
+        frame.status = "compiled" if has_graph else "failed"
+        if not has_graph:
+            frame.status_reason = "unknown: the compile did not finish (torch logged no compilation metrics)"
+        frame.problems.append("torch logged no compilation metrics for this compile: status from our hooks, times unknown")
+        return
+    frame.times = metric_times(m)
+    if m.get("fail_type"):
+        frame.status = "failed"
+        frame.status_reason = f"{m['fail_type']}: {m.get('fail_reason') or ''}".strip()
+    elif interrupted and not has_graph and not info.skip_reason:
+        frame.status = "failed"
+        frame.status_reason = f"interrupted: {interrupted}"
+    elif has_graph:
+        frame.status = "compiled"
+    else:
+        frame.status = "no_graph"
+        if info.skip_reason:
+            frame.status_reason = info.skip_reason
+        elif m.get("graph_op_count") == 0:
+            frame.status_reason = "the traced graph has no ops: Dynamo emitted bytecode without calling the backend"
+        else:
+            frame.status_reason = "unknown"
+            frame.problems.append("the compile produced no graph and torch did not say why")

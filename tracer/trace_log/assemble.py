@@ -1,0 +1,253 @@
+"""``LogState`` -> ``Capture``: one Frame per compile attempt the log names, ids and statuses as a live capture.
+
+Invariant: ids, statuses, reasons and times come from the same code a live capture uses
+(:mod:`tracer.model.attempts`); what a log cannot tell is left empty and said once in
+``Capture.problems`` (Note [What a log does not contain]), never guessed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from tracer.model.aot import Aot
+from tracer.model.attempts import AttemptInfo, format_id, local_ids, location, settle_status
+from tracer.model.capture import Capture
+from tracer.model.frame import Frame
+from tracer.model.graph import Graph
+from tracer.model.guards import Guard, Recompile
+from tracer.model.subgraph import CallSite, Subgraph, SubgraphInput
+from tracer.trace_log.events import AttemptKey, AttemptLog, LogState
+from tracer.trace_log.graph_text import ParsedModule, parse_readable
+
+__all__ = ["assemble", "LOG_LIMITS"]
+
+# Note [What a log does not contain]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# TORCH_TRACE records what torch logs, which is less than a live capture watches:
+# - speculations (every SubgraphTracer run, failed ones included) are not logged, so whether a
+#   body input is the user's operand or a lifted free variable is unknown (kind "unknown"); a
+#   symbolic input is a lifted symbol and autograd.Function's backward inputs are HOP-supplied;
+# - the output graph is logged before Dynamo's graph passes (e.g. invoke_subgraph inlining), so
+#   ``Frame.passes`` is unknown and the graph may differ from what the backend received;
+# - ViewAndMutationMeta, saved values and their origins are not read (only the AOT graphs);
+# - node meta is what the annotations and "# File:" comments print: shapes, strides, dtype,
+#   device and the user line; no requires_grad, nn_module_stack or full stack trace;
+# - why a frame produced no graph is logged at debug level only (not in the trace).
+LOG_LIMITS = [
+    "loaded from a log: speculations are not recorded in TORCH_TRACE (body inputs that are neither symbols "
+    "nor HOP-supplied have kind 'unknown')",
+    "loaded from a log: graphs are as logged before Dynamo's graph passes; Frame.passes is unknown",
+    "loaded from a log: AOT saved values and ViewAndMutationMeta are not read; only the AOT graphs are",
+    "loaded from a log: node meta holds only what print_readable prints (shape, stride, dtype, device, user line)",
+]
+
+
+def assemble(st: LogState, fn: str = "") -> Capture:
+    cap = Capture(fn=fn, problems=list(LOG_LIMITS))
+    local = local_ids(st.order)
+    for key in st.order:
+        a = st.attempts[key]
+        info = st.info.get(key[:2], AttemptInfo())
+        frame = Frame(compile_id=local[key], code=_code(a, info, st), dynamo_id=format_id(*key))
+        _fill_graphs(frame, a)
+        _fill_guards(frame, a)
+        if a.symbols:
+            frame.meta["symbols"] = a.symbols  # create_symbol / create_unbacked_symbol records, user stacks formatted
+        if a.specializations:
+            frame.meta["specializations"] = a.specializations  # symbolic_shape_specialization records
+        if a.ddp_split is not None:
+            frame.meta["ddp_split"] = {"graph": a.ddp_split, "children": a.ddp_children}  # DDPOptimizer's split
+        restarted = len([k for k in st.order if k[:2] == key[:2] and info.final_attempt is not None
+                         and k[2] < info.final_attempt])
+        settle_status(frame, key[2], info, restarted)
+        for phase, seconds in list(frame.times.items()):
+            if not 0 <= seconds < float("inf"):  # a damaged metrics record
+                del frame.times[phase]
+                frame.problems.append(f"compilation_metrics gave {phase} time {seconds!r}: unknown")
+        if frame.status == "no_graph" and frame.aot is not None:
+            frame.aot = None
+            frame.problems.append("AOT graphs logged for a compile that produced no Dynamo graph: not kept")
+        cap.frames.append(frame)
+    for key, gb in st.breaks:
+        gb.compile_id = local.get(key, "") if key else ""
+        cap.graph_breaks.append(gb)
+    for k2, reasons in st.recompiles:
+        key = (*k2, 0)
+        for r in reasons:
+            if key in local:
+                cap.recompiles.append(Recompile(compile_id=local[key], reason=_local_reason(r, local)))
+    cap.meta["source"] = "TORCH_TRACE"
+    if st.torch_version:
+        cap.meta["torch"] = st.torch_version
+    if st.files:
+        cap.meta["files"] = st.files  # dump_file: name -> source text
+    cap.problems.extend(st.problems)
+    for name, n in sorted(st.unknown.items()):
+        cap.problems.append(f"{n} record(s) of event {name!r} not read: not an event of torch 2.13's trace")
+    return cap
+
+
+def _code(a: AttemptLog, info: AttemptInfo, st: LogState) -> str:
+    m = info.metrics or {}
+    if m.get("co_filename") or m.get("co_name"):
+        return location(str(m.get("co_filename") or ""), m.get("co_firstlineno"), str(m.get("co_name") or ""))
+    where = st.stack(a.start_stack[-1:])
+    return where[0] if where else ""
+
+
+def _local_reason(reason: str, local: dict[AttemptKey, str]) -> str:
+    """"2/0: tensor 'x' size mismatch" names the cache entry by torch's id: rewrite it to the local one,
+    as tracer/_torch/backend.py does for live captures."""
+    head, sep, rest = reason.partition(": ")
+    f, slash, c = head.partition("/")
+    if sep and slash and f.isdigit() and c.isdigit() and (int(f), int(c), 0) in local:
+        return f"{local[(int(f), int(c), 0)]}: {rest}"
+    return reason
+
+
+def _parse(frame: Frame, text: str, line: int, name: str) -> Optional[ParsedModule]:
+    try:
+        parsed = parse_readable(text, name)
+    except (SyntaxError, ValueError, RecursionError) as e:
+        frame.problems.append(f"line {line}: {name or 'output'} graph text not parsed ({type(e).__name__}: {e})"[:300])
+        return None
+    frame.problems.extend(f"line {line}: {e}" for e in _errors(parsed))
+    parsed.graph.code = text
+    return parsed
+
+
+def _errors(p: ParsedModule) -> list[str]:
+    return [*p.errors, *(e for c in p.children.values() for e in _errors(c))]
+
+
+def _fill_graphs(frame: Frame, a: AttemptLog) -> None:
+    if "dynamo" in a.texts:
+        parsed = _parse(frame, *a.texts["dynamo"], "")
+        if parsed is not None:
+            frame.graph = parsed.graph
+            _root_roles(frame.graph)
+            frame.subgraphs = _bodies(parsed, "")
+    aot = {k: _parse(frame, *a.texts[k], k) for k in ("joint", "forward", "backward", "inference") if k in a.texts}
+    graphs = {k: p.graph for k, p in aot.items() if p is not None}
+    if "inference" in graphs:
+        frame.aot = Aot(mode="inference", forward=graphs["inference"], inference=graphs["inference"])
+    elif graphs:
+        frame.aot = Aot(mode="training", joint=graphs.get("joint"), forward=graphs.get("forward"),
+                        backward=graphs.get("backward"), backward_ran="backward" in graphs)
+    if frame.aot is not None:
+        for k, p in aot.items():
+            if p is not None:
+                for qn, g in _flat_children(p, k).items():
+                    frame.aot.subgraphs[qn] = g
+
+
+def _flat_children(p: ParsedModule, prefix: str) -> dict[str, Graph]:
+    out: dict[str, Graph] = {}
+    for name, c in p.children.items():
+        out[f"{prefix}.{name}"] = c.graph
+        out.update(_flat_children(c, f"{prefix}.{name}"))
+    return out
+
+
+def _root_roles(g: Graph) -> None:
+    """Root placeholders by the source Dynamo named them after (torch/_dynamo/output_graph.py makes the
+    placeholder name from the Source: L['x'] -> L_x_, self.weight -> L_self_modules_..._parameters_weight_)."""
+    for n in g.placeholders:
+        t = n.target
+        if "_parameters_" in t or "_buffers_" in t:
+            n.role = "param"
+        elif n.meta.get("kind") == "symint":
+            n.role = "lifted_symbol"
+        elif t.startswith("L_"):
+            n.role = "operand"
+        else:
+            n.role = "lifted_freevar"
+
+
+# Bodies whose placeholders the HOP feeds itself (See Note [Body operands by position] in
+# tracer/_torch/subgraphs.py): (hop, index of the body among the call's bodies) -> what it supplies.
+_SUPPLIED = {("autograd_function_apply", 1): "gradients of the forward's outputs"}
+
+
+def _bodies(p: ParsedModule, qual: str) -> dict[str, Subgraph]:
+    out: dict[str, Subgraph] = {}
+    g = p.graph
+    attrs = {n.name: n.target for n in g.nodes if n.op == "get_attr" and n.target in p.children}
+    for n in g.nodes:
+        if n.op != "call_function":
+            continue
+        positions = [i for i, x in enumerate(n.inputs) if x in attrs]
+        if not positions:
+            continue
+        n.role = "hop"
+        after = [x for x in n.inputs[positions[-1] + 1:] if x not in attrs]
+        for index, pos in enumerate(positions):
+            attr = attrs[n.inputs[pos]]
+            name = f"{qual}.{attr}" if qual else attr
+            n.calls.append(name)
+            child = p.children[attr]
+            phs = child.graph.placeholders
+            supplied = _SUPPLIED.get((n.target, index))
+            sources = [""] * len(phs) if supplied else _align(after, len(phs))
+            sg = out.get(name)
+            if sg is None:
+                sg = out[name] = Subgraph(name=name, hop=n.target, parent=qual, call_node=n.name, graph=child.graph)
+                for ph, src in zip(phs, sources, strict=True):
+                    kind = "hop_supplied" if supplied else ("lifted_symbol" if ph.meta.get("kind") == "symint"
+                                                            else "unknown")
+                    ph.role = kind
+                    sg.inputs.append(SubgraphInput(name=ph.name, kind=kind, source=src, supplied=supplied or "",
+                                                   meta={k: v for k, v in ph.meta.items() if k != "source"}))
+                out.update(_bodies(child, name))
+            sg.call_sites.append(CallSite(node=n.name, sources=sources))
+    return out
+
+
+def _align(after: list[str], n: int) -> list[str]:
+    """Body inputs by position from the end, where Dynamo puts lifted inputs."""
+    if len(after) >= n:
+        return after[len(after) - n:] if n else []
+    return [""] * (n - len(after)) + after
+
+
+def _fill_guards(frame: Frame, a: AttemptLog) -> None:
+    if a.guards_json is not None:
+        for g in a.guards_json:
+            if isinstance(g, dict):
+                frame.guards.append(_guard_json(g))
+        return
+    if a.cpp_guards:
+        frame.guards = _cpp_tree(a.cpp_guards)
+
+
+def _guard_json(g: dict[str, Any]) -> Guard:
+    code = g.get("code")
+    return Guard(kind=str(g.get("guard_type") or g.get("type") or ""), source=str(g.get("name") or ""),
+                 code=[str(c) for c in code] if isinstance(code, list) else [])
+
+
+def _cpp_tree(text: str) -> list[Guard]:
+    """Leaf guards of the C++ guard tree text (torch/_dynamo/guards.py GuardManager ``__str__``):
+    "| +- KIND: check  # user line  # file:LINE in fn" under "GuardManager: source=S, ..."."""
+    out: list[Guard] = []
+    sources: list[tuple[int, str]] = []  # (depth, source) of the enclosing managers
+    for line in text.split("\n"):
+        bar = line.find("+- ")
+        if bar < 0:
+            continue
+        depth = line[:bar].count("|")
+        body = line[bar + 3:]
+        while sources and sources[-1][0] >= depth:
+            sources.pop()
+        head, _, rest = body.partition(": ")
+        if head.endswith("GuardManager"):
+            src = rest.partition("source=")[2].partition(", accessed_by=")[0] if "source=" in rest else ""
+            sources.append((depth, src))
+            continue
+        if not head.isupper() and not head.replace("_", "").isupper():
+            continue
+        check, _, comment = rest.partition("  # ")
+        stack = [c.strip() for c in comment.split("  # ")[1:]] if comment else []
+        out.append(Guard(kind=head, source=sources[-1][1] if sources else "", code=[check.strip()],
+                         user_stack=stack))
+    return out

@@ -1,0 +1,269 @@
+"""One small parser per structured-trace event: a table of (does this record concern me?, turn it into data).
+
+Invariant: a parser only adds to ``LogState`` (per compile attempt, in log order) and never raises out
+of :func:`apply`: a record it cannot read becomes one string in ``LogState.problems`` naming its line.
+Event names and payload formats are torch 2.13's (see Note [Events read from a log]).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from tracer.model.attempts import AttemptInfo
+from tracer.model.guards import GraphBreak
+from tracer.trace_log.reader import Record
+
+__all__ = ["AttemptLog", "LogState", "PARSERS", "apply"]
+
+# Note [Events read from a log]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Where torch 2.13 emits each event we read (``trace_structured(name, ...)``):
+#   dynamo_start                  torch/_dynamo/convert_frame.py: a compile began (metadata: stack)
+#   compilation_metrics           torch/_dynamo/utils.py ``record_compilation_metrics``: a compile ended
+#                                 (under its last attempt): fail_type/reason, restart_reasons, times
+#   dynamo_output_graph           torch/_dynamo/output_graph.py: the output graph, ``print_readable``
+#   aot_{joint,forward,backward,inference}_graph  torch/_functorch/_aot_autograd/graph_{capture,compile}.py
+#   dynamo_guards                 torch/_dynamo/guards.py: guards as JSON (only when a guard asks for it)
+#   dynamo_cpp_guards_str         torch/_dynamo/guards.py: the C++ guard tree as text
+#   artifact dynamo_graph_break_reason  symbolic_convert.py ``log_graph_break``: location, reason, user stack
+#   artifact recompile_reasons    torch/_dynamo/guards.py: the failed guards before a recompile (JSON)
+#   create_symbol, create_unbacked_symbol, symbolic_shape_specialization
+#                                 torch/fx/experimental/symbolic_shapes.py, with user stacks
+#   optimize_ddp_split_graph / _child  torch/_dynamo/backends/distributed.py: DDPOptimizer's split
+#   dump_file                     torch/_logging/structured.py: source of fx-generated files
+# Events we know and do not use (chromium timings, tensor descriptions, other artifacts) are
+# counted in ``LogState.ignored``; events of another torch version are listed as problems.
+
+AttemptKey = tuple[int, int, int]
+GRAPH_EVENTS = {"dynamo_output_graph": "dynamo", "aot_joint_graph": "joint", "aot_forward_graph": "forward",
+                "aot_backward_graph": "backward", "aot_inference_graph": "inference"}
+IGNORED = frozenset(("chromium_event", "describe_storage", "describe_tensor", "describe_source", "artifact",
+                     "link", "guard_added", "guard_added_fast", "propagate_real_tensors_provenance",
+                     "dynamo_cache_entries", "fx_graph_cache_miss", "fx_graph_cache_hit",
+                     "fx_graph_bundled_cache_hit", "dynamo_side_effects", "precompile_cache_bypass",
+                     "dynamo_cache_bypass", "missing_fake_kernel", "bwd_compilation_metrics",
+                     "inductor_output_code", "inductor_post_grad_graph", "inductor_pre_grad_graph",
+                     "graph_region_expansion", "expression_created", "aotautograd_cache_miss",
+                     "aotautograd_cache_hit", "aotautograd_cache_bypass", "guard_on_data_dependent_error",
+                     "compiled_autograd_graph", "optimize_ddp_split_child_failed"))
+
+
+@dataclass
+class AttemptLog:
+    """What the log says about one compile attempt."""
+
+    texts: dict[str, tuple[str, int]] = field(default_factory=dict)  # GRAPH_EVENTS value -> (text, line)
+    guards_json: Optional[list[Any]] = None  # dynamo_guards payload
+    cpp_guards: str = ""  # dynamo_cpp_guards_str payload
+    start_stack: list[dict[str, Any]] = field(default_factory=list)  # dynamo_start's stack
+    symbols: list[dict[str, Any]] = field(default_factory=list)  # create_symbol / create_unbacked_symbol
+    specializations: list[dict[str, Any]] = field(default_factory=list)
+    ddp_split: Optional[str] = None  # optimize_ddp_split_graph text
+    ddp_children: dict[str, str] = field(default_factory=dict)  # split submodule name -> text
+
+
+@dataclass
+class LogState:
+    """Everything read so far, keyed by torch's own (frame_id, frame_compile_id, attempt)."""
+
+    strings: dict[int, str]  # the reader's interned file names
+    order: list[AttemptKey] = field(default_factory=list)  # attempts in the order the log first names them
+    attempts: dict[AttemptKey, AttemptLog] = field(default_factory=dict)
+    info: dict[tuple[int, int], AttemptInfo] = field(default_factory=dict)
+    breaks: list[tuple[Optional[AttemptKey], GraphBreak]] = field(default_factory=list)
+    recompiles: list[tuple[tuple[int, int], list[str]]] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)  # dump_file name -> source
+    problems: list[str] = field(default_factory=list)
+    ignored: collections.Counter = field(default_factory=collections.Counter)
+    unknown: collections.Counter = field(default_factory=collections.Counter)
+    torch_version: str = ""
+
+    def attempt(self, rec: Record) -> Optional[AttemptKey]:
+        m = rec.meta
+        fid, cid = m.get("frame_id"), m.get("frame_compile_id")
+        if not _count(fid) or not _count(cid) or m.get("compiled_autograd_id") is not None:
+            return None
+        attempt = m.get("attempt") or 0
+        key = (fid, cid, attempt if _count(attempt) else 0)
+        if key not in self.attempts:
+            self.attempts[key] = AttemptLog()
+            self.order.append(key)
+        return key
+
+    def stack(self, frames: Any) -> list[str]:
+        """"file.py:LINE in fn" per frame of a structured stack (file names interned)."""
+        out = []
+        for f in frames if isinstance(frames, list) else []:
+            if isinstance(f, dict):
+                name = self.strings.get(f["filename"], "?") if isinstance(f.get("filename"), int) else str(f.get("filename"))
+                out.append(f"{name.rsplit('/', 1)[-1]}:{f.get('line')} in {f.get('name')}")
+        return out
+
+
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+@dataclass(frozen=True)
+class Parser:
+    """One row of the table: ``concerns(record)`` then ``parse(record, state, attempt key)``."""
+
+    concerns: Callable[[Record], bool]
+    parse: Callable[[Record, LogState, Optional[AttemptKey]], None]
+
+
+def _event(name: str) -> Callable[[Record], bool]:
+    return lambda rec: rec.event == name
+
+
+def _artifact(name: str) -> Callable[[Record], bool]:
+    return lambda rec: rec.event == "artifact" and isinstance(rec.meta["artifact"], dict) \
+        and rec.meta["artifact"].get("name") == name
+
+
+def _need(key: Optional[AttemptKey]) -> AttemptKey:
+    if key is None:
+        raise ValueError("no compile id in the metadata")
+    return key
+
+
+def _dynamo_start(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
+    st.attempts[_need(key)].start_stack = list((rec.meta["dynamo_start"] or {}).get("stack") or [])
+
+
+def _metrics(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
+    m = rec.meta["compilation_metrics"]
+    if not isinstance(m, dict):
+        raise ValueError("compilation_metrics is not an object")
+    k = _need(key)
+    info = st.info.setdefault(k[:2], AttemptInfo())
+    info.metrics, info.final_attempt = m, k[2]
+
+
+def _graph(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
+    if rec.payload is None:
+        raise ValueError("graph event without payload")
+    st.attempts[_need(key)].texts[GRAPH_EVENTS[rec.event]] = (rec.payload, rec.line)
+
+
+def _guards(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
+    data = json.loads(rec.payload or "null")
+    if not isinstance(data, list):
+        raise ValueError("dynamo_guards payload is not a JSON list")
+    st.attempts[_need(key)].guards_json = data
+
+
+def _cpp_guards(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
+    st.attempts[_need(key)].cpp_guards = rec.payload or ""
+
+
+def _break(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
+    """Payload: "Graph break in user code at FILE:LINE\\nGraph Break Reason: ...\\n\\nUser code traceback:\\n"
+    then ``traceback.format_list`` lines, then the exception's traceback (symbolic_convert.py)."""
+    text = rec.payload or ""
+    head, _, rest = text.partition("\n")
+    prefix = "Graph break in user code at "
+    if not head.startswith(prefix):
+        raise ValueError("graph break payload does not start with 'Graph break in user code at'")
+    path, _, line = head[len(prefix):].rpartition(":")
+    reason, _, tb = rest.partition("\nUser code traceback:\n")
+    reason = reason.removeprefix("Graph Break Reason: ").strip()
+    stack, code_line = _format_list(tb)
+    gb = GraphBreak(reason=reason, location=f"{path.rsplit('/', 1)[-1]}:{line}", user_stack=stack,
+                    code_line=code_line)
+    if key is not None:
+        st.info.setdefault(key[:2], AttemptInfo()).break_reasons.setdefault(key[2], []).append(reason)
+    st.breaks.append((key, gb))
+
+
+def _format_list(tb: str) -> tuple[list[str], str]:
+    """``traceback.format_list`` text -> ("file.py:LINE in fn" per frame, the last frame's code line)."""
+    stack: list[str] = []
+    code = ""
+    for line in tb.split("\n"):
+        s = line.strip()
+        if line.startswith('  File "'):
+            path, _, rest = line[len('  File "'):].partition('", line ')
+            lineno, _, fn = rest.partition(", in ")
+            stack.append(f"{path.rsplit('/', 1)[-1]}:{lineno} in {fn}")
+            code = ""
+        elif line.startswith("    ") and stack and not code:
+            code = s
+        elif not s or s.startswith("Traceback"):
+            if stack:
+                break
+    return stack, code
+
+
+def _recompile(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
+    # guards.py logs ``reasons[0] if len(reasons) == 1 else reasons``: a str payload is written as
+    # is (trace_structured only JSON-encodes non-strings), a list as JSON.
+    text = rec.payload or ""
+    try:
+        reasons = json.loads(text)
+    except ValueError:
+        reasons = text
+    reasons = [reasons] if isinstance(reasons, str) else reasons
+    if not isinstance(reasons, list):
+        raise ValueError("recompile_reasons payload is not a JSON list")
+    st.recompiles.append((_need(key)[:2], [str(r) for r in reasons]))
+
+
+def _version(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
+    data = json.loads(rec.payload or "{}")
+    st.torch_version = str(data.get("pytorch_version", "")) if isinstance(data, dict) else ""
+
+
+def _symbol(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
+    m = dict(rec.meta[rec.event])
+    m["event"] = rec.event
+    m["user_stack"] = st.stack(m.get("user_stack"))
+    m.pop("stack", None)
+    target = st.attempts[_need(key)]
+    (target.specializations if rec.event == "symbolic_shape_specialization" else target.symbols).append(m)
+
+
+def _ddp(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
+    a = st.attempts[_need(key)]
+    if rec.event == "optimize_ddp_split_graph":
+        a.ddp_split = rec.payload or ""
+    else:
+        a.ddp_children[str((rec.meta[rec.event] or {}).get("name"))] = rec.payload or ""
+
+
+def _dump_file(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
+    st.files[str(rec.meta["dump_file"].get("name"))] = rec.payload or ""
+
+
+PARSERS: list[Parser] = [
+    Parser(_event("dynamo_start"), _dynamo_start),
+    Parser(_event("compilation_metrics"), _metrics),
+    *(Parser(_event(name), _graph) for name in GRAPH_EVENTS),
+    Parser(_event("dynamo_guards"), _guards),
+    Parser(_event("dynamo_cpp_guards_str"), _cpp_guards),
+    Parser(_artifact("dynamo_graph_break_reason"), _break),
+    Parser(_artifact("recompile_reasons"), _recompile),
+    Parser(_artifact("torch_version"), _version),
+    *(Parser(_event(name), _symbol) for name in ("create_symbol", "create_unbacked_symbol",
+                                                   "symbolic_shape_specialization")),
+    Parser(_event("optimize_ddp_split_graph"), _ddp),
+    Parser(_event("optimize_ddp_split_child"), _ddp),
+    Parser(_event("dump_file"), _dump_file),
+]
+
+
+def apply(rec: Record, st: LogState) -> None:
+    """Hand ``rec`` to the first parser it concerns; count it as ignored or unknown otherwise."""
+    try:
+        key = st.attempt(rec)
+        for p in PARSERS:
+            if p.concerns(rec):
+                p.parse(rec, st, key)
+                return
+    except Exception as e:  # a damaged record: keep going, say which line was not read
+        st.problems.append(f"line {rec.line}: {rec.event or 'record'} not read ({type(e).__name__}: {e})"[:300])
+        return
+    (st.ignored if rec.event in IGNORED else st.unknown)[rec.event] += 1

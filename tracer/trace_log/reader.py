@@ -1,0 +1,136 @@
+"""Lines of a TORCH_TRACE file -> records (metadata dict, payload text), with interned strings resolved.
+
+Invariant: every line of the file is either part of a record that is returned or named in
+``Reader.skipped`` (line number and why); nothing raises for a damaged line. Only the standard
+library is used (gzip, json): a log loads on a machine without torch.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+from dataclasses import dataclass, field
+from typing import IO, Any, Callable, Iterator, Optional
+
+__all__ = ["Record", "Reader", "open_text", "NotATrace"]
+
+# Note [Structured trace line format]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# torch/_logging/_internal.py ``TorchLogsFormatter`` (trace=True) writes one record as a glog
+# prefix "V1123 11:43:51.297000 22811 path/file.py:123] " (a "[rankN]:" in front under torch.distributed
+# for the plain logs, not the trace), then ``json.dumps(metadata)`` on the same line, then every
+# line of the payload (if any) prefixed by a tab. ``trace_structured`` puts the event name as the
+# first key of the metadata ({"dynamo_start": {...}, "frame_id": 0, ...}) and, with a payload, a
+# ``has_payload`` md5 of it. File names in stacks are interned: torch/_logging/structured.py
+# ``intern_string`` logs {"str": [text, index]} once, later stacks carry the index.
+_PREFIX = re.compile(r"^(?:\[rank\d+\]:)?[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\n]*?:\d+\](?: \[[^\]]*\])* ")
+
+
+class NotATrace(ValueError):
+    """The file is not a TORCH_TRACE structured log."""
+
+
+@dataclass
+class Record:
+    """One ``trace_structured`` call as the file holds it."""
+
+    meta: dict[str, Any]  # the metadata object (event name first)
+    payload: Optional[str]  # the payload lines joined by "\n" (tabs removed); None when there is none
+    line: int  # 1-based line number of the metadata line
+
+    @property
+    def event(self) -> str:
+        """The event name: the first key that is not a context key ("dynamo_start", "artifact", ...)."""
+        for k in self.meta:
+            if k not in _CONTEXT_KEYS:
+                return k
+        return ""
+
+
+_CONTEXT_KEYS = frozenset(("rank", "compiled_autograd_id", "frame_id", "frame_compile_id", "attempt",
+                           "has_payload", "stack", "severity", "timestamp", "pathname", "thread"))
+
+
+def open_text(path: str) -> IO[str]:
+    """The file as text (UTF-8, undecodable bytes replaced), gunzipped when it starts with gzip's magic."""
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+    raw: IO[bytes] = gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")  # noqa: SIM115
+    return io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="\n")
+
+
+@dataclass
+class Reader:
+    """Iterate the records of one open log; ``skipped`` lists what could not be read, by line."""
+
+    fh: IO[str]
+    progress: Optional[Callable[[int], None]] = None  # called with characters read, every ~8 MB
+    skipped: list[str] = field(default_factory=list)
+    strings: dict[int, str] = field(default_factory=dict)  # interned file names by index
+    lines: int = 0
+    chars: int = 0
+
+    def __iter__(self) -> Iterator[Record]:
+        pending: Optional[Record] = None
+        chunks: list[str] = []
+        next_report = 8 << 20
+        for lineno, line in enumerate(self.fh, 1):
+            self.lines = lineno
+            self.chars += len(line)
+            if self.progress is not None and self.chars >= next_report:
+                self.progress(self.chars)
+                next_report += 8 << 20
+            if line.startswith("\t"):
+                if pending is None:
+                    self._skip(lineno, "payload line without a record before it")
+                else:
+                    chunks.append(line[1:].rstrip("\n"))
+                continue
+            if pending is not None:
+                pending.payload = "\n".join(chunks) if chunks else pending.payload
+                yield pending
+                pending, chunks = None, []
+            rec = self._record(line, lineno)
+            if rec is not None:
+                if "str" in rec.meta and len(rec.meta) == 1:
+                    self._intern(rec, lineno)
+                    continue
+                pending = rec
+        if pending is not None:
+            pending.payload = "\n".join(chunks) if chunks else pending.payload
+            yield pending
+
+    def _record(self, line: str, lineno: int) -> Optional[Record]:
+        text = line.rstrip("\n")
+        if not text.strip():
+            return None
+        m = _PREFIX.match(text)
+        if m is None:
+            self._skip(lineno, "not a structured-trace line (no glog prefix)")
+            return None
+        try:
+            meta = json.loads(text[m.end():])
+        except ValueError as e:
+            self._skip(lineno, f"metadata is not JSON ({e})")
+            return None
+        if not isinstance(meta, dict) or not meta:
+            self._skip(lineno, "metadata is not a JSON object")
+            return None
+        return Record(meta, "" if "has_payload" in meta else None, lineno)
+
+    def _intern(self, rec: Record, lineno: int) -> None:
+        v = rec.meta["str"]
+        if isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and isinstance(v[1], int):
+            self.strings[v[1]] = v[0]
+        else:
+            self._skip(lineno, "'str' record is not [text, index]")
+
+    def _skip(self, lineno: int, why: str) -> None:
+        self.skipped.append(f"line {lineno}: {why}")
+
+
+def looks_like_trace(first: str) -> bool:
+    """Whether a line has the glog prefix of Note [Structured trace line format]."""
+    return _PREFIX.match(first) is not None
