@@ -50,7 +50,7 @@ def _frame_block(rank: int, frame: Frame) -> str:
 
 def _rank_report(rank: int, cap: Capture) -> str:
     return render("report.html.j2", overview=fragment(panels.overview_html(cap)),
-                  frames=[fragment(_frame_block(rank, f)) for f in cap.frames])
+                  frames=[fragment(_frame_block(rank, f)) for f in cap.frames], diffs=fragment(html.recompiles_html(cap)))
 
 
 def _sides(job: Job) -> list[dict[str, Any]]:
