@@ -32,6 +32,7 @@ MODULES = [
     "viz.graph_layout",
     "viz.grouping",
     "viz.inspector",
+    "viz.job_view",
     "viz.layout_linear",
     "viz.markup",
     "viz.mimebundle",

@@ -8,16 +8,19 @@
 
 from tracer.capturing import capture
 from tracer.diffing import diff
+from tracer.job import load_job
 from tracer.model import (
     Aot,
     AotInput,
     AotOutput,
     Capture,
+    Divergence,
     Frame,
     FrameDiff,
     Graph,
     GraphBreak,
     Guard,
+    Job,
     Node,
     Recompile,
     SavedTensorHooks,
@@ -37,11 +40,13 @@ __all__ = [
     "AotOutput",
     "Capture",
     "CaptureOptions",
+    "Divergence",
     "Frame",
     "FrameDiff",
     "Graph",
     "GraphBreak",
     "Guard",
+    "Job",
     "LocalVar",
     "Node",
     "PausedState",
@@ -56,6 +61,7 @@ __all__ = [
     "TracerState",
     "capture",
     "diff",
+    "load_job",
     "load_trace",
     "pause",
     "trace",

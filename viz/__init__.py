@@ -13,6 +13,7 @@ from viz.explorer import Explorer, show
 from viz.graph_layout import Box, Edge, Layout, layout
 from viz.html import capture_html, export_html
 from viz.info import node_info
+from viz.job_view import JobView, export_job_html, job_html
 from viz.mimebundle import mimebundle
 from viz.svg import to_svg
 
@@ -20,13 +21,14 @@ from viz.svg import to_svg
 def _register_views() -> None:
     """Register viz's renderers with tracer's display hook (Note [Display through a registry])."""
     from tracer import display
-    from tracer.model import Capture, FrameDiff
+    from tracer.model import Capture, FrameDiff, Job
     from tracer.paused import PausedState
     from tracer.session import Session
-    from viz import diff_view, session_panel
+    from viz import diff_view, job_view, session_panel
 
     display.register(Capture, mimebundle)
     display.register(FrameDiff, diff_view.mimebundle)
+    display.register(Job, job_view.mimebundle)
     display.register(PausedState, session_panel.mimebundle)
     display.register(Session, session_panel.mimebundle)
 
@@ -37,9 +39,12 @@ __all__ = [
     "Box",
     "Edge",
     "Explorer",
+    "JobView",
     "Layout",
     "capture_html",
     "export_html",
+    "export_job_html",
+    "job_html",
     "layout",
     "mimebundle",
     "node_info",

@@ -23,7 +23,7 @@ from tracer._torch.structured import StructuredTraceHandler
 from tracer._torch.subgraphs import convert_tree
 from tracer._torch.subtracer import SpecRecord, compile_key, install_speculation_hooks
 from tracer.diffing import attach_recompile_diffs
-from tracer.model import Capture, Frame, GraphBreak, Recompile, Speculation
+from tracer.model import Capture, Frame, GraphBreak, GraphPiece, Recompile, Speculation
 
 __all__ = ["Recorder"]
 
@@ -211,11 +211,10 @@ class Recorder:
         return attach_recompile_diffs(cap)
 
     def _frames_of(self, akey: AttemptKey) -> list[Frame]:
-        """The Frame(s) of one attempt: the graph(s) the backend got, or one graph-less Frame."""
+        """The Frame of one attempt: the graph(s) the backend got, or one graph-less Frame."""
         frames = self.frames.get(akey, [])
-        if len(frames) > 1:  # e.g. DDPOptimizer splits one graph and calls the backend per piece
-            frames[0].problems.append(f"the backend was called {len(frames)} times for this attempt; only the first graph is recorded")
-            frames = frames[:1]
+        if len(frames) > 1:
+            return [_split_frame(frames)]
         if frames:
             return frames
         code, filename = self.where.get(akey[:2], ("", ""))
@@ -242,6 +241,27 @@ class Recorder:
             bm = backend_guards.get(f"{akey[0]}/{akey[1]}")
             if bm is not None:
                 frame.guards.append(bm)
+
+
+# Note [Split graphs]
+# ~~~~~~~~~~~~~~~~~~~
+# A backend wrapper may split Dynamo's graph and call the real backend once per piece.
+# DDPOptimizer does (torch/_dynamo/backends/distributed.py, ``DDPOptimizer.compile_fn``): under
+# ``DistributedDataParallel`` with ``torch._dynamo.config.optimize_ddp`` on, convert_frame.py swaps
+# it in around our backend; it cuts the graph at DDP bucket boundaries with ``split_module`` and
+# ``SubmodCompiler`` compiles ``submod_0``, ``submod_1``, ... with our backend, so each bucket's
+# allreduce can start while the rest of the backward runs. The split belongs to the compile
+# attempt, not to separate frames: the attempt stays one Frame whose ``pieces`` are the graphs the
+# backend got, in call order, each with its own AOTAutograd record (``graph``/``aot`` are piece 0's,
+# what views show first).
+def _split_frame(frames: list[Frame]) -> Frame:
+    """One Frame for an attempt whose graph the backend received in pieces. See Note [Split graphs]."""
+    first = frames[0]
+    first.pieces = [GraphPiece(graph=f.graph, aot=f.aot) for f in frames]
+    for i, f in enumerate(frames[1:], start=1):
+        first.problems.extend(f"piece {i}: {p}" for p in f.problems)
+        first.passes.extend(f.passes)
+    return first
 
 
 _ENTRY_PREFIX = re.compile(r"^(?P<frame>\d+)/(?P<compile>\d+): ")

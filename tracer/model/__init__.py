@@ -11,6 +11,7 @@ module per concept, as PyTorch names them:
 - :mod:`tracer.model.diff`       ``FrameDiff`` (what ``tracer.diff`` returns) and its parts
 - :mod:`tracer.model.frame`      ``Frame`` (one compile attempt), ``GraphPass``
 - :mod:`tracer.model.capture`    ``Capture``
+- :mod:`tracer.model.job`        ``Job`` (one Capture per rank), ``Divergence``
 - :mod:`tracer.model.serialize`  JSON (typed decoding), :mod:`tracer.model.validate` the checker
 
 Invariant: every value reachable from a Capture is JSON-friendly, so
@@ -29,9 +30,10 @@ from tracer.model.diff import (
     NodePair,
     SavedChange,
 )
-from tracer.model.frame import Frame, GraphPass
+from tracer.model.frame import Frame, GraphPass, GraphPiece
 from tracer.model.graph import Graph, Node, format_meta
 from tracer.model.guards import BreakGroup, GraphBreak, Guard, Recompile
+from tracer.model.job import DIVERGENCE_KINDS, Divergence, Job
 from tracer.model.kinds import (
     ALIAS_KINDS,
     AOT_MODES,
@@ -57,6 +59,8 @@ __all__ = [
     "BodyChange",
     "BreakGroup",
     "CallSite",
+    "DIVERGENCE_KINDS",
+    "Divergence",
     "Capture",
     "FRAME_STATUSES",
     "Frame",
@@ -65,10 +69,12 @@ __all__ = [
     "GraphDiff",
     "GraphBreak",
     "GraphPass",
+    "GraphPiece",
     "Guard",
     "GuardChange",
     "INPUT_KINDS",
     "InputChange",
+    "Job",
     "NODE_OPS",
     "NODE_ROLES",
     "Node",

@@ -14,7 +14,7 @@ from tracer.model.graph import Graph
 from tracer.model.guards import Guard
 from tracer.model.subgraph import Speculation, Subgraph
 
-__all__ = ["Frame", "GraphPass"]
+__all__ = ["Frame", "GraphPass", "GraphPiece"]
 
 # Note [Compile ids and attempts]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -45,6 +45,7 @@ class Frame:
     dynamo_id: str = ""  # torch's own compile id in this process, as TORCH_LOGS prints it ("17/0_1")
     times: dict[str, float] = field(default_factory=dict)  # TIME_PHASES -> seconds; a missing phase is unknown
     passes: list[GraphPass] = field(default_factory=list)  # Dynamo graph passes that changed the graph
+    pieces: list[GraphPiece] = field(default_factory=list)  # a split graph (DDPOptimizer: one per bucket) in backend call order; ``graph``/``aot`` are piece 0's; empty if not split
     problems: list[str] = field(default_factory=list)  # what the record could not know exactly, and why
     meta: dict[str, Any] = field(default_factory=dict)  # escape hatch
 
@@ -80,3 +81,15 @@ class GraphPass:
         return f"GraphPass({self.name}, {self.nodes_before} -> {self.nodes_after} nodes)"
 
 
+
+
+@dataclass
+class GraphPiece:
+    """One piece of a graph a backend wrapper split (DDPOptimizer: one per DDP bucket), as the
+    backend received it; see Note [Split graphs] in tracer/_torch/backend.py."""
+
+    graph: Graph
+    aot: Optional[Aot] = None  # the piece's own AOTAutograd record
+
+    def __repr__(self) -> str:
+        return f"GraphPiece({len(self.graph.nodes)} nodes)"

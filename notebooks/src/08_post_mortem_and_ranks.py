@@ -1,0 +1,126 @@
+# %% [markdown]
+# # Post-mortem of a multi-rank job
+#
+# A `torchrun` job runs one Python process per rank, and each one compiles on its own: Dynamo has
+# no idea the other ranks exist. When one rank takes a different path — a graph break only rank 1
+# hits, a different input shape — the ranks compile different frames, and a collective that one rank
+# reaches and another does not hangs the whole job. `tlparse` warns about this when the compile ids
+# of the ranks' `TORCH_TRACE` logs differ. dynascope reads the same records and says *what* differs,
+# frame by frame.
+#
+# The job in this notebook is `tests/ranks/ddp_job.py`: a 3-layer MLP in `DistributedDataParallel`
+# on CPU (gloo). Each rank runs one training step under `tracer.capture` and saves the capture as
+# `rank<N>.json`; `TORCH_TRACE` makes torch write its own log per rank beside it. In `forward`, rank 1
+# calls `torch._dynamo.graph_break()` — the rank-dependent path.
+
+# %%
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import tracer
+import viz
+
+warnings.filterwarnings("ignore")
+repo = pathlib.Path.cwd().parent if pathlib.Path.cwd().name == "notebooks" else pathlib.Path.cwd()
+out = pathlib.Path(tempfile.mkdtemp(prefix="ddp_job_"))
+with socket.socket() as s:  # a free port for the loopback rendezvous
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--nnodes=1",
+       f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv_backend=c10d", str(repo / "tests/ranks/ddp_job.py"), str(out)]
+env = {**os.environ, "TORCH_TRACE": str(out / "trace"), "PYTHONPATH": str(repo), "OMP_NUM_THREADS": "1"}
+done = subprocess.run(cmd, env=env, cwd=repo, capture_output=True, text=True, timeout=180)
+assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+print(sorted(p.name for p in out.glob("*.json")), len(list((out / "trace").glob("*.log"))), "TORCH_TRACE logs")
+
+# %% [markdown]
+# ## Load the job
+#
+# `tracer.load_job(dir)` reads a directory of per-rank capture JSON files (or a `TORCH_TRACE`
+# directory, through `tracer.load_trace`) into a `Job`: `job.ranks` maps each rank to its `Capture`,
+# and `job.divergence` lists what differs between the ranks, each finding with its kind, the ranks
+# and, per rank, the compile id of the frame concerned.
+
+# %%
+job = tracer.load_job(str(out))
+for d in job.divergence:
+    print(d.kind, d.compile_ids, "|", d.message)
+for line in job.checked:
+    print("checked:", line)
+
+# %% [markdown]
+# Two findings, both about rank 1's graph break:
+#
+# - **frames**: the ranks made different compile attempts. On rank 1, Dynamo stopped at the break,
+#   restarted analysis and compiled the partial graph (attempt `_1`), then compiled the rest of
+#   `forward` as a resume function `torch_dynamo_resume_in_forward_at_…` — two frames rank 0 never
+#   made. This is the compile-id divergence tlparse warns about.
+# - **status**: the same frame, `forward`, compiled whole on rank 0 and was restarted on rank 1.
+#
+# Collectives are compared too, in the order they appear in the graphs — and here there are none:
+# DDP's gradient allreduce runs in its C++ reducer's autograd hooks, not in the compiled graphs, so
+# the job says so instead of reporting the order as equal.
+
+# %%
+forward0 = [f for f in job.ranks[0].frames if f.code.endswith(" in forward")]
+forward1 = [f for f in job.ranks[1].frames if f.code.endswith(" in forward")]
+print([(f.compile_id, f.status) for f in forward0], [(f.compile_id, f.status) for f in forward1])
+status = next(d for d in job.divergence if d.kind == "status")
+assert status.compile_ids == {0: forward0[0].compile_id, 1: forward1[0].compile_id}
+assert [f.status for f in forward1] == ["restarted", "compiled"] and forward0[0].status == "compiled"
+
+# %% [markdown]
+# ## DDPOptimizer's split
+#
+# With `torch._dynamo.config.optimize_ddp` on (the default), `convert_frame.py` wraps the backend in
+# `DDPOptimizer` (`torch/_dynamo/backends/distributed.py`) when it compiles inside a DDP module: the
+# graph is cut at DDP's bucket boundaries with `split_module`, and each piece is compiled by the real
+# backend on its own, so a bucket's allreduce can start while the rest of the backward still runs.
+# dynascope keeps the attempt as one Frame and records every piece the backend got in `Frame.pieces`,
+# each with its own AOTAutograd record. The job uses 1 MB buckets: `fc3` and `fc2` (1 MB of weights,
+# counted from the output, as DDP fills buckets) fill one bucket and `fc1` starts another, so rank 0's
+# `forward` reaches the backend in two pieces, in call order: `fc1` first, then `fc2` and `fc3`.
+# Rank 1's graphs are smaller (the break cut `forward` in two) and each fits in one bucket: not split.
+
+# %%
+whole = forward0[0]
+for i, piece in enumerate(whole.pieces):
+    print(f"piece {i}:", [n.target for n in piece.graph.nodes if n.op == "call_function"], piece.aot.mode)
+print("rank 1:", [len(f.pieces) for f in job.ranks[1].frames if f.has_graph])
+log0 = next((out / "trace").glob("*rank_0*.log")).read_text()
+assert log0.count('"optimize_ddp_split_child"') == len(whole.pieces) == 2  # torch's own log of the split
+
+# %% [markdown]
+# ## The same job from torch's own logs
+#
+# The `TORCH_TRACE` directory holds one log per rank, written by torch itself, with no dynascope in
+# the ranks. `load_job` on it reads each log with `tracer.load_trace` and finds the same divergence —
+# this is the post-mortem path when the job ran without dynascope.
+
+# %%
+from_logs = tracer.load_job(str(out / "trace"))
+print([(d.kind, d.compile_ids) for d in from_logs.divergence])
+assert [(d.kind, d.compile_ids) for d in from_logs.divergence] == [(d.kind, d.compile_ids) for d in job.divergence]
+
+# %% [markdown]
+# ## The job view
+#
+# Evaluating a `Job` shows a grid of ranks × frames with the divergent cells marked, then the
+# findings; a button per rank opens that rank's capture in the explorer, at its first divergent frame.
+# `viz.export_job_html` writes the same page as one HTML file, where every finding links to the two
+# ranks' frames side by side.
+
+# %%
+view = viz.JobView(job)
+view.open(1)
+print(view, "->", view.explorer.frame.compile_id)
+page = viz.export_job_html(job, out / "job.html")
+print(page.name, "ds-divergent" in page.read_text())
+
+# %%
+job

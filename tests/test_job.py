@@ -1,0 +1,149 @@
+"""tracer.load_job and divergence on real captures (in-process; the torchrun job is test_job_torchrun.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import torch
+
+import tracer
+import viz
+from tracer.job import _compare_frames, collectives, find_divergence
+from tracer.model import Job
+
+
+def _step(brk: bool):
+    def f(x):
+        y = x.sin()
+        if brk:
+            torch._dynamo.graph_break()
+        return y.cos()
+
+    return f
+
+
+@pytest.fixture(scope="module")
+def caps():
+    return {
+        "plain": tracer.capture(_step(False), torch.randn(3)),
+        "plain5": tracer.capture(_step(False), torch.randn(5)),
+        "broken": tracer.capture(_step(True), torch.randn(3)),
+    }
+
+
+def _write(tmp_path, **files):
+    for name, cap in files.items():
+        text = cap if isinstance(cap, str) else cap.to_json()
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return str(tmp_path)
+
+
+def test_same_captures_do_not_diverge(caps, tmp_path):
+    job = tracer.load_job(_write(tmp_path, **{"rank0.json": caps["plain"], "rank1.json": caps["plain"]}))
+    assert sorted(job.ranks) == [0, 1] and job.divergence == [] and job.problems == []
+    assert any("no collectives in the graphs" in line for line in job.checked)
+
+
+def test_status_and_frames_divergence_name_the_frame(caps, tmp_path):
+    job = tracer.load_job(_write(tmp_path, **{"rank0.json": caps["plain"], "rank1.json": caps["broken"]}))
+    by_kind = {d.kind: d for d in job.divergence}
+    broken = caps["broken"]
+    assert broken.frame("0/0").status == "restarted"  # torch's own record: the break restarted 0/0
+    assert by_kind["status"].compile_ids == {0: "0/0", 1: "0/0"}
+    assert "compiled on rank 0, restarted" in by_kind["status"].message
+    only_1 = [f.compile_id for f in broken.frames if f.compile_id not in {g.compile_id for g in caps["plain"].frames}]
+    assert by_kind["frames"].compile_ids[1] == only_1[0] and only_1
+    assert job.divergent(0, "0/0") and job.divergent(1, "0/0")
+
+
+def test_graph_and_guards_divergence_is_structure_not_names(caps):
+    a, b = caps["plain"].frame("0/0"), caps["plain5"].frame("0/0")
+    assert [line.split(":")[0] for line in _compare_frames(a, b)] == ["graph differs"]  # x: f32[3] vs f32[5]
+
+    def scaled(x, n):
+        return x * n
+
+    c2, c3 = (tracer.capture(scaled, torch.randn(3), n).frame("0/0") for n in (2, 3))
+    lines = _compare_frames(c2, c3)
+    assert {line.split(" ", 1)[0] for line in lines} == {"graph", "guards"}, lines
+    assert any("EQUALS_MATCH L['n']" in line or "CONSTANT_MATCH L['n']" in line for line in lines), lines
+    assert _compare_frames(a, a) == []
+    # the same code captured again: fresh object ids in the guards, fx names aside, nothing differs
+    again = tracer.capture(_step(False), torch.randn(3))
+    assert _compare_frames(a, again.frame("0/0")) == []
+
+
+def test_job_json_round_trip(caps, tmp_path):
+    job = tracer.load_job(_write(tmp_path, **{"rank0.json": caps["plain"], "rank1.json": caps["broken"]}))
+    assert Job.from_json(job.to_json()) == job
+    with pytest.raises(ValueError, match=r"\$\.job\.ranks"):
+        Job.from_json(json.dumps({"schema": 2, "job": {"ranks": {"x": {}}}}))
+
+
+def test_damaged_missing_and_foreign_files_are_problems(caps, tmp_path):
+    path = _write(tmp_path, **{"rank0.json": caps["plain"], "rank1.json": '{"schema": 2, "capture": {"frames": 3}}',
+                               "rank3.json": caps["plain"], "config.json": "{}", "rank4.json": "not json"})
+    job = tracer.load_job(path)
+    assert sorted(job.ranks) == [0, 3]
+    text = "\n".join(job.problems)
+    assert "rank1.json: rank 1 not loaded: invalid capture file: $.frames" in text
+    assert "rank4.json: rank 4 not loaded: not a dynascope capture" in text
+    assert "config.json: skipped, no rank number" in text
+    assert "rank(s) [1, 2, 4] missing" in text
+
+
+def test_unloadable_directories_are_errors(caps, tmp_path):
+    with pytest.raises(ValueError, match="not a directory"):
+        tracer.load_job(str(tmp_path / "nope"))
+    with pytest.raises(ValueError, match="no rank files"):
+        tracer.load_job(str(tmp_path))
+    (tmp_path / "a").mkdir()
+    with pytest.raises(ValueError, match="two files for rank 0"):
+        tracer.load_job(_write(tmp_path / "a", **{"rank0.json": caps["plain"], "rank_0.json": caps["plain"]}))
+    (tmp_path / "b").mkdir()
+    with pytest.raises(ValueError, match="no rank of"):
+        tracer.load_job(_write(tmp_path / "b", **{"rank0.json": "{}"}))
+
+
+def test_torch_trace_directory_needs_load_trace(tmp_path):
+    (tmp_path / "dedicated_log_torch_trace_rank_0_x.log").write_text("", encoding="utf-8")
+    if hasattr(tracer, "load_trace"):
+        pytest.skip("tracer.load_trace exists: the TORCH_TRACE path is tested with the torchrun job")
+    with pytest.raises(NotImplementedError, match="tracer.load_trace"):
+        tracer.load_job(str(tmp_path))
+
+
+def test_collectives_read_from_the_graphs():
+    import torch.distributed as dist
+    import torch.distributed._functional_collectives as funcol
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        def f(x):
+            return funcol.all_reduce(x * 2, "sum", dist.group.WORLD) + 1
+
+        cap = tracer.capture(f, torch.randn(4))
+    finally:
+        dist.destroy_process_group()
+    targets = [n.target for n in cap.frame("0/0").graph.nodes if "c10d" in n.target]  # torch's graph, as recorded
+    assert collectives(cap) == [("0/0", t) for t in targets if "wait_tensor" not in t] != []
+    found, checked = find_divergence({0: cap, 1: cap})
+    assert found == [] and checked[-1].startswith("collectives: order compared")
+
+
+def test_job_html_marks_divergent_cells_and_escapes(caps, tmp_path):
+    job = tracer.load_job(_write(tmp_path, **{"rank0.json": caps["plain"], "rank1.json": caps["broken"]}))
+    job.divergence[0].message += " <script>alert(1)</script>"
+    page = viz.job_html(job)
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page
+    assert 'class="ds-divergent" title=' in page and 'data-rank="1" data-frame="0/0"' in page
+    assert 'href="#ds-rank-1-0/0"' in page and 'id="ds-rank-1-0/0"' in page
+    assert sorted(job._repr_mimebundle_()) == ["application/vnd.jupyter.widget-view+json", "text/html", "text/plain"]
+    view = viz.JobView(job)
+    view.open(1)
+    assert view.explorer.frame.compile_id == job.divergence[0].compile_ids[1] != ""  # rank 1's first finding
+    view.open(0, "0/0")
+    assert view.rank == 0 and view.explorer.frame.compile_id == "0/0"
+    assert os.path.exists(viz.export_job_html(job, tmp_path / "job.html"))

@@ -1,0 +1,274 @@
+"""load_job(dir): the per-rank records of one ``torchrun`` job as a Job, and what differs between ranks.
+
+Invariant: a finding is made only from what both ranks recorded — a frame one rank has and another
+lacks is a "frames" finding, never compared field by field; what could not be compared (a rank
+missing, no collectives in any graph) is a line of ``Job.checked`` or ``Job.problems``, never
+silently taken for equality. Divergences name ranks and per-rank compile ids
+(Note [Kinds of divergence] in tracer/model/job.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from collections import Counter
+from typing import Optional
+
+from tracer._text import headline
+from tracer.model import Capture, Divergence, Frame, Graph, Job
+
+__all__ = ["find_divergence", "load_job"]
+
+_RANK = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
+
+
+def load_job(path: str) -> Job:
+    """The Job in directory ``path``: one capture per rank, and ``job.divergence``.
+
+    ``path`` holds either per-rank capture JSON files (``cap.save(f"{dir}/rank{rank}.json")`` in
+    each rank) or a ``TORCH_TRACE`` directory (torch writes ``dedicated_log_torch_trace_rank_<N>_*.log``
+    per rank). The rank is the number after "rank" in the file name. A JSON file that is not a
+    capture, a damaged rank file and a gap in the ranks are each a line of ``job.problems`` (the
+    other ranks still load); a directory with no rank file at all, or two files for one rank, is a
+    ``ValueError``.
+    """
+    if not os.path.isdir(path):
+        raise ValueError(f"load_job: {path!r} is not a directory (expected per-rank capture JSON files or a TORCH_TRACE directory)")
+    names = sorted(os.listdir(path))
+    jsons = [n for n in names if n.endswith(".json")]
+    logs = [n for n in names if n.endswith(".log")]
+    job = Job(source=path)
+    if jsons:
+        job.meta["loaded_from"] = "capture json"
+        named = _read_ranks(job, path, jsons, _load_capture)
+    elif logs:
+        job.meta["loaded_from"] = "TORCH_TRACE"
+        named = _read_ranks(job, path, logs, _trace_loader())
+    else:
+        raise ValueError(f"load_job: no rank files in {path!r} (expected rank<N>.json capture files or "
+                         f"TORCH_TRACE logs *rank_<N>*.log; found {names[:10]})")
+    if not job.ranks:
+        raise ValueError(f"load_job: no rank of {path!r} could be read: " + "; ".join(job.problems))
+    present = sorted(job.ranks)
+    missing = [r for r in range(max(named) + 1) if r not in job.ranks]
+    if missing:
+        job.problems.append(f"rank(s) {missing} missing: no readable file for them (ranks read: {present})")
+    job.ranks = {r: job.ranks[r] for r in present}
+    job.divergence, job.checked = find_divergence(job.ranks)
+    return job
+
+
+def _read_ranks(job: Job, path: str, names: list[str], load) -> set[int]:
+    """Load every file whose name has a rank number into ``job.ranks``; the rank numbers named."""
+    files: dict[int, str] = {}
+    for name in names:
+        m = _RANK.search(name)
+        if m is None:
+            job.problems.append(f"{name}: skipped, no rank number in the file name")
+            continue
+        rank = int(m.group(1))
+        if rank in files:
+            raise ValueError(f"load_job: two files for rank {rank} in {path!r}: {files[rank]!r} and {name!r}")
+        files[rank] = name
+        try:
+            job.ranks[rank] = load(os.path.join(path, name))
+        except (OSError, ValueError) as e:  # a damaged rank must not hide the others
+            job.problems.append(f"{name}: rank {rank} not loaded: {e}")
+    return set(files)
+
+
+def _load_capture(file: str) -> Capture:
+    return Capture.load(file)
+
+
+def _trace_loader():
+    """``load_trace`` (TORCH_TRACE log -> Capture) from the log reader ``tracer.trace_log``, imported
+    only when a TORCH_TRACE directory is loaded: the reader is optional here and imports no job code."""
+    try:
+        reader = importlib.import_module("tracer.trace_log")
+    except ModuleNotFoundError as e:
+        if e.name not in ("tracer.trace_log",):
+            raise
+        reader = None
+    load_trace = getattr(reader, "load_trace", None)
+    if load_trace is None:
+        raise NotImplementedError("load_job on a TORCH_TRACE directory needs tracer.load_trace (the TORCH_TRACE "
+                                  "log reader, tracer/trace_log/), which this build does not have; load the "
+                                  "per-rank capture JSON files (cap.save in each rank) instead")
+    return load_trace
+
+
+# -- divergence ---------------------------------------------------------------------------------
+def find_divergence(ranks: dict[int, Capture]) -> tuple[list[Divergence], list[str]]:
+    """What differs between ``ranks`` (each compared with the lowest rank), and what was checked."""
+    found: list[Divergence] = []
+    checked: list[str] = []
+    if len(ranks) < 2:
+        return found, [f"only {len(ranks)} rank: nothing to compare"]
+    ref = min(ranks)
+    for r in sorted(ranks):
+        if r != ref:
+            found += _compare_captures(ref, ranks[ref], r, ranks[r])
+    checked.append(f"frames, status, graphs, guards and recompiles of every rank compared with rank {ref}")
+    found_c, line = _collectives(ranks)
+    return found + found_c, [*checked, line]
+
+
+def _compare_captures(ra: int, a: Capture, rb: int, b: Capture) -> list[Divergence]:
+    out: list[Divergence] = []
+    ids_a, ids_b = [f.compile_id for f in a.frames], [f.compile_id for f in b.frames]
+    if ids_a != ids_b:
+        only_a = [c for c in ids_a if c not in ids_b]
+        only_b = [c for c in ids_b if c not in ids_a]
+        first_a, first_b = (only_a or [""])[0], (only_b or [""])[0]
+        out.append(Divergence("frames", [ra, rb], {ra: first_a, rb: first_b},
+                              f"rank {ra} made {len(ids_a)} compile attempts, rank {rb} {len(ids_b)}"
+                              + (f"; only on rank {ra}: {', '.join(only_a)}" if only_a else "")
+                              + (f"; only on rank {rb}: {', '.join(only_b)}" if only_b else "")))
+    fb = {f.compile_id: f for f in b.frames}
+    for fa in a.frames:
+        other = fb.get(fa.compile_id)
+        if other is None:
+            continue
+        ids = {ra: fa.compile_id, rb: other.compile_id}
+        where = f"frame {fa.compile_id} ({fa.code})"
+        if fa.status != other.status:
+            out.append(Divergence("status", [ra, rb], ids, f"{where}: {_status(fa)} on rank {ra}, {_status(other)} on rank {rb}"))
+            continue
+        for line in _compare_frames(fa, other):
+            kind = line.split(" ", 1)[0]
+            out.append(Divergence(kind, [ra, rb], ids, f"{where}: {line} (rank {ra} vs rank {rb})"))
+    rec_a, rec_b = _recompiles(a), _recompiles(b)
+    for cid in sorted(set(rec_a) | set(rec_b)):
+        if rec_a.get(cid) != rec_b.get(cid):
+            ids = {ra: cid if cid in rec_a else "", rb: cid if cid in rec_b else ""}
+            out.append(Divergence("recompiles", [ra, rb], ids,
+                                  f"recompile {cid}: rank {ra}: {_first(rec_a.get(cid))}; rank {rb}: {_first(rec_b.get(cid))}"))
+    return out
+
+
+def _status(f: Frame) -> str:
+    return f.status if not f.status_reason else f"{f.status} ({headline(f.status_reason)})"
+
+
+def _first(reasons: Optional[list[str]]) -> str:
+    return "no recompile" if not reasons else reasons[0][:120]
+
+
+def _recompiles(cap: Capture) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for r in cap.recompiles:
+        out.setdefault(r.compile_id, []).append(_mask(r.reason))
+    return out
+
+
+# Note [Comparing frames across ranks]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Two ranks run the same code in different processes, so what is process-specific must not count
+# as a difference: node *names* (fx renames on collisions), and object ids inside guard code
+# (``___check_obj_id(L['self'], 140234...)``, ID_MATCH) are different in every process. A graph is
+# compared as its structure: per node in order, its op, its target for calls, which earlier nodes
+# it reads (by position), its constant arguments and the kind/shape/dtype of its value; a guard as its kind, its source and
+# its code with long integers masked. ``_compare_frames`` is the one place this is decided, so it
+# can become ``tracer.diff(a, b)`` (the frame diff) without touching the rest.
+def _compare_frames(a: Frame, b: Frame) -> list[str]:
+    """One line per way frame ``a`` and ``b`` differ, each starting with its kind ("graph ..."/"guards ...").
+    See Note [Comparing frames across ranks]."""
+    out: list[str] = []
+    graphs_a = [p.graph for p in a.pieces] or [a.graph]
+    graphs_b = [p.graph for p in b.pieces] or [b.graph]
+    if len(graphs_a) != len(graphs_b):
+        out.append(f"graph split into {len(graphs_a)} vs {len(graphs_b)} pieces (DDPOptimizer buckets)")
+    for i, (ga, gb) in enumerate(zip(graphs_a, graphs_b, strict=False)):
+        what = _graph_difference(ga, gb)
+        if what:
+            out.append(f"graph{f' piece {i}' if len(graphs_a) > 1 else ''} differs: {what}")
+    ga_subs, gb_subs = sorted(a.subgraphs), sorted(b.subgraphs)
+    if ga_subs != gb_subs:
+        out.append(f"graph HOP bodies differ: {ga_subs} vs {gb_subs}")
+    guards_a, guards_b = Counter(map(_guard_key, a.guards)), Counter(map(_guard_key, b.guards))
+    if guards_a != guards_b:
+        only_a, only_b = list((guards_a - guards_b).elements()), list((guards_b - guards_a).elements())
+        out.append(f"guards differ: {len(only_a)} only on the first ({_guards_text(only_a)}), "
+                   f"{len(only_b)} only on the second ({_guards_text(only_b)})")
+    return out
+
+
+def _graph_difference(a: Graph, b: Graph) -> str:
+    sa, sb = _structure(a), _structure(b)
+    if sa == sb:
+        return ""
+    if len(sa) != len(sb):
+        return f"{len(sa)} vs {len(sb)} nodes"
+    i = next(i for i, (x, y) in enumerate(zip(sa, sb, strict=True)) if x != y)
+    return f"node {i} is {_node_text(a, i)} vs {_node_text(b, i)}"
+
+
+def _structure(g: Graph) -> list[tuple]:
+    pos = {n.name: i for i, n in enumerate(g.nodes)}
+    def arg(a: str) -> str:  # a node name as its position, a constant as itself
+        return f"%{pos[a]}" if a in pos else a
+
+    return [(n.op, n.target if n.op in ("call_function", "call_method") else "", tuple(pos.get(x, -1) for x in n.inputs),
+             tuple(map(arg, n.args)), tuple((k, arg(v)) for k, v in n.kwargs.items()),
+             n.meta.get("kind"), str(n.meta.get("shape")), n.meta.get("dtype")) for n in g.nodes]
+
+
+def _node_text(g: Graph, i: int) -> str:
+    n = g.nodes[i]
+    shape = f" {n.meta.get('dtype', '')}{n.meta['shape']}" if "shape" in n.meta else ""
+    return f"{n.op} {n.target}{shape}"
+
+
+_LONG_INT = re.compile(r"\d{7,}")
+
+
+def _mask(text: str) -> str:
+    return _LONG_INT.sub("<id>", text)
+
+
+def _guard_key(g) -> tuple:
+    return (g.kind, g.source, tuple(_mask(c) for c in g.code))
+
+
+def _guards_text(keys: list[tuple]) -> str:
+    shown = ", ".join(f"{k} {s}".strip() for k, s, _ in keys[:3])
+    return shown + (", ..." if len(keys) > 3 else "")
+
+
+# -- collectives --------------------------------------------------------------------------------
+_COLLECTIVE = re.compile(r"c10d|torch\.distributed\.|all_reduce|all_gather|reduce_scatter|broadcast|all_to_all")
+
+
+def collectives(cap: Capture) -> list[tuple[str, str]]:
+    """(compile id, target) of every collective node in the capture's graphs, in compile and graph order
+    (``_c10d_functional.wait_tensor`` waits for one: not counted)."""
+    out = []
+    for f in cap.frames:
+        graphs = [p.graph for p in f.pieces] or [f.graph]
+        graphs += [s.graph for s in f.subgraphs.values()]
+        for g in graphs:
+            out += [(f.compile_id, n.target) for n in g.nodes
+                    if n.op == "call_function" and _COLLECTIVE.search(n.target) and "wait_tensor" not in n.target]
+    return out
+
+
+def _collectives(ranks: dict[int, Capture]) -> tuple[list[Divergence], str]:
+    seqs = {r: collectives(c) for r, c in ranks.items()}
+    if not any(seqs.values()):
+        return [], ("collectives: no collectives in the graphs of any rank, so their order cannot be compared "
+                    "(DDP's gradient allreduce runs in its reducer's autograd hooks, outside the compiled graphs)")
+    ref = min(ranks)
+    out = []
+    for r in sorted(ranks):
+        if r == ref or [t for _, t in seqs[r]] == [t for _, t in seqs[ref]]:
+            continue
+        a, b = seqs[ref], seqs[r]
+        i = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x[1] != y[1]), min(len(a), len(b)))
+        ids = {ref: a[i][0] if i < len(a) else "", r: b[i][0] if i < len(b) else ""}
+        out.append(Divergence("collectives", [ref, r], ids,
+                              f"collective #{i} differs: rank {ref} {a[i][1] if i < len(a) else 'none'}, "
+                              f"rank {r} {b[i][1] if i < len(b) else 'none'} ({len(a)} vs {len(b)} collectives)"))
+    counts = ", ".join(f"rank {r}: {len(s)}" for r, s in sorted(seqs.items()))
+    return out, f"collectives: order compared across ranks ({counts} collective nodes in the graphs)"

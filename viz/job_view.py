@@ -1,0 +1,163 @@
+"""The Job view: a ranks x frames grid with divergent cells marked, the findings side by side, and
+each rank's capture — as static HTML (:func:`job_html`, :func:`export_job_html`) and as a widget
+(:class:`JobView`) that opens any rank's capture in the :class:`viz.Explorer`.
+
+Invariant: reads ``tracer.model`` only, and every string from a log or user code reaches markup
+through an autoescaping template (viz/markup.py); a Job loaded from JSON renders like a live one.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Container
+from typing import Any, Optional, Union
+
+import ipywidgets as W
+
+from tracer.model import Capture, Frame, Job
+from viz import html, panels
+from viz.markup import fragment, render
+
+__all__ = ["JobView", "export_job_html", "grid_columns", "job_html", "mimebundle"]
+
+
+def grid_columns(job: Job) -> list[str]:
+    """Every compile id of every rank, each once: rank order, then each rank's compile order."""
+    seen: dict[str, None] = {}
+    for cap in job.ranks.values():
+        for f in cap.frames:
+            seen.setdefault(f.compile_id, None)
+    return list(seen)
+
+
+def _cell(job: Job, rank: int, cid: str) -> dict[str, Any]:
+    cap = job.ranks[rank]
+    frame = next((f for f in cap.frames if f.compile_id == cid), None)
+    found = [d for d in job.divergence if rank in d.ranks and cid in d.compile_ids.values()]
+    if frame is None:
+        return {"present": False, "text": "", "cls": "ds-absent" + (" ds-divergent" if found else ""),
+                "title": "; ".join(d.message for d in found)}
+    text = frame.status if frame.status != "compiled" else f"{len(frame.graph.nodes)} nodes"
+    if frame.pieces:
+        text += f", {len(frame.pieces)} pieces"
+    cls = " ".join(c for c in ("ds-divergent" if found else "", "" if frame.status == "compiled" else "ds-grey") if c)
+    return {"present": True, "text": text, "cls": cls, "title": "; ".join(d.message for d in found)}
+
+
+def _frame_block(rank: int, frame: Frame) -> str:
+    return render("job_frame.html.j2", rank=rank, frame=frame, body=fragment(html.frame_html(frame)))
+
+
+def _rank_report(rank: int, cap: Capture) -> str:
+    return render("report.html.j2", overview=fragment(panels.overview_html(cap)),
+                  frames=[fragment(_frame_block(rank, f)) for f in cap.frames], diffs=fragment(html.recompiles_html(cap)))
+
+
+def _sides(job: Job) -> list[dict[str, Any]]:
+    sides = []
+    for d in job.divergence:
+        cols = []
+        for r in d.ranks:
+            cid = d.compile_ids.get(r, "")
+            frame = next((f for f in job.ranks[r].frames if f.compile_id == cid), None) if cid else None
+            cols.append({"rank": r, "cid": cid, "html": fragment(html.frame_html(frame)) if frame is not None else None})
+        missing = next((c for c in d.compile_ids.values() if c), "")
+        sides.append({"title": f"{d.kind}: {d.message}", "cols": cols, "missing": missing})
+    return sides
+
+
+def job_html(job: Job) -> str:
+    """Self-contained HTML of ``job`` (the ``text/html`` of its mimebundle); deterministic."""
+    ranks = sorted(job.ranks)
+    columns = grid_columns(job)
+    return render("job.html.j2", job=job, ranks=ranks, columns=columns,
+                  cells={(r, cid): _cell(job, r, cid) for r in ranks for cid in columns},
+                  sides=_sides(job), reports={r: fragment(_rank_report(r, job.ranks[r])) for r in ranks})
+
+
+def export_job_html(job: Job, path: Union[str, pathlib.Path]) -> pathlib.Path:
+    """Write ``job`` as one standalone HTML file (no kernel needed); return its path."""
+    p = pathlib.Path(path)
+    p.write_text(render("page.html.j2", title=f"job of {len(job.ranks)} ranks", body=fragment(job_html(job))) + "\n",
+                 encoding="utf-8")
+    return p
+
+
+class JobView:
+    """The widget: the job's grid and findings on top, one button per rank, and the chosen rank's
+    capture in an :class:`viz.Explorer` below (at the first divergent frame of that rank, if any).
+
+    >>> from tracer.model import Capture, Frame, Job
+    >>> v = JobView(Job(ranks={0: Capture(fn="f", frames=[Frame("0/0", "f.py:1 in f")]), 1: Capture(fn="f")}))
+    >>> v.open(1); v
+    JobView(2 ranks, showing rank 1)
+    """
+
+    def __init__(self, job: Job, *, height: int = 520) -> None:
+        if not isinstance(job, Job):
+            raise TypeError(f"JobView needs a tracer.model.Job, got {type(job).__name__}")
+        self.job = job
+        self._height = height
+        self.rank: Optional[int] = None
+        self.explorer = None
+        self._grid = W.HTML(job_html_summary(job))
+        self._buttons = W.ToggleButtons(options=[(f"rank {r}", r) for r in sorted(job.ranks)], value=None)
+        self._buttons.observe(lambda ch: ch["new"] is not None and self.open(ch["new"]), names="value")
+        self._body = W.VBox([])
+        self._root = W.VBox([self._grid, self._buttons, self._body])
+
+    def open(self, rank: int, compile_id: Optional[str] = None) -> None:
+        """Show ``rank``'s capture in the Explorer, at ``compile_id`` or its first divergent frame."""
+        from viz.explorer import Explorer
+
+        if rank not in self.job.ranks:
+            raise KeyError(f"no rank {rank} in the job (ranks: {sorted(self.job.ranks)})")
+        cap = self.job.ranks[rank]
+        if compile_id is None:
+            ids = [f.compile_id for f in cap.frames]
+            compile_id = next((d.compile_ids[rank] for d in self.job.divergence if d.compile_ids.get(rank) in ids), None)
+        self.rank = rank
+        self.explorer = Explorer(cap, frame=compile_id, height=self._height) if cap.frames else None
+        self._body.children = [self.explorer.widget] if self.explorer is not None else [W.HTML("(no frames on this rank)")]
+        if self._buttons.value != rank:
+            self._buttons.value = rank
+
+    @property
+    def widget(self) -> W.Widget:
+        return self._root
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, Any]:
+        bundle = dict(self._root._repr_mimebundle_())
+        bundle["text/plain"] = repr(self)
+        return bundle
+
+    def __repr__(self) -> str:
+        showing = f", showing rank {self.rank}" if self.rank is not None else ""
+        return f"JobView({len(self.job.ranks)} ranks{showing})"
+
+
+def job_html_summary(job: Job) -> str:
+    """The grid and findings without the per-rank reports (the widget shows those in the Explorer)."""
+    ranks = sorted(job.ranks)
+    columns = grid_columns(job)
+    return render("job.html.j2", job=job, ranks=ranks, columns=columns,
+                  cells={(r, cid): _cell(job, r, cid) for r in ranks for cid in columns}, sides=[], reports={})
+
+
+def mimebundle(job: Job, include: Container[str] | None = None, exclude: Container[str] | None = None) -> dict[str, Any]:
+    """The ``_repr_mimebundle_`` of a Job: the JobView widget, its static HTML and its text."""
+
+    def wanted(mime: str) -> bool:
+        return (not include or mime in include) and (not exclude or mime not in exclude)
+
+    from viz.mimebundle import WIDGET_MIME
+
+    bundle: dict[str, Any] = {}
+    if wanted(WIDGET_MIME):
+        view = JobView(job).widget._repr_mimebundle_()
+        if WIDGET_MIME in view:
+            bundle[WIDGET_MIME] = view[WIDGET_MIME]
+    if wanted("text/html"):
+        bundle["text/html"] = job_html(job)
+    bundle["text/plain"] = str(job)
+    return bundle
