@@ -164,8 +164,8 @@ def _root_roles(g: Graph) -> None:
             n.role = "lifted_freevar"
 
 
-# Bodies whose placeholders the HOP feeds itself (See Note [Body operands by position] in
-# tracer/_torch/subgraphs.py): (hop, index of the body among the call's bodies) -> what it supplies.
+# Bodies whose placeholders the HOP feeds itself (See Note [How each HOP calls its bodies] in
+# tracer/_torch/body_inputs.py): (hop, index of the body among the call's bodies) -> what it supplies.
 _SUPPLIED = {("autograd_function_apply", 1): "gradients of the forward's outputs"}
 
 
