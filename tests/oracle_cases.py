@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import torch
 from cases import CASES
+from cases_inputs import DYNAMIC, INPUT_CASES
 from torch._higher_order_ops.wrap import wrap
 
 
@@ -83,6 +84,28 @@ def two_breaks(x):
     return x.tanh()
 
 
+class Scaled(torch.nn.Module):
+    """A user module whose hooks add ops: torch.compile(module) runs them through __call__."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.lin(x) * 3
+
+
+def _hooked(module: torch.nn.Module) -> torch.nn.Module:
+    module.register_forward_pre_hook(lambda mod, args: (args[0] * 2,))
+    module.register_forward_hook(lambda mod, args, out: out.relu())
+    return module
+
+
+def _seeded(make: Callable[[], Any]) -> Any:
+    torch.manual_seed(0)
+    return make()
+
+
 def _case(fn: Callable, *args: Any, **options: Any) -> Callable[[], tuple]:
     return lambda: (fn, args, options)
 
@@ -98,7 +121,15 @@ ORACLE_CASES: dict[str, Callable[[], tuple]] = {
     "region_once": _case(region_once, _t(3)),
     "region_twice": _case(region_twice, _t(3), _t(3, seed=1)),
     "cond_break_fullgraph": _case(cond_break_fullgraph, _t(3)),
+    "linear_with_hooks": lambda: (_seeded(lambda: _hooked(torch.nn.Linear(3, 3))), (_t(2, 3),), {}),
+    "sequential": lambda: (_seeded(lambda: torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU())), (_t(2, 3),), {}),
+    "user_module_with_hooks": lambda: (_seeded(lambda: _hooked(Scaled())), (_t(2, 3),), {}),
 }
+for _name, _make in INPUT_CASES.items():  # the body-input cases of tests/cases_inputs.py
+    def _input_case(make=_make, dynamic=_name in DYNAMIC):
+        fn, args = make()
+        return fn, args, {"dynamic": True} if dynamic else {}
+    ORACLE_CASES[f"inputs_{_name}"] = _input_case
 OPTIONS = ("more_calls", "fullgraph", "dynamic", "capture_scalar_outputs")
 for _name, _make in CASES.items():
     ORACLE_CASES.setdefault(_name, _make)

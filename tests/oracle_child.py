@@ -44,6 +44,9 @@ def _bodies(gm: torch.fx.GraphModule, prefix: str = "") -> dict[str, dict]:
 def main(out_path: str, names: list[str]) -> None:
     results: dict[str, list] = {}
     for name in names:
+        # Each case as in a fresh process: torch's shared code (wrap_inline's ``inner`` for torch's own
+        # modules) must not carry cache entries or a recompile count from the previous case.
+        torch._dynamo.reset()
         torch._logging.trace_structured("artifact", metadata_fn=lambda: {"name": "dynascope_oracle_case", "encoding": "string"},
                                         payload_fn=lambda name=name: name)
         calls: list[dict] = []
