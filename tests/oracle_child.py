@@ -14,6 +14,7 @@ import os
 import sys
 
 import torch
+from torch._dynamo import convert_frame
 from torch._dynamo.backends.debugging import aot_eager
 from torch._guards import CompileContext
 
@@ -46,7 +47,10 @@ def main(out_path: str, names: list[str]) -> None:
     for name in names:
         # Each case as in a fresh process: torch's shared code (wrap_inline's ``inner`` for torch's own
         # modules) must not carry cache entries or a recompile count from the previous case.
+        # reset() also restarts frame ids at 0; keep counting so every id in the one log stays unique.
+        frames = convert_frame.FRAME_COUNTER
         torch._dynamo.reset()
+        convert_frame.FRAME_COUNTER = frames
         torch._logging.trace_structured("artifact", metadata_fn=lambda: {"name": "dynascope_oracle_case", "encoding": "string"},
                                         payload_fn=lambda name=name: name)
         calls: list[dict] = []

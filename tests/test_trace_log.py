@@ -102,7 +102,11 @@ def test_loaded_log_agrees_with_capture(name, logs):
             g = got.subgraphs[qn]
             assert (g.parent, g.call_node, g.hop) == (sg.parent, sg.call_node, sg.hop), f"{where} {qn}"
             assert [i.name for i in g.inputs] == [i.name for i in sg.inputs], f"{where} {qn}"
-            assert [i.source for i in g.inputs] == [i.source for i in sg.inputs], f"{where} {qn}"
+            unknown = any(p.startswith(f"{qn}: which parent value feeds") for p in got.problems)
+            if unknown:  # Note [Body input sources from a log]: unknown, and said so
+                assert all(i.source == "" for i in g.inputs), f"{where} {qn}"
+            else:
+                assert [i.source for i in g.inputs] == [i.source for i in sg.inputs], f"{where} {qn}"
             if sg.call_sites:
                 assert [c.node for c in g.call_sites] == [c.node for c in sg.call_sites], f"{where} {qn}"
         assert _tensor_sources(got) == _tensor_sources(want), where

@@ -126,7 +126,7 @@ def _fill_graphs(frame: Frame, a: AttemptLog) -> None:
         if parsed is not None:
             frame.graph = parsed.graph
             _root_roles(frame.graph)
-            frame.subgraphs = _bodies(parsed, "")
+            frame.subgraphs = _bodies(parsed, "", frame.problems)
     aot = {k: _parse(frame, *a.texts[k], k) for k in ("joint", "forward", "backward", "inference") if k in a.texts}
     graphs = {k: p.graph for k, p in aot.items() if p is not None}
     if "inference" in graphs:
@@ -168,8 +168,20 @@ def _root_roles(g: Graph) -> None:
 # tracer/_torch/body_inputs.py): (hop, index of the body among the call's bodies) -> what it supplies.
 _SUPPLIED = {("autograd_function_apply", 1): "gradients of the forward's outputs"}
 
+# Note [Body input sources from a log]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The graph text keeps a HOP call's arguments, but which argument feeds which body placeholder
+# depends on how the HOP runs its body (Note [How each HOP calls its bodies]). For the HOPs that
+# pass their operands straight through, one per placeholder after the body (the wrap family,
+# checkpoint, invoke_subgraph, cond), the node arguments after the last body *are* the sources,
+# in order, when there is exactly one per placeholder. For the others (map and scan slice,
+# while_loop and scan carry, flex_attention and autograd.Function supply values themselves) or
+# when the counts differ, the sources are left unknown and the frame says so: never an alignment guess.
+_PASSED_IN_ORDER = {"wrap", "tag_activation_checkpoint", "invoke_subgraph", "cond", "wrap_with_autocast",
+                    "wrap_with_set_grad_enabled", "wrap_activation_checkpoint", "hints_wrapper"}
 
-def _bodies(p: ParsedModule, qual: str) -> dict[str, Subgraph]:
+
+def _bodies(p: ParsedModule, qual: str, problems: list[str]) -> dict[str, Subgraph]:
     out: dict[str, Subgraph] = {}
     g = p.graph
     attrs = {n.name: n.target for n in g.nodes if n.op == "get_attr" and n.target in p.children}
@@ -188,7 +200,14 @@ def _bodies(p: ParsedModule, qual: str) -> dict[str, Subgraph]:
             child = p.children[attr]
             phs = child.graph.placeholders
             supplied = _SUPPLIED.get((n.target, index))
-            sources = [""] * len(phs) if supplied else _align(after, len(phs))
+            if supplied:
+                sources = [""] * len(phs)
+            elif n.target in _PASSED_IN_ORDER and len(after) == len(phs):
+                sources = list(after)
+            else:
+                sources = [""] * len(phs)
+                problems.append(f"{name}: which parent value feeds each input of this {n.target} body (call "
+                                f"{n.name}) is not derived from a log (Note [Body input sources from a log])")
             sg = out.get(name)
             if sg is None:
                 sg = out[name] = Subgraph(name=name, hop=n.target, parent=qual, call_node=n.name, graph=child.graph)
@@ -198,16 +217,9 @@ def _bodies(p: ParsedModule, qual: str) -> dict[str, Subgraph]:
                     ph.role = kind
                     sg.inputs.append(SubgraphInput(name=ph.name, kind=kind, source=src, supplied=supplied or "",
                                                    meta={k: v for k, v in ph.meta.items() if k != "source"}))
-                out.update(_bodies(child, name))
+                out.update(_bodies(child, name, problems))
             sg.call_sites.append(CallSite(node=n.name, sources=sources))
     return out
-
-
-def _align(after: list[str], n: int) -> list[str]:
-    """Body inputs by position from the end, where Dynamo puts lifted inputs."""
-    if len(after) >= n:
-        return after[len(after) - n:] if n else []
-    return [""] * (n - len(after)) + after
 
 
 def _fill_guards(frame: Frame, a: AttemptLog) -> None:
