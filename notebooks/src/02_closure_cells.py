@@ -165,14 +165,16 @@ while s.wait(timeout=60) is not None:  # later passes do not enter the body agai
 assert s.error is None
 
 # %% [markdown]
-# A capture keeps both attempts: `0/0`, **restarted**, holds the failed speculation with Dynamo's
-# reason and the graph break it caused; `0/0_1` is the attempt that stopped at the `wrap` call.
+# A capture keeps every attempt: `0/0`, **restarted**, holds the failed speculation with Dynamo's
+# reason and the graph break it caused; `0/0_1` is the attempt that stopped at the `wrap` call —
+# nothing comes before the call, so it hands no graph to the backend (`no_graph`), and neither does
+# the resume function `1/0`, which only builds the returned tuple.
 
 # %%
 cap = tracer.capture(g, torch.randn(3))
 failed = [sp for sp in cap.frames[0].speculations if not sp.ok]
 brk = cap.graph_breaks[0]
-print([(f.compile_id, f.status) for f in cap.frames[:2]])
+print([(f.compile_id, f.status) for f in cap.frames])
 print(failed[0].hop, "|", failed[0].reason.splitlines()[0])
 print(brk.code_line, "|", brk.user_stack)
 
@@ -182,7 +184,7 @@ print(brk.code_line, "|", brk.user_stack)
 # `wrap` eagerly, and the body with it — so the cell really is written, exactly once.
 
 # %%
-assert [(f.compile_id, f.status) for f in cap.frames[:2]] == [("0/0", "restarted"), ("0/0_1", "compiled")]
+assert [(f.compile_id, f.status) for f in cap.frames] == [("0/0", "restarted"), ("0/0_1", "no_graph"), ("1/0", "no_graph")]
 assert failed and failed[0].hop == "wrap" and brk.compile_id == "0/0"
 assert "side effect" in failed[0].reason.lower()
 assert brk.code_line.strip() == "count += 1"

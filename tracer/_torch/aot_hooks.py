@@ -1,4 +1,5 @@
-"""Saved-tensor hooks AOTAutograd inlined into the forward and backward graphs (seed 004).
+"""Saved-tensor hooks AOTAutograd inlined into the forward and backward graphs
+(torch/_functorch/_aot_autograd/graph_compile.py, ``maybe_inline_graph_saved_tensors_hooks``).
 
 Invariant: what is reported is read from the graphs before and after torch inlined the hooks,
 never predicted from ``saved_tensors_hooks_filtering_mode``.
