@@ -8,6 +8,8 @@ module per concept, as PyTorch names them:
 - :mod:`tracer.model.subgraph`   ``Subgraph`` (a HOP body), ``SubgraphInput``, ``CallSite``, ``Speculation``
 - :mod:`tracer.model.guards`     ``Guard``, ``GraphBreak``, ``BreakGroup``, ``Recompile``
 - :mod:`tracer.model.aot`        ``Aot`` and its ViewAndMutationMeta records, ``SavedValue``
+- :mod:`tracer.model.inductor` ``InductorGraph``, ``Kernel``; :mod:`tracer.model.bytecode` ``Bytecode``;
+  :mod:`tracer.model.shapes` ``ShapeSymbol``, ``Specialization``
 - :mod:`tracer.model.frame`      ``Frame`` (one compile attempt), ``GraphPass``
 - :mod:`tracer.model.capture`    ``Capture``
 - :mod:`tracer.model.serialize`  JSON (typed decoding), :mod:`tracer.model.validate` the checker
@@ -17,10 +19,12 @@ Invariant: every value reachable from a Capture is JSON-friendly, so
 """
 
 from tracer.model.aot import Aot, AotInput, AotOutput, SavedTensorHooks, SavedValue
+from tracer.model.bytecode import Bytecode, CodeText
 from tracer.model.capture import Capture
 from tracer.model.frame import Frame, GraphPass
 from tracer.model.graph import Graph, Node, format_meta
 from tracer.model.guards import BreakGroup, GraphBreak, Guard, Recompile
+from tracer.model.inductor import InductorGraph, Kernel
 from tracer.model.kinds import (
     ALIAS_KINDS,
     AOT_MODES,
@@ -33,6 +37,7 @@ from tracer.model.kinds import (
     TIME_PHASES,
 )
 from tracer.model.serialize import SCHEMA_VERSION
+from tracer.model.shapes import SPECIALIZATION_KINDS, ShapeGuard, ShapeSymbol, SourceLine, Specialization
 from tracer.model.subgraph import CallSite, Speculation, Subgraph, SubgraphInput
 from tracer.model.validate import ValidationError, validate
 
@@ -43,6 +48,15 @@ __all__ = [
     "AotInput",
     "AotOutput",
     "BreakGroup",
+    "Bytecode",
+    "CodeText",
+    "InductorGraph",
+    "Kernel",
+    "SPECIALIZATION_KINDS",
+    "ShapeGuard",
+    "ShapeSymbol",
+    "SourceLine",
+    "Specialization",
     "CallSite",
     "Capture",
     "FRAME_STATUSES",
