@@ -47,9 +47,8 @@ class Beyond:
             yield
 
     def compile(self, gm: Any, example_inputs: list[Any], frame: Frame) -> Any:
-        """backend="inductor": Inductor compiles the graph (AOTAutograd runs inside it, unrecorded)."""
-        frame.problems.append("backend='inductor': AOTAutograd ran inside Inductor's compile_fx, so frame.aot is "
-                              "not recorded; Inductor's post-grad graphs and code are in frame.inductor")
+        """backend="inductor": Inductor compiles the graph. AOTAutograd runs inside compile_fx, so
+        ``frame.aot`` stays None by design (the option says so); Inductor's graphs go to ``frame.inductor``."""
         return compile_inductor(gm, example_inputs)
 
     def fill(self, frame: Frame, akey: AttemptKey) -> None:
@@ -62,6 +61,10 @@ class Beyond:
         frame.symbols, frame.shape_guards, frame.specializations = shape_records(events, self._strings)
         guard_fn = next((p for n, _m, p in reversed(events) if n == "dynamo_cpp_guards_str" and isinstance(p, str)), "")
         frame.bytecode = self.bytecode.record(akey, guard_fn.strip())
+        if frame.bytecode is not None:
+            b = frame.bytecode
+            frame.problems.extend(f"{c.problem} (its dis listing is kept)"
+                                  for c in [b.original, b.transformed, *b.resume_functions] if c.problem)
 
     def finish(self) -> list[str]:
         """Drop what was recorded; the problems of the handler and hooks."""

@@ -81,15 +81,15 @@ def inductor_graphs(events: list[Event], problems: list[str]) -> list[InductorGr
             _attach_lines(g, traces)
         elif name == "inductor_provenance_tracking_node_mappings":
             mapping = _json(payload, name, problems) or {}
-            g.provenance = bool(mapping.get("cppCodeToPost"))
+            g.provenance = True
             lines = {(k.name, k.handle): k.source_lines for k in g.kernels}  # stack traces logged first
             g.kernels = _kernels(mapping)
             for k in g.kernels:
                 k.source_lines = lines.get((k.name, k.handle), k.source_lines)
     for g in graphs:
         if not g.provenance:
-            problems.append(f"inductor {g.aot_id or 'graph'}: Inductor logged no kernel provenance (no kernels, or "
-                            "tracking off); its kernels are not mapped to nodes")
+            problems.append(f"inductor {g.aot_id or 'graph'}: Inductor logged no provenance mapping; "
+                            "its kernels are not mapped to nodes")
     return graphs
 
 

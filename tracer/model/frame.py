@@ -49,7 +49,7 @@ class Frame:
     times: dict[str, float] = field(default_factory=dict)  # TIME_PHASES -> seconds; a missing phase is unknown
     passes: list[GraphPass] = field(default_factory=list)  # Dynamo graph passes that changed the graph
     problems: list[str] = field(default_factory=list)  # what the record could not know exactly, and why
-    inductor: list[InductorGraph] = field(default_factory=list)  # backend="inductor": one per Inductor compile
+    inductor: list[InductorGraph] = field(default_factory=list)  # backend="inductor" (then aot is None): one per Inductor compile
     bytecode: Optional[Bytecode] = None  # Dynamo's original and transformed code, resume functions, guard fn
     symbols: list[ShapeSymbol] = field(default_factory=list)  # ShapeEnv symbols created in this attempt
     shape_guards: list[ShapeGuard] = field(default_factory=list)  # ShapeEnv guards added, with user lines

@@ -37,7 +37,7 @@ class InductorGraph:
     post_grad_graph: str = ""  # Inductor's post-grad graph, print_readable text
     output_code: str = ""  # the generated Python wrapper with its kernels (C++/Triton source inline)
     kernels: list[Kernel] = field(default_factory=list)  # in the order Inductor named them
-    provenance: bool = False  # whether Inductor logged its provenance mappings for this compile
+    provenance: bool = False  # whether Inductor logged its provenance mapping for this compile
 
     def kernel(self, name: str) -> Kernel:
         """The kernel called ``name`` (KeyError naming the kernels otherwise)."""

@@ -170,9 +170,6 @@ def _check_beyond(f: Frame, where: str, problems: list[str]) -> None:
         if sp.symbol not in symbols:
             problems.append(f"{where}: specialization of {sp.symbol!r}, which is not a symbol of the frame")
     if f.bytecode is not None:
-        names = [r.name for r in f.bytecode.resume_functions]
-        if len(set(names)) != len(names):
-            problems.append(f"{where}: bytecode lists a resume function twice")
         for c in [f.bytecode.original, f.bytecode.transformed, *f.bytecode.resume_functions]:
             if not c.source and not c.problem:
                 problems.append(f"{where}: bytecode of {c.name!r} has no source and no problem saying why")
