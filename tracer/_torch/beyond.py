@@ -61,10 +61,6 @@ class Beyond:
         frame.symbols, frame.shape_guards, frame.specializations = shape_records(events, self._strings)
         guard_fn = next((p for n, _m, p in reversed(events) if n == "dynamo_cpp_guards_str" and isinstance(p, str)), "")
         frame.bytecode = self.bytecode.record(akey, guard_fn.strip())
-        if frame.bytecode is not None:
-            b = frame.bytecode
-            frame.problems.extend(f"{c.problem} (its dis listing is kept)"
-                                  for c in [b.original, b.transformed, *b.resume_functions] if c.problem)
 
     def finish(self) -> list[str]:
         """Drop what was recorded; the problems of the handler and hooks."""

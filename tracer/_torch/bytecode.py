@@ -26,6 +26,13 @@ from tracer.model import Bytecode, CodeText
 
 __all__ = ["BytecodeRecorder", "code_text"]
 
+# Note [A failed decompilation is not an inexact record]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The exact record of a code object is its ``dis`` listing, which is always kept. The decompiled
+# Python is a reading aid; when depyf cannot produce it (depyf 0.20 stops at some Python 3.11
+# SWAP/CALL sequences Dynamo emits after a graph break) the failure is ``CodeText.problem``, shown
+# where the source would be, and not a ``Frame.problems`` entry: nothing the capture records is unknown.
+
 AttemptKey = tuple[int, int, int]
 RESUME_PREFIX = "torch_dynamo_resume_in_"  # co_name of every resume function (torch/_dynamo/resume_execution.py)
 
