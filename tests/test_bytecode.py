@@ -95,3 +95,34 @@ def test_decompile_failure_is_a_problem_with_dis_kept(monkeypatch):
 
 def test_round_trip(cap):
     assert tracer.Capture.from_json(cap.to_json()) == cap
+
+
+def test_code_tab_shows_original_and_transformed_and_links_breaks_to_resume_functions():
+    from viz import code_view
+    from viz.explorer import Explorer
+
+    def two_breaks(x):
+        y = torch.sin(x)
+        print("<b>break</b>")
+        return torch.cos(y)
+
+    cap = tracer.capture(two_breaks, torch.randn(4))
+    f = cap.frames[1]
+    links = code_view.breaks_to_resume(f, cap.graph_breaks)
+    assert [names for _, names in links] == [[f"torch_dynamo_resume_in_two_breaks_at_{two_breaks.__code__.co_firstlineno + 2}"]]
+    html = code_view.bytecode_html(f, cap.graph_breaks)
+    assert "transformed (installed by Dynamo)" in html and "TREE_GUARD_MANAGER" in html
+    assert "<b>break</b>" not in html and "&lt;b&gt;break&lt;/b&gt;" in html  # user text escaped (also by Pygments)
+    ex = Explorer(cap, frame=f.compile_id)
+    titles = [ex.widget.children[1].get_title(i) for i in range(len(ex.widget.children[1].children))]
+    assert "Code" in titles
+    assert "torch_dynamo_resume_in_two_breaks_at_" in ex.code_tab.html.value
+
+
+def test_failed_decompilation_shows_the_dis_listing(cap):
+    from viz import code_view
+
+    f = next(f for f in cap.frames if f.bytecode and f.bytecode.original.name == "branchy")
+    html = code_view.bytecode_html(f, cap.graph_breaks)
+    if f.bytecode.transformed.problem:
+        assert "bytecode listing:" in html and "LOAD_GLOBAL" in html

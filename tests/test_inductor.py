@@ -92,3 +92,23 @@ def test_every_kernel_is_in_the_code_and_maps_to_graph_nodes(cap):
 def test_round_trip(cap):
     cap = tracer.Capture.from_json(cap.to_json())
     assert cap.frames[0].inductor[0].kernels
+
+
+def test_code_tab_colours_kernels_and_choosing_one_selects_its_nodes(cap):
+    from viz import code_view
+    from viz.explorer import Explorer
+
+    f = cap.frames[0]
+    g = f.inductor[0]
+    colours = code_view.kernel_colours(g)
+    assert set(colours) == {n for k in g.kernels for n in k.post_grad_nodes}
+    ex = Explorer(cap)
+    fused = next(k for k in g.kernels if len(k.source_lines) >= 2)
+    ex.code_tab.kernel_choice.value = fused.name
+    assert ex.node == fused.dynamo_nodes[0]  # the kernel's node selected in the graph
+    assert f"font-weight:bold\"><code>{fused.name}</code>" in ex.code_tab.html.value
+    # and the reverse: a node selected in the graph marks its kernel
+    ex.code_tab.kernel_choice.value = ""
+    ex.select_node(fused.dynamo_nodes[-1])
+    ex.code_tab.show()
+    assert f"font-weight:bold\"><code>{fused.name}</code>" in ex.code_tab.html.value

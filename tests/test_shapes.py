@@ -83,3 +83,10 @@ def test_mark_dynamic_specialized_by_a_user_if_names_the_line():
     assert specs, frames
     assert specs[0].sources == ["L['t'].size()[0]"]
     assert specs[0].user_line.line == _line(specialized, "if x.shape[0] == 8:")
+
+
+def test_shapes_view_names_the_line(cap):
+    from viz import code_view
+
+    html = code_view.shapes_html(cap.frames[0])
+    assert "L[&#39;x&#39;].size()[0]" in html and "if x.shape[0] == 8:" in html
