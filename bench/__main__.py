@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 import torch
 
+import bench.inductor_overhead as inductor_overhead
 import tracer
 from bench import capture_overhead, explorer_scaling, memory, models, pause_latency, saved_split
 from bench.timing import fresh
@@ -68,6 +69,8 @@ def run(quick: bool = False) -> dict[str, Any]:
     out.update(pause_latency.run(repeat=repeat, size=size))
     _log("saved bytes by origin")
     out.update(saved_split.run(size=size))
+    _log("inductor capture overhead")
+    out.update(inductor_overhead.run(("mlp", "cnn") if quick else inductor_overhead.NAMES, size=size))
     return out
 
 
@@ -82,6 +85,8 @@ def table(res: dict[str, Any]) -> str:
     rows = [("measure", "value", "target", "")]
     for name, ratio in res.get("capture_overhead", {}).items():
         rows.append((f"capture / torch.compile ({name})", f"{ratio:.3f}", "<= 1.10", "ok" if ratio <= 1.10 else "MISS"))
+    for name, ratio in res.get("inductor_overhead", {}).items():
+        rows.append((f"inductor capture / torch.compile inductor ({name})", f"{ratio:.3f}", "<= 1.10", "ok" if ratio <= 1.10 else "MISS"))
     for name, ratio in res.get("trace_file_overhead", {}).items():
         rows.append((f"TORCH_TRACE compile / torch.compile ({name})", f"{ratio:.3f}", "", ""))
     for key, what, target, check in TARGETS:
