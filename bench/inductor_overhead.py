@@ -4,7 +4,7 @@
 Invariant: both sides compile the same seeded model on the same input from a fresh Dynamo state, in
 alternating order, and both cold: the capture turns Inductor's compile caches off (Note [No compile
 caches during an Inductor capture] in tracer/_torch/inductor.py), so the plain side compiles with
-``force_disable_caches`` too; a ratio is the median of the per-round ratios. The ratio against a
+the same two caches off; a ratio is the median of the per-round ratios. The ratio against a
 plain compile *with* its caches (warm after the first round) is reported beside it, for honesty.
 """
 
@@ -25,10 +25,11 @@ SIDES = ("compile", "capture", "compile_cached")
 
 
 def _sides(model: torch.nn.Module, args: tuple) -> dict[str, Callable[[], Any]]:
+    import torch._functorch.config as functorch_config
     import torch._inductor.config as config
 
-    def compile_() -> Any:
-        with config.patch({"force_disable_caches": True}):
+    def compile_() -> Any:  # the caches the capture turns off, off
+        with config.patch({"fx_graph_cache": False}), functorch_config.patch({"enable_autograd_cache": False}):
             return torch.compile(model, backend="inductor")(*args)
 
     def capture() -> Any:

@@ -32,10 +32,10 @@ def model(x, w):
 def captured():
     import torch._inductor.config as config
 
-    before = (config.trace.provenance_tracking_level, config.force_disable_caches)
+    before = (config.trace.provenance_tracking_level, config.fx_graph_cache)
     x, w = torch.randn(4, 8), torch.randn(8, 4)
     cap = tracer.capture(model, x, w, backend="inductor")
-    assert (config.trace.provenance_tracking_level, config.force_disable_caches) == before  # never left patched
+    assert (config.trace.provenance_tracking_level, config.fx_graph_cache) == before  # never left patched
     return cap, model(x, w)
 
 

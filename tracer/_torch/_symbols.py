@@ -42,6 +42,8 @@ PRIVATE_SYMBOLS: list[str] = [
     "torch._dynamo.backends.registry:lookup_backend",
     "torch._inductor.config:trace.provenance_tracking_level",
     "torch._inductor.config:patch",
+    "torch._inductor.config:fx_graph_cache",
+    "torch._functorch.config:enable_autograd_cache",
     # bytecode.py: resume functions Dynamo creates
     "torch._dynamo.resume_execution:ContinueExecutionCache.lookup",
     # capture.py: the compile entry point with guard_export_fn and isolate_recompiles

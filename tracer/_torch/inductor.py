@@ -40,14 +40,18 @@ __all__ = ["compile_inductor", "inductor_graphs", "provenance_tracking"]
 # entry was made: the kernel stack traces (and node names) of *that* compile. The cache key is the
 # graph's structure, not its source lines, so a structurally equal graph from another function or
 # file gets the other one's lines (seen: a capture of f in a.py reporting lines of b.py). The record
-# must be exact, so the capture compiles with ``force_disable_caches`` (torch.compiler.config, the
-# switch torch documents for all compile caches); the cost is a cold compile (bench/inductor_overhead.py).
+# must be exact, so the capture compiles with the local FX graph cache (``torch._inductor.config.fx_graph_cache``)
+# and AOTAutograd cache (``torch._functorch.config.enable_autograd_cache``) off; the remote caches are off
+# by default. Not ``force_disable_caches``: it also turns off Dynamo's PGO profile and warns about it.
+# The cost is a cold compile (bench/inductor_overhead.py).
 @contextlib.contextmanager
 def provenance_tracking() -> Iterator[None]:
     """Inductor's provenance tracking on and compile caches off, for the capture only."""
+    import torch._functorch.config as functorch_config
     import torch._inductor.config as config
 
-    with config.patch({"trace.provenance_tracking_level": 1, "force_disable_caches": True}):
+    with config.patch({"trace.provenance_tracking_level": 1, "fx_graph_cache": False}), \
+            functorch_config.patch({"enable_autograd_cache": False}):
         yield
 
 
