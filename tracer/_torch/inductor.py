@@ -91,6 +91,9 @@ def inductor_graphs(events: list[Event], problems: list[str]) -> list[InductorGr
             for k in g.kernels:
                 k.source_lines = lines.get((k.name, k.handle), k.source_lines)
     for g in graphs:
+        unmapped = [k.name for k in g.kernels if not k.post_grad_nodes]
+        if g.provenance and unmapped:  # e.g. a backward graph: Inductor names its kernels but maps no nodes
+            problems.append(f"inductor {g.aot_id}: Inductor mapped no post-grad nodes for kernel(s) {unmapped}")
         if not g.provenance:
             problems.append(f"inductor {g.aot_id or 'graph'}: Inductor logged no provenance mapping; "
                             "its kernels are not mapped to nodes")
