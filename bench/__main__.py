@@ -21,6 +21,7 @@ from bench import (
     capture_overhead,
     diff_speed,
     explorer_scaling,
+    inductor_overhead,
     memory,
     models,
     pause_latency,
@@ -88,6 +89,8 @@ def run(quick: bool = False) -> dict[str, Any]:
     out.update(diff_speed.run(repeat=repeat, size=size))
     _log("dynascope report vs tlparse, load throughput")
     out.update(report_vs_tlparse.run(repeat=repeat, size=size, big_bytes=(8 if quick else 100) * 2**20))
+    _log("inductor capture overhead")
+    out.update(inductor_overhead.run(("mlp", "cnn") if quick else inductor_overhead.NAMES, size=size))
     return out
 
 
@@ -102,6 +105,8 @@ def table(res: dict[str, Any]) -> str:
     rows = [("measure", "value", "target", "")]
     for name, ratio in res.get("capture_overhead", {}).items():
         rows.append((f"capture / torch.compile ({name})", f"{ratio:.3f}", "<= 1.10", "ok" if ratio <= 1.10 else "MISS"))
+    for name, ratio in res.get("inductor_overhead", {}).items():
+        rows.append((f"inductor capture / torch.compile inductor ({name})", f"{ratio:.3f}", "<= 1.10", "ok" if ratio <= 1.10 else "MISS"))
     for name, ratio in res.get("trace_file_overhead", {}).items():
         rows.append((f"TORCH_TRACE compile / torch.compile ({name})", f"{ratio:.3f}", "", ""))
     for key, what, target, check in TARGETS:

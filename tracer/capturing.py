@@ -31,6 +31,7 @@ def capture(
     backward: Optional[bool] = None,
     capture_scalar_outputs: Optional[bool] = None,
     dynamo_config: Optional[dict[str, Any]] = None,
+    backend: str = "aot_eager",
     options: Optional[CaptureOptions] = None,
     **kwargs: Any,
 ) -> Capture:
@@ -54,6 +55,8 @@ def capture(
     - ``capture_scalar_outputs``: set ``torch._dynamo.config.capture_scalar_outputs`` for this
       capture (``.item()`` becomes an unbacked symbol ``u0`` instead of a graph break).
     - ``dynamo_config``: other ``torch._dynamo.config`` values for this capture only.
+    - ``backend``: ``"aot_eager"`` (default: AOTAutograd's graphs in ``frame.aot``) or ``"inductor"``
+      (Inductor compiles, with its post-grad graphs, output code and kernel provenance in ``frame.inductor``).
     - ``options``: all of the above as one :class:`tracer.CaptureOptions` (then pass none of them
       by name). The options used are recorded in ``cap.meta["options"]``.
 
@@ -69,7 +72,7 @@ def capture(
     ['0/0']
     """
     given = {"fullgraph": fullgraph, "dynamic": dynamic, "more_calls": more_calls, "partitioner": partitioner,
-             "backward": backward, "capture_scalar_outputs": capture_scalar_outputs, "dynamo_config": dynamo_config}
+             "backward": backward, "capture_scalar_outputs": capture_scalar_outputs, "dynamo_config": dynamo_config, "backend": backend}
     if options is not None:  # a keyword conflicts with options= only when the caller changed it
         given = {k: v for k, v in given.items() if not _is_default(k, v)}
     opts, _ = split_options(given, options)
@@ -114,7 +117,7 @@ def _run_capture(
 
         with scoped_config(**options.config()):  # torch's choice of frame depends on the config (wrap_top_frame)
             target = compile_target(fn)  # See Note [Compile what torch.compile compiles]
-        rec = Recorder(partitioner=options.partitioner, fresh_codes=target.made)
+        rec = Recorder(partitioner=options.partitioner, fresh_codes=target.made, backend=options.backend)
         cap = Capture(fn=describe_callable(fn), meta={"torch": torch.__version__, "options": options.to_meta()})
         try:
             try:

@@ -18,9 +18,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-__all__ = ["OPTION_NAMES", "PARTITIONERS", "CaptureOptions", "split_options"]
+__all__ = ["BACKENDS", "OPTION_NAMES", "PARTITIONERS", "CaptureOptions", "split_options"]
 
 PARTITIONERS = ("min_cut", "default")  # the AOTAutograd partitioners of aot_eager (min_cut is its default)
+BACKENDS = ("aot_eager", "inductor")  # aot_eager: AOT graphs recorded (Frame.aot); inductor: Frame.inductor
 
 
 @dataclass(frozen=True)
@@ -34,10 +35,13 @@ class CaptureOptions:
     backward: Optional[bool] = None  # run .backward() on the outputs; None: when an input requires grad
     capture_scalar_outputs: Optional[bool] = None  # torch._dynamo.config.capture_scalar_outputs, None: unchanged
     dynamo_config: dict[str, Any] = field(default_factory=dict)  # other torch._dynamo.config values
+    backend: str = "aot_eager"  # one of BACKENDS: what compiles the Dynamo graph after it is recorded
 
     def __post_init__(self) -> None:
         if self.partitioner not in PARTITIONERS:
             raise ValueError(f"unknown partitioner {self.partitioner!r} (must be one of {list(PARTITIONERS)})")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"unknown backend {self.backend!r} (must be one of {list(BACKENDS)})")
         for name, choices in (("fullgraph", (True, False)), ("dynamic", (None, True, False)),
                               ("backward", (None, True, False)), ("capture_scalar_outputs", (None, True, False))):
             value = getattr(self, name)
@@ -65,7 +69,7 @@ class CaptureOptions:
     def to_meta(self) -> dict[str, Any]:
         """The options as data for ``cap.meta["options"]``: ``more_calls`` as a count, config values as repr."""
         return {"fullgraph": self.fullgraph, "dynamic": self.dynamic, "partitioner": self.partitioner,
-                "backward": self.backward, "more_calls": len(self.more_calls),
+                "backward": self.backward, "backend": self.backend, "more_calls": len(self.more_calls),
                 "dynamo_config": {k: repr(v) for k, v in self.config().items()}}
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import ipywidgets as W
 
 from tracer.model import TIME_PHASES, Capture, Frame, Graph
-from viz import panels
+from viz import code_view, panels
 from viz.canvas import GraphCanvas
 from viz.diff_view import recompiles_tab
 from viz.info import node_info
@@ -241,7 +241,7 @@ class Explorer:
         self._guard_filter.observe(lambda _: self._show_guards(), "value")
         self._guards = W.HTML()
         pages = [("Graphs", graphs), ("Overview", self._overview),
-                 ("Guards", W.VBox([self._guard_filter, self._guards]))]
+                 ("Guards", W.VBox([self._guard_filter, self._guards])), *code_view.pages(self)]
         if any(f.aot is not None for f in cap.frames):
             self._partition_box = W.VBox([W.HTML("<i>opening the partition...</i>")])
             pages.append(("Partition", self._partition_box))

@@ -236,3 +236,54 @@ assert frame.graph.node("l_scale_").meta["dtype"] == "float64"
 assert not any(g.kind == "CONSTANT_MATCH" for g in frame.guards)
 assert [g.kind for g in frame.guards if g.source == "L['scale']"] == ["TYPE_MATCH"]
 assert "not math.isnan(L['scale'])" in shape_env.code
+
+# %% [markdown]
+# ## Why did my dimension become static?
+#
+# `mark_dynamic` and automatic dynamic make a size a symbol, but user code can take it back: an
+# `if` on the exact size, a `%` on it, or an operation with a static tensor makes the `ShapeEnv`
+# replace the symbol by a constant (a *specialization*). Each frame records the symbols the
+# `ShapeEnv` created (`frame.symbols`, with their source), the shape guards it added
+# (`frame.shape_guards`), and what it made static (`frame.specializations`), all read from the
+# events `torch/fx/experimental/symbolic_shapes.py` logs itself (`create_symbol`,
+# `guard_added_fast`, `symbolic_shape_specialization`) — each with the user line that caused it.
+#
+# `maybe_mark_dynamic` asks for a dynamic first dimension without insisting; `g` then compares it
+# with 8.
+
+# %%
+def g(x):
+    y = torch.sin(x)
+    if x.shape[0] % 4 == 0:
+        y = y - 1
+    if x.shape[0] == 8:
+        y = y * 3
+    return y
+
+
+x = torch.randn(8, 3)
+torch._dynamo.maybe_mark_dynamic(x, 0)
+cap = tracer.capture(g, x)
+frame = cap.frames[0]
+for s in frame.symbols:
+    print(f"{s.name} = {s.source}  (hint {s.value}, range {s.range})")
+for sp in frame.specializations:
+    print(f"{sp.kind:12} {sp.symbol} -> {sp.value:10} guard {sp.guard or '-':18} at line {sp.user_line.line}: {sp.user_line.code}")
+
+# %% [markdown]
+# - `s77` is `L['x'].size()[0]`, created with range `[2, int_oo]`: sizes 0 and 1 are always
+#   specialized (the `zero_one` row), so a batch of 1 would recompile.
+# - `x.shape[0] % 4 == 0` did not make the size static, but it is a guard that the size is
+#   divisible by 4 (`divisibility`): a size of 6 recompiles.
+# - `x.shape[0] == 8` made it static: the guard `Eq(s77, 8)` replaced the symbol by 8, and the row
+#   names the `if` line. With `torch._dynamo.mark_dynamic` instead of `maybe_mark_dynamic`, torch
+#   raises `ConstraintViolationError` here, and the partial capture on the error carries the same
+#   row. The explorer's **Code** tab shows these tables beside Dynamo's transformed code.
+
+# %%
+line = g.__code__.co_firstlineno
+kinds = {sp.kind: sp for sp in frame.specializations}
+assert [s.source for s in frame.symbols] == ["L['x'].size()[0]"]
+assert kinds["static"].value == "8" and kinds["static"].user_line.line == line + 4
+assert kinds["divisibility"].value == "4" and kinds["divisibility"].user_line.line == line + 2
+assert kinds["zero_one"].value.startswith("[2,")

@@ -22,6 +22,10 @@ module              hook point                                                  
 ``fx_graph.py``     (reads fx graphs only)                                              Graph / Node.meta
 ``aot.py``          AOTAutograd compilers and partitioner (AOT stage)                   Frame.aot
 ``pause*.py``       comptime pause (tracer.trace)                                       PausedState
+``beyond.py``       (issue #18) holds the three below for one capture                  Frame.inductor/bytecode/
+``trace_events.py`` a second handler on ``torch.__trace`` (Inductor, ShapeEnv events)    symbols/specializations
+``bytecode.py``     ``register_bytecode_hook``, ``ContinueExecutionCache.lookup``         Frame.bytecode (depyf)
+``inductor.py``     registered "inductor" backend, provenance + cache configs (patch)   Frame.inductor
 ==================  ==================================================================  ====================
 
 All attribute patches go through ``patching.Patches``, whose ``ACTIVE`` list is empty whenever

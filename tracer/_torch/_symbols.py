@@ -36,6 +36,16 @@ PRIVATE_SYMBOLS: list[str] = [
     "torch._dynamo.symbolic_convert:InstructionTranslator.current_tx",
     # structured.py: Note [What we read from the structured trace]
     "torch._logging._internal:trace_log",
+    # trace_events.py: file names interned in logged stacks
+    "torch._logging.structured:INTERN_TABLE",
+    # inductor.py: Note [What Inductor tells us]; the registered backend and its provenance config
+    "torch._dynamo.backends.registry:lookup_backend",
+    "torch._inductor.config:trace.provenance_tracking_level",
+    "torch._inductor.config:patch",
+    "torch._inductor.config:fx_graph_cache",
+    "torch._functorch.config:enable_autograd_cache",
+    # bytecode.py: resume functions Dynamo creates
+    "torch._dynamo.resume_execution:ContinueExecutionCache.lookup",
     # capture.py: the compile entry point with guard_export_fn and isolate_recompiles
     "torch._dynamo:optimize",
     "torch._dynamo.config:patch",

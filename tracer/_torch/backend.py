@@ -14,6 +14,7 @@ import warnings
 from typing import Any, Iterator, Optional
 
 from tracer._torch.attempts import AttemptInfo, format_id, local_ids, location, settle_status
+from tracer._torch.beyond import Beyond
 from tracer._torch.breaks import BreakRecord, SkipRecorder, install_graph_break_hook
 from tracer._torch.graph_passes import PassRecorder
 from tracer._torch.guards import backend_match_guards, guards_from_set
@@ -41,8 +42,10 @@ AttemptKey = tuple[int, int, int]  # (frame_id, frame_compile_id, attempt): one 
 class Recorder:
     """Everything one capture observes; ``hooks()`` installs the recording for one compile run."""
 
-    def __init__(self, *, partitioner: str = "min_cut", fresh_codes: Optional[list[types.CodeType]] = None) -> None:
+    def __init__(self, *, partitioner: str = "min_cut", fresh_codes: Optional[list[types.CodeType]] = None,
+                 backend: str = "aot_eager") -> None:
         self.partitioner = partitioner
+        self.beyond = Beyond(backend)  # Inductor, bytecode, shapes (issue #18)
         self.specs: list[SpecRecord] = []
         self.breaks: list[BreakRecord] = []
         self.recompile_reasons: dict[Key, list[str]] = {}
@@ -129,6 +132,8 @@ class Recorder:
         key, attempt = compile_key()
         self._seen(key, attempt)
         frame = self._record_frame(gm, key, attempt)
+        if self.beyond.inductor:
+            return self.beyond.compile(gm, example_inputs, frame)
         from tracer._torch import aot
 
         return aot.compile_aot(gm, example_inputs, frame=frame, partitioner=self.partitioner)
@@ -186,6 +191,7 @@ class Recorder:
                 StructuredTraceHandler(self.on_start, self.on_recompile, self.on_attempt, self.on_metrics))
             stack.enter_context(self.codes)
             stack.enter_context(self.passes)
+            stack.enter_context(self.beyond.hooks(patches))
             yield
 
     # -- the Capture -------------------------------------------------------------------------
@@ -206,7 +212,7 @@ class Recorder:
                 for r in self.recompile_reasons.get(akey[:2], []):
                     cap.recompiles.append(Recompile(compile_id=local[akey], reason=_local_reason(r, local)))
         handler_errors = self._handler.errors if self._handler is not None else []
-        cap.problems.extend([*self.errors, *handler_errors])
+        cap.problems.extend([*self.errors, *handler_errors, *self.beyond.finish()])
         self.specs.clear()
         return attach_recompile_diffs(cap)
 
@@ -237,6 +243,7 @@ class Recorder:
         last = akey == self.order[-1]
         interrupted = _describe(self.interrupted) if last and self.interrupted is not None else ""
         settle_status(frame, akey[2], info, restarted, interrupted)
+        self.beyond.fill(frame, akey)
         if frame.status in ("compiled", "no_graph"):
             bm = backend_guards.get(f"{akey[0]}/{akey[1]}")
             if bm is not None:

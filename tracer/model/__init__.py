@@ -9,6 +9,8 @@ module per concept, as PyTorch names them:
 - :mod:`tracer.model.guards`     ``Guard``, ``GraphBreak``, ``BreakGroup``, ``Recompile``
 - :mod:`tracer.model.aot`        ``Aot`` and its ViewAndMutationMeta records, ``SavedValue``
 - :mod:`tracer.model.diff`       ``FrameDiff`` (what ``tracer.diff`` returns) and its parts
+- :mod:`tracer.model.inductor` ``InductorGraph``, ``Kernel``; :mod:`tracer.model.bytecode` ``Bytecode``;
+  :mod:`tracer.model.shapes` ``ShapeSymbol``, ``Specialization``
 - :mod:`tracer.model.frame`      ``Frame`` (one compile attempt), ``GraphPass``
 - :mod:`tracer.model.capture`    ``Capture``
 - :mod:`tracer.model.job`        ``Job`` (one Capture per rank), ``Divergence``
@@ -19,6 +21,7 @@ Invariant: every value reachable from a Capture is JSON-friendly, so
 """
 
 from tracer.model.aot import Aot, AotInput, AotOutput, SavedTensorHooks, SavedValue
+from tracer.model.bytecode import Bytecode, CodeText
 from tracer.model.capture import Capture
 from tracer.model.diff import (
     AotDiff,
@@ -33,6 +36,7 @@ from tracer.model.diff import (
 from tracer.model.frame import Frame, GraphPass, GraphPiece
 from tracer.model.graph import Graph, Node, format_meta
 from tracer.model.guards import BreakGroup, GraphBreak, Guard, Recompile
+from tracer.model.inductor import InductorGraph, Kernel
 from tracer.model.job import DIVERGENCE_KINDS, Divergence, Job
 from tracer.model.kinds import (
     ALIAS_KINDS,
@@ -46,6 +50,7 @@ from tracer.model.kinds import (
     TIME_PHASES,
 )
 from tracer.model.serialize import SCHEMA_VERSION
+from tracer.model.shapes import SPECIALIZATION_KINDS, ShapeGuard, ShapeSymbol, SourceLine, Specialization
 from tracer.model.subgraph import CallSite, Speculation, Subgraph, SubgraphInput
 from tracer.model.validate import ValidationError, validate
 
@@ -58,6 +63,15 @@ __all__ = [
     "AotOutput",
     "BodyChange",
     "BreakGroup",
+    "Bytecode",
+    "CodeText",
+    "InductorGraph",
+    "Kernel",
+    "SPECIALIZATION_KINDS",
+    "ShapeGuard",
+    "ShapeSymbol",
+    "SourceLine",
+    "Specialization",
     "CallSite",
     "DIVERGENCE_KINDS",
     "Divergence",

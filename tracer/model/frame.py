@@ -10,8 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from tracer.model.aot import Aot
+from tracer.model.bytecode import Bytecode
 from tracer.model.graph import Graph
 from tracer.model.guards import Guard
+from tracer.model.inductor import InductorGraph
+from tracer.model.shapes import ShapeGuard, ShapeSymbol, Specialization
 from tracer.model.subgraph import Speculation, Subgraph
 
 __all__ = ["Frame", "GraphPass", "GraphPiece"]
@@ -47,6 +50,11 @@ class Frame:
     passes: list[GraphPass] = field(default_factory=list)  # Dynamo graph passes that changed the graph
     pieces: list[GraphPiece] = field(default_factory=list)  # a split graph (DDPOptimizer: one per bucket) in backend call order; ``graph``/``aot`` are piece 0's; empty if not split
     problems: list[str] = field(default_factory=list)  # what the record could not know exactly, and why
+    inductor: list[InductorGraph] = field(default_factory=list)  # backend="inductor" (then aot is None): one per Inductor compile
+    bytecode: Optional[Bytecode] = None  # Dynamo's original and transformed code, resume functions, guard fn
+    symbols: list[ShapeSymbol] = field(default_factory=list)  # ShapeEnv symbols created in this attempt
+    shape_guards: list[ShapeGuard] = field(default_factory=list)  # ShapeEnv guards added, with user lines
+    specializations: list[Specialization] = field(default_factory=list)  # symbols made (partly) static, and why
     meta: dict[str, Any] = field(default_factory=dict)  # escape hatch
 
     def graphs(self) -> dict[str, Graph]:

@@ -26,6 +26,7 @@ from tracer.model.kinds import (
     SAVED_ORIGINS,
     TIME_PHASES,
 )
+from tracer.model.shapes import SPECIALIZATION_KINDS
 
 __all__ = ["ValidationError", "validate"]
 
@@ -159,6 +160,29 @@ def _check_frame(f: Frame, problems: list[str]) -> None:
                             f"(must be 1..{len(f.speculations)})")
     if f.aot is not None:
         _check_aot(f.aot, where, problems)
+    _check_beyond(f, where, problems)
+
+
+def _check_beyond(f: Frame, where: str, problems: list[str]) -> None:
+    """Inductor kernels, shape specializations, bytecode: kinds closed, references resolve."""
+    dynamo = {n.name for n in f.graph.nodes}
+    for g in f.inductor:
+        for k in g.kernels:
+            if k.name not in g.output_code:
+                problems.append(f"{where}: inductor {g.aot_id} kernel {k.name!r} is not in its output code")
+            bad = [n for n in k.dynamo_nodes if n not in dynamo]
+            if bad:
+                problems.append(f"{where}: inductor {g.aot_id} kernel {k.name!r} names unknown Dynamo nodes {bad}")
+    symbols = {s.name for s in f.symbols}
+    for sp in f.specializations:
+        if sp.kind not in SPECIALIZATION_KINDS:
+            problems.append(f"{where}: specialization kind {sp.kind!r} (must be one of {list(SPECIALIZATION_KINDS)})")
+        if sp.symbol not in symbols:
+            problems.append(f"{where}: specialization of {sp.symbol!r}, which is not a symbol of the frame")
+    if f.bytecode is not None:
+        for c in [f.bytecode.original, f.bytecode.transformed, *f.bytecode.resume_functions]:
+            if not c.source and not c.problem:
+                problems.append(f"{where}: bytecode of {c.name!r} has no source and no problem saying why")
 
 
 def _check_aot(a: Aot, where: str, problems: list[str]) -> None:

@@ -1,0 +1,124 @@
+"""Dynamo's rewritten bytecode: each transformed code object and the resume functions Dynamo made,
+decompiled to Python with depyf.
+
+Why depyf: it is the decompiler written for exactly this job (by a PyTorch contributor, used by
+PyTorch's own docs to explain Dynamo's output), it follows every CPython bytecode version torch
+supports, and it decompiles the code objects Dynamo generates (``__compiled_fn_*`` calls, resume
+functions with their prologue), which general decompilers (uncompyle6, decompyle3) do not support
+past Python 3.8/3.9.
+
+Invariant: hooks (``convert_frame.register_bytecode_hook`` and a wrapper of
+``ContinueExecutionCache.lookup``) are installed for one capture and removed after it, also on
+error; they only read. A decompilation that fails is a ``CodeText.problem`` with the ``dis``
+listing kept, never an exception.
+"""
+
+from __future__ import annotations
+
+import dis
+import inspect
+import types
+from typing import Any, Optional
+
+from tracer._torch.patching import Patches
+from tracer._torch.subtracer import compile_key
+from tracer.model import Bytecode, CodeText
+
+__all__ = ["BytecodeRecorder", "code_text"]
+
+# Note [A failed decompilation is not an inexact record]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The exact record of a code object is its ``dis`` listing, which is always kept. The decompiled
+# Python is a reading aid; when depyf cannot produce it (depyf 0.20 stops at some Python 3.11
+# SWAP/CALL sequences Dynamo emits after a graph break) the failure is ``CodeText.problem``, shown
+# where the source would be, and not a ``Frame.problems`` entry: nothing the capture records is unknown.
+
+AttemptKey = tuple[int, int, int]
+RESUME_PREFIX = "torch_dynamo_resume_in_"  # co_name of every resume function (torch/_dynamo/resume_execution.py)
+
+
+class BytecodeRecorder:
+    """Per attempt: the (code, transformed code) pair and the resume functions Dynamo created."""
+
+    def __init__(self) -> None:
+        self.transformed: dict[AttemptKey, tuple[types.CodeType, types.CodeType]] = {}
+        self.resumes: dict[AttemptKey, list[types.CodeType]] = {}
+        self.problems: list[str] = []
+        self._handle: Any = None
+
+    def install(self, patches: Patches) -> None:
+        from torch._dynamo.convert_frame import register_bytecode_hook
+        from torch._dynamo.resume_execution import ContinueExecutionCache
+
+        original = ContinueExecutionCache.__dict__["lookup"].__func__
+        recorder = self
+
+        def lookup(cls: Any, *args: Any, **kwargs: Any) -> Any:
+            code = original(cls, *args, **kwargs)
+            recorder._on_resume(code)
+            return code
+
+        patches.set(ContinueExecutionCache, "lookup", classmethod(lookup))
+        self._handle = register_bytecode_hook(self._on_bytecode)
+
+    def remove(self) -> None:
+        if self._handle is not None:
+            self._handle.remove()
+            self._handle = None
+
+    def _akey(self) -> Optional[AttemptKey]:
+        key, attempt = compile_key()
+        return (key[0], key[1], attempt) if key is not None else None
+
+    def _on_resume(self, code: types.CodeType) -> None:
+        akey = self._akey()
+        if akey is not None and isinstance(code, types.CodeType):
+            codes = self.resumes.setdefault(akey, [])
+            if all(c is not code for c in codes):
+                codes.append(code)
+
+    def _on_bytecode(self, code: types.CodeType, new_code: types.CodeType) -> None:
+        akey = self._akey()
+        if akey is not None:
+            self.transformed[akey] = (code, new_code)
+        return None
+
+    def record(self, akey: AttemptKey, guard_function: str) -> Optional[Bytecode]:
+        """The Bytecode of one attempt (None when Dynamo installed no code for it); drops the code objects."""
+        pair = self.transformed.pop(akey, None)
+        resumes = self.resumes.pop(akey, [])
+        if pair is None:
+            return None
+        code, new_code = pair
+        return Bytecode(original=code_text(code, original=True), transformed=code_text(new_code),
+                        resume_functions=[code_text(c) for c in resumes], guard_function=guard_function)
+
+    def clear(self) -> None:
+        self.transformed.clear()
+        self.resumes.clear()
+
+
+def code_text(code: types.CodeType, *, original: bool = False) -> CodeText:
+    """``code`` as text: the user's own source when ``original`` and it is user code, else depyf's
+    decompilation; on failure the problem, with the ``dis`` listing always kept."""
+    listing = _dis(code)
+    if original and not code.co_name.startswith(RESUME_PREFIX):
+        try:
+            return CodeText(name=code.co_name, source=inspect.getsource(code), dis=listing)
+        except (OSError, TypeError):
+            pass  # no source file (exec'd code): decompile it like Dynamo's own code
+    try:
+        import depyf
+
+        source = depyf.decompile(code)
+    except Exception as e:  # depyf raises many kinds on bytecode it does not know: record, never crash
+        return CodeText(name=code.co_name, dis=listing,
+                        problem=f"depyf could not decompile {code.co_name}: {type(e).__name__}: {e}"[:400])
+    return CodeText(name=code.co_name, source=source, dis=listing)
+
+
+def _dis(code: types.CodeType) -> str:
+    try:
+        return dis.Bytecode(code).dis()
+    except Exception as e:  # a code object dis cannot list is still not a crash
+        return f"<dis failed: {type(e).__name__}: {e}>"

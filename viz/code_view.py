@@ -1,0 +1,164 @@
+"""The "Code" tab: Dynamo's original vs transformed code, resume functions, the guard function, shape
+specializations, and Inductor's output code with kernels linked to the graph nodes they compute.
+
+Invariant: the HTML functions are pure (model in, text out) and escape everything from user code
+(Jinja2 autoescape; Pygments' formatter escapes what it highlights, see Note [Trusted fragments] in
+viz/markup.py). The tab talks to the explorer only through its public API (``select``,
+``select_node``, ``frame``, ``canvas.selected``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+from tracer.model import Capture, Frame, GraphBreak, InductorGraph
+from viz.markup import fragment, render
+
+__all__ = ["CodeTab", "breaks_to_resume", "bytecode_html", "inductor_html", "kernel_colours", "pages", "shapes_html"]
+
+PALETTE = ("#fde2e4", "#e2ece9", "#dfe7fd", "#fff1c1", "#e9d8fd", "#d3f8e2", "#ffd6a5", "#cddafd")
+_RESUME_LINE = re.compile(r"_at_(\d+)$")  # torch_dynamo_resume_in_<fn>_at_<line> (torch/_dynamo/resume_execution.py)
+
+
+def _highlight(text: str, lexer: str = "python", hl_lines: Optional[list[int]] = None) -> Any:
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import CppLexer, PythonLexer
+
+    lex = PythonLexer() if lexer == "python" else CppLexer()
+    fmt = HtmlFormatter(noclasses=True, hl_lines=hl_lines or [], style="default")
+    return fragment(highlight(text, lex, fmt))  # Pygments escapes the text itself
+
+
+def breaks_to_resume(frame: Frame, breaks: list[GraphBreak]) -> list[tuple[GraphBreak, list[str]]]:
+    """Each graph break of ``frame``'s compile with the resume function(s) it created (named after the
+    break's line). A break is logged by the attempt that restarted ("0/0"); the resume functions are
+    made by the attempt that compiled ("0/0_1"), so breaks of every attempt of the compile count."""
+    resumes = [r.name for r in frame.bytecode.resume_functions] if frame.bytecode else []
+    out = []
+    for b in breaks:
+        if b.compile_id.split("_")[0] != frame.compile_id.split("_")[0]:
+            continue
+        line = b.location.rsplit(":", 1)[-1]
+        out.append((b, [r for r in resumes if (m := _RESUME_LINE.search(r)) and m.group(1) == line]))
+    return out
+
+
+def bytecode_html(frame: Frame, breaks: list[GraphBreak] = ()) -> str:
+    """Original and transformed code side by side, resume functions, breaks -> resume functions, guards."""
+    bc = frame.bytecode
+    if bc is None:
+        return render("code_view.html.j2", part="none", frame=frame)
+
+    def code(c):
+        return {"name": c.name, "problem": c.problem, "dis": c.dis,
+                "html": _highlight(c.source) if c.source else None}
+
+    return render("code_view.html.j2", part="bytecode", frame=frame, original=code(bc.original),
+                  transformed=code(bc.transformed), resumes=[code(r) for r in bc.resume_functions],
+                  links=breaks_to_resume(frame, list(breaks)), guard_function=bc.guard_function)
+
+
+def shapes_html(frame: Frame) -> str:
+    """Symbols and specializations with the user line that caused each."""
+    return render("code_view.html.j2", part="shapes", frame=frame)
+
+
+def kernel_colours(graph: InductorGraph) -> dict[str, str]:
+    """Post-grad node name -> the background colour of the (first) kernel that computes it."""
+    out: dict[str, str] = {}
+    for i, k in enumerate(graph.kernels):
+        for n in k.post_grad_nodes:
+            out.setdefault(n, PALETTE[i % len(PALETTE)])
+    return out
+
+
+def _defined(line: str) -> str:
+    """The node a post-grad graph line defines ("add: \\"f32[8]\\" = ..." -> "add"), or ""."""
+    head = line.strip().split(":", 1)[0].split(" = ", 1)[0].strip()
+    return head if head.isidentifier() and (": " in line or " = " in line) else ""
+
+
+def inductor_html(frame: Frame, *, kernel: str = "", node: str = "") -> str:
+    """Each Inductor graph: its kernels (coloured), the output code with ``kernel``'s lines marked, and
+    the post-grad graph with nodes coloured by kernel; ``node`` (a Dynamo node) marks its kernels."""
+    graphs = []
+    for g in frame.inductor:
+        colours = {k.name: PALETTE[i % len(PALETTE)] for i, k in enumerate(g.kernels)}
+        of_node = {k.name for k in g.kernels if node and node in k.dynamo_nodes}
+        chosen = [k for k in g.kernels if k.name == kernel or k.name in of_node]
+        marked = [i + 1 for i, ln in enumerate(g.output_code.splitlines()) if any(k.name in ln for k in chosen)]
+        node_colour = kernel_colours(g)
+        chosen_nodes = {n for k in chosen for n in k.post_grad_nodes}
+        post = [{"text": ln, "colour": node_colour.get(_defined(ln), ""), "bold": _defined(ln) in chosen_nodes}
+                for ln in g.post_grad_graph.splitlines()]
+        graphs.append({"g": g, "colours": colours, "chosen": {k.name for k in chosen},
+                       "code": _highlight(g.output_code, hl_lines=marked), "post": post})
+    return render("code_view.html.j2", part="inductor", frame=frame, graphs=graphs)
+
+
+def frame_code_html(cap: Capture, frame: Optional[Frame], *, kernel: str = "", node: str = "") -> str:
+    """The whole tab for one frame (static HTML report and the widget share it)."""
+    if frame is None:
+        return ""
+    parts = [bytecode_html(frame, cap.graph_breaks), shapes_html(frame)]
+    if frame.inductor:
+        parts.insert(0, inductor_html(frame, kernel=kernel, node=node))
+    return "\n".join(parts)
+
+
+class CodeTab:
+    """The explorer's "Code" tab: a frame and kernel chooser over ``frame_code_html``.
+
+    Choosing a kernel shows its frame's root graph in the explorer and selects the kernel's first
+    Dynamo node; selecting a node on the canvas marks the kernels that compute it.
+    """
+
+    def __init__(self, explorer: Any) -> None:
+        import ipywidgets as W
+
+        self.explorer = explorer
+        cap = explorer.capture
+        self.frame_choice = W.Dropdown(options=[(f"{f.compile_id}  {f.code}", f.compile_id) for f in cap.frames],
+                                       description="frame")
+        self.kernel_choice = W.Dropdown(options=[("", "")], description="kernel")
+        self.html = W.HTML()
+        self.widget = W.VBox([W.HBox([self.frame_choice, self.kernel_choice]), self.html])
+        if explorer.frame is not None:
+            self.frame_choice.value = explorer.frame.compile_id
+        self.frame_choice.observe(lambda _: self.show(), "value")
+        self.kernel_choice.observe(lambda c: self.choose_kernel(c["new"]), "value")
+        explorer.canvas.observe(lambda _: self.show(), "selected")
+        self.show()
+
+    @property
+    def frame(self) -> Optional[Frame]:
+        cid = self.frame_choice.value
+        return self.explorer.capture.frame(cid) if cid else None
+
+    def show(self) -> None:
+        f = self.frame
+        kernels = [k.name for g in (f.inductor if f else []) for k in g.kernels]
+        if [v for _, v in self.kernel_choice.options][1:] != kernels:
+            self.kernel_choice.options = [("", ""), *[(k, k) for k in kernels]]
+        same = self.explorer.frame is f and self.explorer.graph_name == ""
+        self.html.value = frame_code_html(self.explorer.capture, f, kernel=self.kernel_choice.value or "",
+                                          node=self.explorer.node if same else "")
+
+    def choose_kernel(self, name: str) -> None:
+        f = self.frame
+        kernel = next((k for g in (f.inductor if f else []) for k in g.kernels if k.name == name), None)
+        if kernel is not None and kernel.dynamo_nodes:
+            self.explorer.select("", frame=f.compile_id)
+            self.explorer.select_node(kernel.dynamo_nodes[0])
+        self.show()
+
+
+def pages(explorer: Any) -> list[tuple[str, Any]]:
+    """The explorer's extra tab(s) from this module: ("Code", widget) when a frame has bytecode or Inductor code."""
+    cap = explorer.capture
+    if not any(f.bytecode is not None or f.inductor for f in cap.frames):
+        return []
+    explorer.code_tab = CodeTab(explorer)
+    return [("Code", explorer.code_tab.widget)]
