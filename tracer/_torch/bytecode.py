@@ -107,13 +107,19 @@ def code_text(code: types.CodeType, *, original: bool = False) -> CodeText:
             return CodeText(name=code.co_name, source=inspect.getsource(code), dis=listing)
         except (OSError, TypeError):
             pass  # no source file (exec'd code): decompile it like Dynamo's own code
-    try:
-        import depyf
+    import depyf
+    from depyf.decompiler import Decompiler
 
+    try:
         source = depyf.decompile(code)
     except Exception as e:  # depyf raises many kinds on bytecode it does not know: record, never crash
         return CodeText(name=code.co_name, dis=listing,
                         problem=f"depyf could not decompile {code.co_name}: {type(e).__name__}: {e}"[:400])
+    finally:
+        # Note [depyf's decompile cache]: Decompiler.decompile is an lru_cache on the method, so every
+        # Decompiler (and the code and state it holds) would live for the rest of the process; a
+        # Capture must not keep anything of the compile alive (tests/test_capture_memory.py).
+        Decompiler.decompile.cache_clear()
     return CodeText(name=code.co_name, source=source, dis=listing)
 
 
