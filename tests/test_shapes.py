@@ -90,3 +90,23 @@ def test_shapes_view_names_the_line(cap):
 
     html = code_view.shapes_html(cap.frames[0])
     assert "L[&#39;x&#39;].size()[0]" in html and "if x.shape[0] == 8:" in html
+
+
+def test_inspector_names_each_symbol_of_a_size():
+    """The inspector of a node whose size is symbolic says what the symbol stands for (ShapeEnv's
+    source) and how it was specialized, read from Frame.symbols / Frame.specializations."""
+    import viz
+
+    def f(x):
+        return x.sin() * 2
+
+    x = torch.randn(6)
+    torch._dynamo.mark_dynamic(x, 0)
+    frame = tracer.capture(f, x).frames[0]
+    (sym,) = frame.symbols
+    sin = next(n for n in frame.graph.nodes if n.name == "sin")
+    assert sym.name in sin.meta["shape"]
+    (line,) = viz.node_info(frame, "", "sin")["symbols"]
+    assert line.startswith(f"{sym.name} = L['x'].size()[0]")
+    assert all(f"{sp.kind} {sp.value}" in line for sp in frame.specializations if sp.symbol == sym.name)
+    assert "symbols" not in viz.node_info(tracer.capture(lambda y: y + 1, torch.randn(3)).frames[0], "", "add")

@@ -7,6 +7,7 @@ binds the value (Note [Lifted chain]).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tracer.model import Frame, Graph, format_meta
@@ -124,5 +125,27 @@ def node_info(frame: Frame, graph_name: str, node_name: str) -> dict[str, Any]:
     for key in ("partition", "from"):
         if key in n.meta:
             info[key] = n.meta[key]
+    symbols = _symbols_of(frame, n.meta)
+    if symbols:
+        info["symbols"] = symbols
     info["meta"] = dict(n.meta)
     return info
+
+
+def _symbols_of(frame: Frame, meta: dict[str, Any]) -> list[str]:
+    """Each ShapeEnv symbol in the node's sizes: what it stands for, where it was created, and every
+    specialization of it (Frame.symbols / Frame.specializations, from ShapeEnv's own records)."""
+    sizes = [*meta.get("shape", []), meta.get("value", "")]
+    text = " ".join(str(s) for s in sizes if isinstance(s, str))
+    out = []
+    for sym in frame.symbols:
+        if not re.search(rf"\b{re.escape(sym.name)}\b", text):
+            continue
+        line = f"{sym.name} = {sym.source or 'unbacked'}"
+        if sym.user_stack:
+            line += f", created at {sym.user_stack[-1]}"
+        for sp in frame.specializations:
+            if sp.symbol == sym.name:
+                line += f"; {sp.kind} {sp.value}" + (f" at {sp.user_line}" if sp.user_line is not None else "")
+        out.append(line)
+    return out

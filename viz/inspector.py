@@ -19,7 +19,7 @@ __all__ = ["inspector_html"]
 
 # Keys shown first, in this order; any other key follows in the dict's own order.
 _FIRST = ("name", "graph", "op", "role", "target", "value", "args", "kwargs", "inputs", "users", "calls",
-          "source", "input_kind", "supplied", "derived_from", "nn_module", "nn_module_stack", "lifted_from", "lifted_chain")
+          "source", "input_kind", "supplied", "derived_from", "symbols", "nn_module", "nn_module_stack", "lifted_from", "lifted_chain")
 
 
 def _where(graph: str, node: str) -> str:
