@@ -192,7 +192,7 @@ def _check_aot(a: Aot, where: str, problems: list[str]) -> None:
         g = getattr(a, name)
         if g is not None:
             _check_graph(g, f"{where} aot.{name}", problems)
-    if a.mode == "inference" and (a.joint or a.backward or (a.forward is not None and a.forward != a.inference)):
+    if a.mode == "inference" and (a.joint or a.backward or a.forward != a.inference):
         problems.append(f"{where}: aot mode 'inference' with training graphs (forward must be the inference graph)")
     if a.mode == "training" and a.inference is not None:
         problems.append(f"{where}: aot mode 'training' with an inference graph")
