@@ -62,7 +62,7 @@ def test_dot_text_is_read_back_as_the_same_labels(threshold):
 @pytest.mark.parametrize("engine", ["linear", pytest.param("dot", marks=needs_dot)])
 def test_svg_keeps_hostile_strings_as_text(engine):
     g = hostile_graph()
-    svg = viz.to_svg(viz.layout(g, engine=engine), selected=EVIL, highlight=[ATTR])
+    svg = viz.to_svg(viz.layout(g, engine=engine, threshold=1000), selected=EVIL, highlight=[ATTR])
     root = ET.fromstring(svg)
     assert not [e for e in root.iter() if e.tag.endswith("script")]
     nodes = [e for e in root.iter(f"{SVG}g") if e.get("data-node") is not None]
