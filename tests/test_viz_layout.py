@@ -14,7 +14,16 @@ import viz
 import viz.graph_layout as LAYOUT
 from tracer.model import Graph
 from viz import layout_dot, layout_linear
-from viz.grouping import GROUP_THRESHOLD, INPUTS_GROUP, default_expanded, first_expanded, graph_chains, threshold_for, module_chain, module_tree, split_path, visible
+from viz.grouping import (
+    GROUP_THRESHOLD,
+    INPUTS_GROUP,
+    default_expanded,
+    module_chain,
+    module_tree,
+    split_path,
+    threshold_for,
+    visible,
+)
 from viz.synthetic import chain_graph, joint_like_graph
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz dot not installed")

@@ -2,7 +2,7 @@
 // (boxes, edges, labels); this file draws it as SVG elements, pans, zooms, searches, shows a minimap, and
 // reports clicks (the widget through the synced traits `selected` and `expanded`). Strings from user code
 // only ever reach the page through textContent and setAttribute, never as markup, so a node named
-// "<script>" is text.
+// "<img onerror=...>" is text.
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 
@@ -269,7 +269,7 @@ function dsView(el, opts) {
       selected = node;
       mark();
       if (opts.onNode) opts.onNode(node);
-    } else if (group !== null && opts.onGroup) opts.onGroup(group);
+    } else if (group !== null && opts.onGroup) opts.onGroup(group, hit.getAttribute("data-box"));
   });
   view.addEventListener("wheel", (ev) => {
     ev.preventDefault();
@@ -280,7 +280,7 @@ function dsView(el, opts) {
   if (typeof ResizeObserver !== "undefined") new ResizeObserver(() => apply()).observe(view);
 
   return {
-    view, stage, fit, find, search,
+    view, stage, fit, find, search, bar,
     setHeight(px) { view.style.height = `${px}px`; },
     setSelected(name) { selected = name || ""; mark(); },
     // Draw `drawing`; `refit`: a new graph (fit it) rather than a redraw of the same one (keep the view).

@@ -20,6 +20,7 @@ from viz.canvas import GraphCanvas
 from viz.diff_view import recompiles_tab
 from viz.info import node_info
 from viz.inspector import inspector_html
+from viz.layout_cache import Layouts
 from viz.markup import render
 
 __all__ = ["Explorer", "show"]
@@ -31,23 +32,6 @@ __all__ = ["Explorer", "show"]
 # selection), so those writes happen inside ``_quiet()`` and the observers ignore them; any other
 # change is a user's click. A click on a HOP call node opens its (first) body, as a double click on
 # a submodule would in an IDE; ``select_node`` from Python only selects.
-
-
-class Layouts:
-    """Laid-out graphs, by (graph identity, opened module boxes). Layout is pure, so caching is safe."""
-
-    def __init__(self) -> None:
-        self._cache: dict[tuple[int, frozenset[str]], Any] = {}
-        self._keep: list[Graph] = []  # keeps ids valid while cached
-
-    def get(self, graph: Graph, expanded: frozenset[str] = frozenset()) -> Any:
-        from viz.graph_layout import layout
-
-        key = (id(graph), expanded)
-        if key not in self._cache:
-            self._cache[key] = layout(graph, expanded=expanded)
-            self._keep.append(graph)
-        return self._cache[key]
 
 
 def largest_frame(cap: Capture) -> Frame | None:
@@ -130,8 +114,9 @@ class Explorer:
 
     @property
     def expanded(self) -> frozenset[str]:
-        """Module boxes opened in the shown graph."""
-        return self._expanded.get(self._key(), frozenset())
+        """Module boxes opened in the shown graph (at first: the top-level modules, ``first_expanded``)."""
+        key, graph = self._key(), self.graph
+        return self._expanded[key] if key in self._expanded or graph is None else self._layouts.first(graph)
 
     def select(self, name: str = "", *, frame: str | None = None) -> None:
         """Show a graph of a frame: ``""`` is the root graph, else a HOP body's qualified name."""
