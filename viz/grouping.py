@@ -283,7 +283,37 @@ def visible(graph: Graph, expanded: Iterable[str] = (), threshold: int = GROUP_T
             src = item_of.get(i)
             if src is not None and src != dst:
                 edges[(src, dst)] = None
-    return Visible(items=items, edges=list(edges), grouped=grouped, item_of=item_of)
+    return Visible(items=_topological(items, list(edges)), edges=list(edges), grouped=grouped, item_of=item_of)
+
+
+# Note [Group boxes in topological order]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Items start in the order of their first node, which for nodes is FX's topological order but for a
+# module box need not be: in a backward graph ``layers.0``'s box starts with an early node (a weight's
+# transpose) although the gradient reaches it last, through ``layers.11 -> ... -> layers.1``. The linear
+# layout ranks along item order, so that box order put all twelve layer boxes on one 5,700 px row.
+# Items are therefore sorted topologically over the box edges (ties by first node, so a graph without
+# groups keeps FX's order exactly); if folding made a cycle, the first-node order stays.
+def _topological(items: list[Item], edges: list[tuple[str, str]]) -> list[Item]:
+    import heapq
+
+    pos = {it.id: k for k, it in enumerate(items)}
+    indeg = [0] * len(items)
+    succ: list[list[int]] = [[] for _ in items]
+    for s, d in edges:
+        succ[pos[s]].append(pos[d])
+        indeg[pos[d]] += 1
+    ready = [k for k, n in enumerate(indeg) if n == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        k = heapq.heappop(ready)
+        order.append(k)
+        for j in succ[k]:
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                heapq.heappush(ready, j)
+    return items if len(order) != len(items) else [items[k] for k in order]
 
 
 def default_expanded(graph: Graph, threshold: int = GROUP_THRESHOLD) -> frozenset[str]:
@@ -299,7 +329,7 @@ def default_expanded(graph: Graph, threshold: int = GROUP_THRESHOLD) -> frozense
 
 # The first view of a graph with module stacks opens module boxes breadth-first up to this many boxes:
 # a 1,440 px notebook shows about this many labelled boxes at >= 10 px (Note [Readable first view] in canvas.js).
-FIRST_VIEW_BOXES = 30
+FIRST_VIEW_BOXES = 20
 
 
 def first_expanded(graph: Graph, boxes: int = FIRST_VIEW_BOXES) -> frozenset[str]:
@@ -315,9 +345,13 @@ def _open_breadth_first(graph: Graph, threshold: int) -> frozenset[str]:
     tree = module_tree(graph)
     auto = _auto_open(graph)
     direct: dict[str, int] = {}  # nodes whose innermost group is this path ("" = no group)
-    for chain in graph_chains(graph):
+    loose_inputs = 0
+    for n, chain in zip(graph.nodes, graph_chains(graph), strict=True):
         key = chain[-1][0] if chain else ""
         direct[key] = direct.get(key, 0) + 1
+        loose_inputs += not chain and n.op == "placeholder"
+    if loose_inputs > INPUTS_FOLD_MIN:  # they show as one box (Note [Folded inputs])
+        direct[""] -= loose_inputs - 1
 
     def boxes_open(path: str) -> int:  # boxes shown for ``path`` when it is open and its children are closed
         total = direct.get(path, 0)
