@@ -22,6 +22,7 @@ from viz.info import node_info
 from viz.inspector import inspector_html
 from viz.layout_cache import Layouts
 from viz.markup import render
+from viz.module_view import module_html
 
 __all__ = ["Explorer", "show"]
 
@@ -225,8 +226,9 @@ class Explorer:
                                     continuous_update=True)
         self._guard_filter.observe(lambda _: self._show_guards(), "value")
         self._guards = W.HTML()
+        self._modules = W.HTML()  # the nn_module_stack tree of the shown frame (viz.module_view)
         pages = [("Graphs", graphs), ("Overview", self._overview),
-                 ("Guards", W.VBox([self._guard_filter, self._guards]))]
+                 ("Guards", W.VBox([self._guard_filter, self._guards])), ("Modules", self._modules)]
         if any(f.aot is not None for f in cap.frames):
             self._partition_box = W.VBox([W.HTML("<i>opening the partition...</i>")])
             pages.append(("Partition", self._partition_box))
@@ -257,6 +259,7 @@ class Explorer:
                 self._tree.options = self._tree_options(f)
         self._speculations.value = panels.speculations_html(f, compact=True) if f is not None else ""
         self._show_guards()
+        self._modules.value = module_html(f) if f is not None and f.has_graph else ""
         if self._partition is not None:
             self._partition.show(f)
         self._show_graph()

@@ -134,7 +134,7 @@ function dsGuards(root) {
         group.open = Boolean(needle) && n > 0;
         shown += n;
       }
-      count.textContent = needle ? `${shown} row(s) match \u201c${box.value.trim()}\u201d` : total;
+      count.textContent = needle ? `${shown} row(s) match \u201c${box.value.trim()}\u201d (of ${total})` : total;
     });
   }
 }
