@@ -418,6 +418,8 @@ def test_explorer_partition_of_a_real_training_capture():
     if a.joint is not None:
         view.choice.value = "joint"
         assert view.sides() == {"left": "joint"} and view.canvases["left"].box_ids()
+        left, right = view._pair.children  # the joint graph alone uses the whole width
+        assert left.layout.width == "100%" and right.layout.display == "none"
 
 
 def test_partition_opens_for_a_large_joint_graph():
