@@ -120,6 +120,14 @@ def test_report_of_a_real_model(name, browser, tmp_path):
         assert centred is not None and centred[0] < 5 and centred[1] < 5, centred
         host.screenshot(path=str(ARTIFACTS / f"report_{name}_backward_search.png"))
 
+        # the module view links to the graph: a module's path finds its box in the root graph
+        link = page.locator("a.ds-module-link").nth(1)
+        if link.count():
+            link.click()
+            page.wait_for_timeout(200)
+            graph = page.locator(f'.ds-graphbox[data-graph="{link.get_attribute("data-graph")}"]')
+            assert graph.locator(".ds-hit").count() >= 1 and "of" in graph.locator(".ds-found").inner_text()
+
         # guards: folded at first, a group opens into rows, the filter keeps only matching groups open
         guards = page.locator(".ds-guards").first
         assert guards.locator("details.ds-guard-group[open]").count() == 0

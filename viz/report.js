@@ -63,6 +63,11 @@ function dsReport(root) {
       extraButtons: [["back", "show the first view again", () => show(entry, FIRST)]],
     });
     crumbs.textContent = Object.keys(packed.open || {}).length ? FIRST : "every node";
+    host.dsShow = (needle) => {  // the module view's links: back to the first view, then find the module
+      show(entry, FIRST);
+      v.search.value = needle;
+      requestAnimationFrame(() => v.find(false));
+    };
     v.draw(entry, true);
     const details = host.closest("details");
     if (details) details.addEventListener("toggle", () => { if (details.open) v.fit(); });
@@ -139,4 +144,19 @@ function dsGuards(root) {
   }
 }
 
-for (const r of document.querySelectorAll(".ds-report")) { dsReport(r); dsGuards(r); }
+// The module view's paths: a click shows that module in the frame's root graph (search centres on it).
+function dsModuleLinks(root) {
+  for (const a of root.querySelectorAll("a.ds-module-link")) {
+    a.addEventListener("click", (ev) => {
+      ev.preventDefault();
+      const host = root.querySelector(`.ds-graphbox[data-graph="${Number(a.dataset.graph)}"]`);
+      if (!host || !host.dsShow) return;
+      const details = host.closest("details");
+      if (details) details.open = true;
+      host.scrollIntoView({ block: "center" });
+      host.dsShow(a.dataset.module);
+    });
+  }
+}
+
+for (const r of document.querySelectorAll(".ds-report")) { dsReport(r); dsGuards(r); dsModuleLinks(r); }
