@@ -29,14 +29,17 @@ MODULES = [
     "viz.explorer",
     "viz.graph_layout",
     "viz.grouping",
+    "viz.guard_groups",
     "viz.inspector",
     "viz.layout_linear",
     "viz.markup",
     "viz.mimebundle",
     "viz.panels",
+    "viz.report_graphs",
     "viz.style",
     "viz.svg",
     "viz.synthetic",
+    "viz.time_chart",
 ]
 
 
