@@ -206,7 +206,7 @@ class Explorer:
         self._speculations = W.HTML()
         self._crumbs = W.HTML()
         self._up = W.Button(description="parent", icon="arrow-up", tooltip="show the enclosing graph",
-                            layout=W.Layout(width="90px"))
+                            layout=W.Layout(width="90px", min_width="90px"))
         self._up.on_click(lambda _: self._go_up())
         self.canvas = GraphCanvas(height=height, layout=W.Layout(width="100%"))
         self.canvas.observe(self._on_canvas_selected, "selected")
@@ -218,9 +218,9 @@ class Explorer:
         for i, title in enumerate(["Inspector", "Code", "Lifted inputs"]):
             self._side.set_title(i, title)
         left = W.VBox([W.HTML("<b>Subgraphs</b>"), self._frame_choice, self._tree, self._speculations],
-                      layout=W.Layout(width="22%", min_width="180px", overflow="auto"))
-        center = W.VBox([W.HBox([self._up, self._crumbs]), self.canvas], layout=W.Layout(width="46%"))
-        right = W.Box([self._side], layout=W.Layout(width="32%", overflow="auto", max_height=f"{height + 80}px"))
+                      layout=W.Layout(width="18%", min_width="160px", overflow="auto"))
+        center = W.VBox([W.HBox([self._up, self._crumbs]), self.canvas], layout=W.Layout(width="56%", min_width="0"))
+        right = W.Box([self._side], layout=W.Layout(width="26%", min_width="0", overflow="auto", max_height=f"{height + 80}px"))
         graphs = W.HBox([left, center, right], layout=W.Layout(width="100%"))
         self._guard_filter = W.Text(placeholder="filter guards (kind, source, code)", description="filter",
                                     continuous_update=True)

@@ -27,8 +27,6 @@ function unpack(p, strings) {
 }
 
 function dsReport(root) {
-  if (root.dataset.dsReady) return;
-  root.dataset.dsReady = "1";
   const block = root.querySelector("script.ds-drawings");
   if (!block) return;
   const data = JSON.parse(block.textContent);
@@ -159,4 +157,12 @@ function dsModuleLinks(root) {
   }
 }
 
-for (const r of document.querySelectorAll(".ds-report")) { dsReport(r); dsGuards(r); dsModuleLinks(r); }
+// A page may hold several reports (the CLI's, one per rank), each followed by this script: each report
+// is set up once.
+for (const r of document.querySelectorAll(".ds-report")) {
+  if (r.dataset.dsReady) continue;
+  r.dataset.dsReady = "1";
+  dsReport(r);
+  dsGuards(r);
+  dsModuleLinks(r);
+}
