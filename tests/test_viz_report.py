@@ -209,3 +209,14 @@ def test_module_rows_count_nodes_params_and_saved_bytes():
     rows, untraced = module_rows(f)
     assert [(r.path, r.type, r.nodes) for r in rows] == [("L['self']", "", 5), ("L['self'].block", "Block", 5)]
     assert untraced == sum(s.nbytes for s in f.aot.saved)  # the fixture's saved values name no Dynamo node
+
+
+def test_bench_report_size_runs_on_a_tiny_capture():
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root: `import bench`
+    from bench import report_size
+
+    res = report_size.run(repeat=1, size="tiny", browser=False, tlparse=False)
+    assert res["report_bytes"] > 0 and res["report_write_seconds"] > 0 and res["explorer_build_seconds"] > 0
