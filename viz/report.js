@@ -30,9 +30,22 @@ function dsReport(root) {
   const block = root.querySelector("script.ds-drawings");
   if (!block) return;
   const data = JSON.parse(block.textContent);
+  // Note [Drawing on sight]: a graph is drawn when it comes near the window (IntersectionObserver), so
+  // a report with eight big graphs paints its first one without waiting for the others.
+  const near = typeof IntersectionObserver === "undefined" ? null : new IntersectionObserver((seen) => {
+    for (const e of seen) if (e.isIntersecting) { near.unobserve(e.target); e.target.dsInit(); }
+  }, { rootMargin: "400px" });
   for (const host of root.querySelectorAll(".ds-graphbox")) {
+    let ready = false;
+    host.dsFind = () => {};
+    host.dsInit = () => { if (!ready) { ready = true; setup(host); } };
+    host.dsShow = (needle) => { host.dsInit(); host.dsFind(needle); };
+    if (near) near.observe(host); else host.dsInit();
+  }
+
+  function setup(host) {
     const packed = data.graphs[Number(host.dataset.graph)];
-    if (!packed) continue;
+    if (!packed) return;
     const entry = unpack(packed, data.strings);
     const opened = {};  // unpacked on first use
     globalThis.__dynascopeCanvases = (globalThis.__dynascopeCanvases || 0) + 1;
@@ -61,7 +74,7 @@ function dsReport(root) {
       extraButtons: [["back", "show the first view again", () => show(entry, FIRST)]],
     });
     crumbs.textContent = Object.keys(packed.open || {}).length ? FIRST : "every node";
-    host.dsShow = (needle) => {  // the module view's links: back to the first view, then find the module
+    host.dsFind = (needle) => {  // the module view's links: back to the first view, then find the module
       show(entry, FIRST);
       v.search.value = needle;
       requestAnimationFrame(() => v.find(false));
