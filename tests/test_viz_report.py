@@ -140,6 +140,9 @@ def test_every_module_box_of_the_report_opens_on_its_own_nodes():
     groups = [b for b in boxes if "group" in b]
     assert groups and set(d["open"]) == {b["id"] for b in groups}
     inside = [row[0] for sub in d["open"].values() for row in sub["b"]]
+    marked = graph_drawing(g, [inside[0]], {"": 0})  # a box holding a highlighted node is marked
+    assert [h for h in marked["hi"] if h.startswith("module:")] == [b["id"] for b in groups
+                                                                    if inside[0] in [r[0] for r in d["open"][b["id"]]["b"]]]
     assert sorted(inside + [b["id"] for b in boxes if "group" not in b]) == sorted(n.name for n in g.nodes)
 
 

@@ -123,7 +123,8 @@ def graph_drawing(graph: Graph, highlight: list[str], strings: dict[str, int]) -
     """The first view's drawing of ``graph`` plus, per collapsed module box, the drawing of its nodes
     (``"open"``: box id -> drawing). See Note [Folding in the report]."""
     lay = layout(graph, expanded=first_expanded(graph), engine="linear")
-    d = drawing(lay, highlight=highlight)
+    wanted = set(highlight)  # a module box holding a highlighted node (a saved value) is marked too
+    d = drawing(lay, highlight=[*highlight, *(b.id for b in lay.boxes if wanted.intersection(b.members))])
     by_name = {n.name: n for n in graph.nodes}
     opened = {}
     for b in lay.boxes:
