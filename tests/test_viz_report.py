@@ -223,3 +223,18 @@ def test_bench_report_size_runs_on_a_tiny_capture():
 
     res = report_size.run(repeat=1, size="tiny", browser=False, tlparse=False)
     assert res["report_bytes"] > 0 and res["report_write_seconds"] > 0 and res["explorer_build_seconds"] > 0
+
+
+def test_frame_trie_follows_the_recorded_stack_else_the_file():
+    from viz.panels import frame_trie
+
+    a = Frame("0/0", "m.py:5 in forward", meta={"stack": ["run.py:3 in <module>", "m.py:5 in forward"]})
+    b = Frame("1/0", "n.py:9 in loss", meta={"stack": ["run.py:3 in <module>", "n.py:9 in loss"]})
+    c = Frame("2/0", "k.py:1 in g")  # a live capture: no stack in the record
+    trie = frame_trie(Capture(frames=[a, b, c]))
+    (run, kids, here), (kfile, kkids, _) = trie
+    assert run == "run.py:3 in <module>" and here == [] and [k[0] for k in kids] == ["m.py:5 in forward", "n.py:9 in loss"]
+    assert kids[0][2] == [a] and kids[1][2] == [b]
+    assert kfile == "k.py" and kkids == [("k.py:1 in g", [], [c])]
+    html = overview_html(Capture(frames=[a, c]))
+    assert "the call stack above each frame is not in this record" not in html  # one frame has it

@@ -74,22 +74,37 @@ def overview_html(cap: Capture) -> str:
         guards=sum(len(f.guards) for f in cap.frames),
         groups=[(g, *break_parts(g.reason)) for g in cap.grouped_breaks()],
         chart=fragment(time_chart_svg(cap)),
-        trie=frame_trie(cap),
+        frames_trie=frame_trie(cap),
+        has_stacks=any(f.meta.get("stack") for f in cap.frames),
         all_problems=cap.all_problems(),
         phases=TIME_PHASES,
         recompiles=[[r.compile_id, r.reason] for r in cap.recompiles],
     )
 
 
-def frame_trie(cap: Capture) -> list[tuple[str, list[tuple[str, list[Frame]]]]]:
-    """The frames as a trie file -> code location -> attempts (in compile order), as tlparse's stack
-    trie starts. (The call stack above each frame is not in the record, so the trie starts at the file.)"""
-    files: dict[str, dict[str, list[Frame]]] = {}
+def frame_trie(cap: Capture) -> list[tuple[str, list[Any], list[Frame]]]:
+    """The frames as tlparse's stack trie: nested (label, children, attempts) by the user stack at
+    ``dynamo_start`` (``Frame.meta["stack"]``, outermost first, read from TORCH_TRACE logs); a frame
+    whose stack is not in the record hangs under its file and code location instead."""
+    root: dict[str, Any] = {}
     for f in cap.frames:
-        where, _, fn = f.code.partition(" in ")
-        file = where.rsplit(":", 1)[0] if ":" in where else where
-        files.setdefault(file, {}).setdefault(f"{where} in {fn}" if fn else where, []).append(f)
-    return [(file, list(codes.items())) for file, codes in files.items()]
+        stack = f.meta.get("stack")
+        if isinstance(stack, list) and stack:
+            path = [str(s) for s in stack]
+        else:
+            where = f.code.partition(" in ")[0]
+            path = [where.rsplit(":", 1)[0] if ":" in where else where, f.code]
+        node = root
+        for part in path:
+            node = node.setdefault(part, {"kids": {}, "frames": []})
+            last = node
+            node = node["kids"]
+        last["frames"].append(f)
+
+    def walk(level: dict[str, Any]) -> list[tuple[str, list[Any], list[Frame]]]:
+        return [(label, walk(n["kids"]), n["frames"]) for label, n in level.items()]
+
+    return walk(root)
 
 
 def speculations_html(frame: Frame, *, compact: bool = False) -> str:
