@@ -25,6 +25,7 @@ from bench import (
     memory,
     models,
     pause_latency,
+    report_size,
     report_vs_tlparse,
     saved_split,
 )
@@ -44,6 +45,8 @@ TARGETS: list[tuple[str, str, str, Optional[Any]]] = [
     ("pause_step_ratio", "s.step() to next state / Dynamo's time for the line", "", None),
     ("diff_seconds_transformer12", "tracer.diff of transformer12 and its recompile (s)", "<= 0.2", lambda v: v <= 0.2),
     ("report_over_tlparse", "dynascope report / tlparse (transformer12 training log)", "<= 1.0", lambda v: v <= 1.0),
+    ("report_bytes", "static report of transformer12 training (bytes)", "<= 1000000", lambda v: v <= 1_000_000),
+    ("explorer_first_paint_seconds", "explorer first paint, transformer12 (s)", "<= 0.5", lambda v: v <= 0.5),
     ("load_mb_per_s", "load_trace throughput on a synthetic log (MB/s)", ">= 50", lambda v: v >= 50),
     ("capture_bytes_over_log", "bytes held by the loaded Capture / log bytes", "<= 2", lambda v: v <= 2),
 ]
@@ -91,6 +94,8 @@ def run(quick: bool = False) -> dict[str, Any]:
     out.update(report_vs_tlparse.run(repeat=repeat, size=size, big_bytes=(8 if quick else 100) * 2**20))
     _log("inductor capture overhead")
     out.update(inductor_overhead.run(("mlp", "cnn") if quick else inductor_overhead.NAMES, size=size))
+    _log("report size, write time and first paint vs tlparse")
+    out.update(report_size.run(repeat=repeat, size=size, browser=not quick, tlparse=not quick))
     return out
 
 

@@ -31,15 +31,18 @@ MODULES = [
     "viz.explorer",
     "viz.graph_layout",
     "viz.grouping",
+    "viz.guard_groups",
     "viz.inspector",
     "viz.job_view",
     "viz.layout_linear",
     "viz.markup",
     "viz.mimebundle",
     "viz.panels",
+    "viz.report_graphs",
     "viz.style",
     "viz.svg",
     "viz.synthetic",
+    "viz.time_chart",
 ]
 
 

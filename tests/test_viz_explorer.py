@@ -208,10 +208,14 @@ def test_traits_are_json_friendly(cap):
 def test_guards_grouped_and_filtered(cap):
     ex = Explorer(cap)
     html = ex._guards.value
-    assert html.index("TENSOR_MATCH") < html.index("BACKEND_MATCH") < html.index("TYPE_MATCH")
+    # grouped by guarded variable, locals first, the global-state guards last; folded; every kind counted
+    assert html.index("<summary>L[&#39;x&#39;]: 1 guard(s)") < html.index("<summary>global: 1 guard(s)")
+    assert " open>" not in html and '<span class="ds-chip">BACKEND_MATCH 1</span>' in html
     assert "3 of 3 guard(s)" in html
     ex._guard_filter.value = "backend"
-    assert "1 of 3 guard(s)" in ex._guards.value and "TENSOR_MATCH" not in ex._guards.value
+    shown = ex._guards.value
+    assert "1 of 3 guard(s)" in shown and "<summary>global: 1 guard(s)" in shown and " open>" in shown
+    assert "<td>TENSOR_MATCH</td>" not in shown
 
 
 def test_overview(cap):
@@ -231,7 +235,7 @@ def test_partition_tab(cap):
     assert "sin" in view.canvases["left"].box_ids() and "tangents_1" in view.canvases["right"].box_ids()
     # the one saved value, its origin not recorded, in its section with its size in bytes
     assert "Saved for backward: 1 value(s), 12 B" in view.tables.value
-    assert ('<tr class="ds-saved"><td>primals_1</td><td>unknown</td><td>tensor</td><td>f32[3]</td><td>12 B</td></tr>'
+    assert ('<tr class="ds-saved"><td>primals_1</td><td>unknown</td><td>tensor</td><td>f32[3]</td><td>12 B</td><td>'
             in view.tables.value)
     assert "1 saved value(s) marked" in view._titles["left"].value
     assert "1 saved value(s) marked" in view._titles["right"].value
@@ -414,6 +418,8 @@ def test_explorer_partition_of_a_real_training_capture():
     if a.joint is not None:
         view.choice.value = "joint"
         assert view.sides() == {"left": "joint"} and view.canvases["left"].box_ids()
+        left, right = view._pair.children  # the joint graph alone uses the whole width
+        assert left.layout.width == "100%" and right.layout.display == "none"
 
 
 def test_partition_opens_for_a_large_joint_graph():

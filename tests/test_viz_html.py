@@ -20,6 +20,17 @@ def cap() -> Capture:
     return c
 
 
+def drawings(html: str) -> list[dict]:
+    """The report's graphs as drawn: the JSON block, boxes unpacked (Note [Compact drawings])."""
+    block = json.loads(section(html, '<script type="application/json" class="ds-drawings">', "</script>").split(">", 1)[1])
+    strings = block["strings"]
+    out = []
+    for g in block["graphs"]:
+        boxes = [{"id": b[0], "sub": strings[b[2]], "group": strings[b[8]] if len(b) > 8 else ""} for b in g["b"]]
+        out.append({"boxes": boxes, "open": g["open"], "hi": g["hi"]})
+    return out
+
+
 def section(html: str, start: str, end: str) -> str:
     i = html.index(start)
     return html[i:html.index(end, i)]
@@ -37,21 +48,24 @@ def test_overview_tree_svg_and_tables(cap):
     inner = tree.index("<b>wrap_body_0</b> [wrap] called by wrap, 5 nodes, 1 lifted (y\u2190y)")
     assert outer < inner and tree.index("</ul>") > inner  # inner list closes after the inner body
     assert "failed: graph break in body" in html
-    # the root graph's SVG, one box per node
-    svg = section(html, "<svg", "</svg>")
-    assert re.findall(r'data-node="([^"]+)"', svg) == [n.name for n in cap.frames[0].graph.nodes]
+    # every graph drawn from layout data: the root graph one box per node, the bodies, the AOT graphs
+    graphs = drawings(html)
+    assert [b["id"] for b in graphs[0]["boxes"]] == [n.name for n in cap.frames[0].graph.nodes]
+    kinds = re.findall(r'<div class="ds-graphbox" data-graph="(\d+)" data-kind="(\w+)"', html)
+    assert [k for _, k in kinds][:5] == ["root", "body", "body", "forward", "backward"] and len(graphs) == len(kinds)
     # lifted inputs with their source in the parent
     assert "<td>y</td><td>lifted_freevar</td><td>y</td><td>f32[3]</td>" in html
     assert "<td>b</td><td>operand</td><td>a</td>" in html
-    # guards grouped by kind
-    assert "TENSOR_MATCH (1)" in html and "BACKEND_MATCH (1)" in html
+    # guards grouped by guarded variable, rows as JSON for the page's filter; kinds counted
+    assert '<span class="ds-chip">TENSOR_MATCH 1</span>' in html and '<span class="ds-chip">BACKEND_MATCH 1</span>' in html
+    assert 'data-title="global"' in html and 'class="ds-guard-filter"' in html
     # partition: graph summary, saved values with total, input mutations and output aliasing
     assert "<td>forward</td><td>3</td><td>1</td><td>1</td>" in html
     assert "<td>backward</td><td>6</td><td>3</td><td>2</td>" in html
     assert "Saved for backward: 1 value(s), 12 B" in html
     assert "alias_of_input" in html
-    # code highlighted by Pygments (inline styles, no classes needed)
-    assert '<div class="highlight"' in html and "<span style=" in html
+    # code as escaped text (Pygments' inline styles would triple a report's bytes)
+    assert "<pre>def forward(self):" in html
 
 
 def test_deterministic_and_same_from_json(cap):
@@ -66,7 +80,9 @@ def test_export_html_is_a_standalone_page(cap, tmp_path):
     text = path.read_text(encoding="utf-8")
     assert path == tmp_path / "report.html"
     assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>")
-    assert "<svg" in text and "<script" not in text and "http" not in text.replace("http://www.w3.org/2000/svg", "")
+    # one drawing script, the JSON blocks, no other script, nothing fetched
+    assert text.count("<script>") == 1 and text.count("<script") == 1 + text.count('<script type="application/json"')
+    assert "http" not in text.replace("http://www.w3.org/2000/svg", "")
 
 
 def test_node_info_of_a_lifted_input_follows_the_chain(cap):
@@ -106,7 +122,10 @@ def test_big_graph_html_is_grouped_and_bounded():
     cap = Capture(frames=[Frame("0/0", "m.py:1 in forward", graph=g,
                                 aot=Aot("training", joint=joint_like_graph(5000)))], fn="Big")
     html = viz.capture_html(cap)
-    assert html.count("data-group=") + html.count("data-node=") <= 300 and "data-group=" in html
+    first = drawings(html)
+    assert all(len(g["boxes"]) <= 300 for g in first) and all(any(b["group"] for b in g["boxes"]) for g in first)
+    # folding in the report: every module box of the first view carries the drawing of its nodes
+    assert all(set(g["open"]) == {b["id"] for b in g["boxes"] if b["group"]} for g in first)
 
 
 # -- real captures ------------------------------------------------------------------------------
@@ -196,7 +215,7 @@ def test_report_shows_what_the_fidelity_work_records():
     assert "<li>frame 0/0: guards of L[&#39;x&#39;] not recorded</li>" in probs
     # graph breaks grouped: 3 breaks in 2 places, the repeated one counted with both attempts
     assert "<h4>Graph breaks (3 in 2 place(s))</h4>" in over
-    assert "<tr><td>2</td><td>user.py:9</td><td>print(&#34;&amp;&lt;&gt;&#34;)</td><td>0/0, 0/1</td>" in over
+    assert "<tr><td>&times;2</td><td>user.py:9<br><code>print(&#34;&amp;&lt;&gt;&#34;)</code></td>" in over
     # saved values: activations apart from parameters, largest first, binary units
     saved = section(html, "<h4>Saved for backward", "<h4>Input mutations")
     assert "Saved for backward: 4 value(s), 5.0 MiB" in saved

@@ -14,7 +14,16 @@ import viz
 import viz.graph_layout as LAYOUT
 from tracer.model import Graph
 from viz import layout_dot, layout_linear
-from viz.grouping import INPUTS_GROUP, default_expanded, module_chain, module_tree, split_path, visible
+from viz.grouping import (
+    GROUP_THRESHOLD,
+    INPUTS_GROUP,
+    default_expanded,
+    module_chain,
+    module_tree,
+    split_path,
+    threshold_for,
+    visible,
+)
 from viz.synthetic import chain_graph, joint_like_graph
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz dot not installed")
@@ -59,7 +68,7 @@ def test_linear_layout_of_small_graph():
 
 def test_long_edges_run_in_lanes_right_of_all_boxes():
     g = joint_like_graph(60, layers=2)
-    lay = viz.layout(g, engine="linear")
+    lay = viz.layout(g, engine="linear", threshold=GROUP_THRESHOLD)  # flat, to get long edges
     check_geometry(lay)
     right = max(b.x + b.w for b in lay.boxes)
     row = {y: i for i, y in enumerate(sorted({b.y for b in lay.boxes}))}
@@ -159,7 +168,12 @@ def test_split_path_nests_module_lists():
 
 def test_grouping_kicks_in_above_the_threshold():
     g = chain_graph(290, layers=2)
-    assert not viz.layout(g, engine="linear").grouped  # at most 300 nodes: every node shows
+    assert not viz.layout(g, engine="linear", threshold=GROUP_THRESHOLD).grouped  # at most 300 nodes: every node shows
+    assert viz.layout(g, engine="linear").grouped  # but module stacks group whatever the size
+    bare = chain_graph(290, layers=2)
+    for n in bare.nodes:
+        n.meta.pop("nn_module_stack", None)
+    assert threshold_for(bare) == GROUP_THRESHOLD and not viz.layout(bare, engine="linear").grouped
     g = chain_graph(400, layers=2)
     lay = viz.layout(g, engine="linear")
     assert lay.grouped

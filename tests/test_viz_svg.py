@@ -74,7 +74,7 @@ def test_joint_graph_boxes_carry_their_partition():
     from viz.synthetic import joint_like_graph
 
     g = joint_like_graph(40, layers=2)
-    root = parse(viz.to_svg(viz.layout(g, engine="linear")))
+    root = parse(viz.to_svg(viz.layout(g, engine="linear", threshold=1000)))
     part = {e.get("data-node"): e.get("class").split() for e in groups(root, "node")}
     assert "partition-forward" in part["fwd_0"] and "partition-backward" in part["bwd_0"]
     assert not any(c.startswith("partition-") for c in part["primals_1"])  # placeholders have no partition meta

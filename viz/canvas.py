@@ -34,7 +34,9 @@ def drawing(layout: Layout, *, highlight: Iterable[str] = ()) -> dict[str, Any]:
     A box is ``{"id", "label", "sub", "role", "x", "y", "w", "h"}`` plus ``"group"`` (a collapsed
     module box's path) and ``"part"`` (a joint graph's half) when set; an edge is ``{"src", "dst",
     "pts": [x0, y0, x1, y1, ...]}`` (bezier points as in :class:`viz.graph_layout.Edge`); ``"hi"`` lists
-    highlighted box ids (edges between two of them are highlighted too).
+    highlighted box ids (edges between two of them are highlighted too); ``"src"`` is a node's user line,
+    ``"find"`` maps a module box to the node names folded in it and ``"nodes"`` counts the graph's
+    nodes (the search box and the minimap use them).
 
     >>> from viz.synthetic import chain_graph
     >>> from viz.graph_layout import layout
@@ -50,11 +52,15 @@ def drawing(layout: Layout, *, highlight: Iterable[str] = ()) -> dict[str, Any]:
             box["group"] = b.group
         if b.partition:
             box["part"] = b.partition
+        if b.source:
+            box["src"] = b.source
         boxes.append(box)
     edges = [{"src": e.src, "dst": e.dst, "pts": [_num(c) for p in e.points for c in p]} for e in layout.edges]
     ids = {b.id for b in layout.boxes}
+    found = {b.id: b.members for b in layout.boxes if b.members}
     return {"w": _num(max(layout.width, 1.0)), "h": _num(max(layout.height, 1.0)), "engine": layout.engine,
-            "boxes": boxes, "edges": edges, "hi": [h for h in dict.fromkeys(highlight) if h in ids]}
+            "nodes": layout.nodes, "boxes": boxes, "edges": edges, "find": found,
+            "hi": [h for h in dict.fromkeys(highlight) if h in ids]}
 
 
 class GraphCanvas(anywidget.AnyWidget):

@@ -20,7 +20,9 @@ from viz.canvas import GraphCanvas
 from viz.diff_view import recompiles_tab
 from viz.info import node_info
 from viz.inspector import inspector_html
+from viz.layout_cache import Layouts
 from viz.markup import render
+from viz.module_view import module_html
 
 __all__ = ["Explorer", "show"]
 
@@ -31,23 +33,6 @@ __all__ = ["Explorer", "show"]
 # selection), so those writes happen inside ``_quiet()`` and the observers ignore them; any other
 # change is a user's click. A click on a HOP call node opens its (first) body, as a double click on
 # a submodule would in an IDE; ``select_node`` from Python only selects.
-
-
-class Layouts:
-    """Laid-out graphs, by (graph identity, opened module boxes). Layout is pure, so caching is safe."""
-
-    def __init__(self) -> None:
-        self._cache: dict[tuple[int, frozenset[str]], Any] = {}
-        self._keep: list[Graph] = []  # keeps ids valid while cached
-
-    def get(self, graph: Graph, expanded: frozenset[str] = frozenset()) -> Any:
-        from viz.graph_layout import layout
-
-        key = (id(graph), expanded)
-        if key not in self._cache:
-            self._cache[key] = layout(graph, expanded=expanded)
-            self._keep.append(graph)
-        return self._cache[key]
 
 
 def largest_frame(cap: Capture) -> Frame | None:
@@ -130,8 +115,9 @@ class Explorer:
 
     @property
     def expanded(self) -> frozenset[str]:
-        """Module boxes opened in the shown graph."""
-        return self._expanded.get(self._key(), frozenset())
+        """Module boxes opened in the shown graph (at first: the top-level modules, ``first_expanded``)."""
+        key, graph = self._key(), self.graph
+        return self._expanded[key] if key in self._expanded or graph is None else self._layouts.first(graph)
 
     def select(self, name: str = "", *, frame: str | None = None) -> None:
         """Show a graph of a frame: ``""`` is the root graph, else a HOP body's qualified name."""
@@ -220,7 +206,7 @@ class Explorer:
         self._speculations = W.HTML()
         self._crumbs = W.HTML()
         self._up = W.Button(description="parent", icon="arrow-up", tooltip="show the enclosing graph",
-                            layout=W.Layout(width="90px"))
+                            layout=W.Layout(width="90px", min_width="90px"))
         self._up.on_click(lambda _: self._go_up())
         self.canvas = GraphCanvas(height=height, layout=W.Layout(width="100%"))
         self.canvas.observe(self._on_canvas_selected, "selected")
@@ -232,16 +218,18 @@ class Explorer:
         for i, title in enumerate(["Inspector", "Code", "Lifted inputs"]):
             self._side.set_title(i, title)
         left = W.VBox([W.HTML("<b>Subgraphs</b>"), self._frame_choice, self._tree, self._speculations],
-                      layout=W.Layout(width="22%", min_width="180px", overflow="auto"))
-        center = W.VBox([W.HBox([self._up, self._crumbs]), self.canvas], layout=W.Layout(width="46%"))
-        right = W.Box([self._side], layout=W.Layout(width="32%", overflow="auto", max_height=f"{height + 80}px"))
+                      layout=W.Layout(width="18%", min_width="160px", overflow="auto"))
+        center = W.VBox([W.HBox([self._up, self._crumbs]), self.canvas], layout=W.Layout(width="56%", min_width="0"))
+        right = W.Box([self._side], layout=W.Layout(width="26%", min_width="0", overflow="auto", max_height=f"{height + 80}px"))
         graphs = W.HBox([left, center, right], layout=W.Layout(width="100%"))
         self._guard_filter = W.Text(placeholder="filter guards (kind, source, code)", description="filter",
                                     continuous_update=True)
         self._guard_filter.observe(lambda _: self._show_guards(), "value")
         self._guards = W.HTML()
+        self._modules = W.HTML()  # the nn_module_stack tree of the shown frame (viz.module_view)
         pages = [("Graphs", graphs), ("Overview", self._overview),
-                 ("Guards", W.VBox([self._guard_filter, self._guards])), *code_view.pages(self)]
+                 ("Guards", W.VBox([self._guard_filter, self._guards])), ("Modules", self._modules),
+                 *code_view.pages(self)]
         if any(f.aot is not None for f in cap.frames):
             self._partition_box = W.VBox([W.HTML("<i>opening the partition...</i>")])
             pages.append(("Partition", self._partition_box))
@@ -272,6 +260,7 @@ class Explorer:
                 self._tree.options = self._tree_options(f)
         self._speculations.value = panels.speculations_html(f, compact=True) if f is not None else ""
         self._show_guards()
+        self._modules.value = module_html(f) if f is not None and f.has_graph else ""
         if self._partition is not None:
             self._partition.show(f)
         self._show_graph()

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Optional
 
 from tracer.model import Graph
 from viz import layout_dot, layout_linear
-from viz.grouping import GROUP_THRESHOLD, Item, visible
+from viz.grouping import Item, threshold_for, visible
 from viz.style import GROUP_ROLE, box_size, node_labels, shorten
 
 __all__ = ["DOT_MAX_BOXES", "DOT_MAX_VIRTUAL", "ENGINES", "Box", "Edge", "Layout", "layout"]
@@ -41,6 +41,8 @@ class Box:
     group: Optional[str] = None  # module path if this box is a collapsed module group
     count: int = 1  # nodes inside a group, 1 otherwise
     partition: str = ""  # joint graphs: "forward" or "backward" (node meta "partition", or a group's half)
+    members: list[str] = field(default_factory=list)  # a group's folded node names (search finds them)
+    source: str = ""  # a node's user line "file.py:12  x = f(y)" (meta "source", or an AOT node's "from")
 
 
 @dataclass
@@ -64,6 +66,7 @@ class Layout:
     engine: str  # "dot" or "linear": the engine that produced these coordinates
     grouped: bool  # nodes were folded into module groups (the graph is above the grouping threshold)
     note: str = ""  # why "auto"/"dot" ended up linear ("too many boxes", "dot timed out", ...), else ""
+    nodes: int = 0  # nodes of the graph (a grouped layout draws fewer boxes)
 
     def box(self, id: str) -> Box:
         for b in self.boxes:
@@ -89,6 +92,17 @@ def _group_labels(item: Item, max_label: int) -> tuple[str, str]:
     return label, shorten(sub, max_label)
 
 
+def source_line(meta: dict[str, Any]) -> str:
+    """The user line a node came from, "file.py:12  code", from meta "source" (Dynamo nodes) or
+    "from" (AOT nodes, Note [Node.meta keys]); "" when the record has none."""
+    src = meta.get("source") or meta.get("from")
+    if not isinstance(src, dict) or not src.get("file"):
+        return ""
+    where = f"{str(src['file']).rsplit('/', 1)[-1]}:{src.get('line', '?')}"
+    code = str(src.get("code") or "").strip()
+    return f"{where}  {code}" if code else where
+
+
 def _boxes(items: list[Item], max_label: int) -> list[Box]:
     out = []
     for it in items:
@@ -97,12 +111,12 @@ def _boxes(items: list[Item], max_label: int) -> list[Box]:
             w, h = box_size(label, sub)
             part = it.node.meta.get("partition")
             out.append(Box(it.id, label, sub, it.node.role, 0.0, 0.0, w, h,
-                           partition=part if isinstance(part, str) else ""))
+                           partition=part if isinstance(part, str) else "", source=source_line(it.node.meta)))
         else:
             label, sub = _group_labels(it, max_label)
             w, h = box_size(label, sub, group=True)
             out.append(Box(it.id, label, sub, GROUP_ROLE, 0.0, 0.0, w, h, group=it.group, count=it.count,
-                           partition=it.partition))
+                           partition=it.partition, members=list(it.members)))
     return out
 
 
@@ -115,10 +129,12 @@ def virtual_nodes(boxes: list[Box], edges: list[tuple[str, str]]) -> int:
 
 
 def layout(graph: Graph, *, expanded: Iterable[str] = frozenset(), engine: str = "auto", deadline: float = 5.0,
-           max_label: int = 40, threshold: int = GROUP_THRESHOLD) -> Layout:
+           max_label: int = 40, threshold: Optional[int] = None) -> Layout:
     """Lay out ``graph``: boxes for visible nodes and collapsed module groups, edges as bezier paths.
 
-    ``expanded`` names module paths the user opened (see :mod:`viz.grouping`). ``engine="auto"`` uses
+    ``expanded`` names module paths the user opened (see :mod:`viz.grouping`); ``threshold`` is the
+    node count above which nodes fold into module boxes (default :func:`viz.grouping.threshold_for`:
+    0 for a graph that carries module stacks, see Note [Group whatever the size]). ``engine="auto"`` uses
     ``dot`` when the graph is small and short-edged enough (Note [dot limits]) and the linear layout
     otherwise; ``"dot"`` tries dot on any size, still bounded by ``deadline`` seconds, and falls back to
     linear (``Layout.note`` says why); ``"linear"`` never runs dot.
@@ -128,6 +144,8 @@ def layout(graph: Graph, *, expanded: Iterable[str] = frozenset(), engine: str =
     >>> lay.engine, len(lay.boxes), lay.boxes[0].id
     ('linear', 10, 'l_x_')
     """
+    if threshold is None:
+        threshold = threshold_for(graph)
     if engine not in ENGINES:
         raise ValueError(f"unknown layout engine {engine!r} (must be one of {list(ENGINES)})")
     if deadline <= 0:
@@ -144,11 +162,11 @@ def layout(graph: Graph, *, expanded: Iterable[str] = frozenset(), engine: str =
             got = _dot(boxes, vis.edges, deadline, capped=len(boxes) + virtual_nodes(boxes, vis.edges)
                        >= layout_dot.NSLIMIT_FROM)
             if got is not None:
-                return Layout(boxes, got[0], got[1], got[2], "dot", vis.grouped)
+                return Layout(boxes, got[0], got[1], got[2], "dot", vis.grouped, nodes=len(graph.nodes))
             note = f"dot did not finish within {deadline:g} s (or is not installed): linear layout"
     paths, width, height = layout_linear.place(boxes, vis.edges)
     edges = [Edge(s, d, p) for (s, d), p in zip(vis.edges, paths, strict=True)]
-    return Layout(boxes, edges, width, height, "linear", vis.grouped, note)
+    return Layout(boxes, edges, width, height, "linear", vis.grouped, note, nodes=len(graph.nodes))
 
 
 def _dot(boxes: list[Box], edges: list[tuple[str, str]], deadline: float, *, capped: bool):

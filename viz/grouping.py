@@ -21,15 +21,31 @@ __all__ = [
     "Item",
     "Visible",
     "default_expanded",
+    "first_expanded",
     "group_id",
     "module_chain",
     "module_tree",
     "split_path",
+    "threshold_for",
     "visible",
 ]
 
 # Grouping starts when a graph has more nodes than this (a few hundred visible boxes is what a canvas shows readably).
 GROUP_THRESHOLD = 300
+
+
+# Note [Group whatever the size]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A 251-node GPT-2 graph drawn flat is 3.6 px labels after "fit": it is the module structure a person
+# reads first, whatever the size. So a graph whose nodes carry a module stack (``nn_module_stack``, or
+# ``fwd_nn_module_stack`` on AOT backward nodes: torch/_functorch/_aot_autograd copies the forward
+# node's metadata through ``seq_nr``) is grouped from its first node; GROUP_THRESHOLD applies only to
+# graphs without module stacks (there is nothing to group but the inputs).
+def threshold_for(graph: Graph) -> int:
+    """The grouping threshold to draw ``graph`` with: 0 when any node carries a module stack, else GROUP_THRESHOLD."""
+    return 0 if any(module_chain(n) for n in graph.nodes) else GROUP_THRESHOLD
+
+
 # A group box's id is GROUP_PREFIX + module path; fx node names are identifiers, so they never clash.
 GROUP_PREFIX = "module:"
 
@@ -147,12 +163,40 @@ def _chain(stack: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
     return tuple(chain)
 
 
+# Note [Backward nodes without a forward node]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# AOTAutograd copies a forward node's metadata onto the backward nodes it differentiates (matched by
+# ``seq_nr``, torch/fx/traceback.py and torch/_functorch/_aot_autograd/graph_capture_wrappers.py), but the
+# adds that accumulate a gradient used twice have no forward op: they carry no module stack. Drawn on
+# their own they make one wide row of loose ``add_N`` boxes beside the module boxes (GPT-2's backward:
+# 27 of them, 4,000 px). In a graph that has such forward metadata, a stack-less computation node is
+# drawn in the box of the first node it feeds that has one (users followed in reverse graph order).
+# This only places the box: the node's own ``meta`` (what the inspector shows) is untouched.
+def graph_chains(graph: Graph) -> list[list[tuple[str, str]]]:
+    """:func:`module_chain` of every node of ``graph`` in order, with Note [Backward nodes without a
+    forward node] applied."""
+    chains = [module_chain(n) for n in graph.nodes]
+    if not any("fwd_nn_module_stack" in n.meta for n in graph.nodes):
+        return chains
+    index = {n.name: i for i, n in enumerate(graph.nodes)}
+    for i in range(len(graph.nodes) - 1, -1, -1):
+        n = graph.nodes[i]
+        if chains[i] or n.op in ("placeholder", "output", "get_attr"):
+            continue
+        for u in n.users:
+            j = index.get(u)
+            if j is not None and chains[j]:
+                chains[i] = chains[j]
+                break
+    return chains
+
+
 def module_tree(graph: Graph) -> dict[str, list[str]]:
     """Children of each module path ("" is the graph itself), in order of first appearance."""
     children: dict[str, list[str]] = {"": []}
-    for n in graph.nodes:
+    for chain in graph_chains(graph):
         parent = ""
-        for path, _ in module_chain(n):
+        for path, _ in chain:
             if path not in children:
                 children[path] = []
                 children.setdefault(parent, []).append(path)
@@ -172,8 +216,7 @@ def _auto_open(graph: Graph) -> set[str]:
     tree = module_tree(graph)
     counts: dict[str, int] = {}
     direct: dict[str, int] = {}
-    for n in graph.nodes:
-        chain = module_chain(n)
+    for chain in graph_chains(graph):
         for path, _ in chain:
             counts[path] = counts.get(path, 0) + 1
         if chain:
@@ -197,16 +240,17 @@ def visible(graph: Graph, expanded: Iterable[str] = (), threshold: int = GROUP_T
     """
     nodes = graph.nodes
     grouped = len(nodes) > threshold
+    chains = graph_chains(graph) if grouped else []
     opened = set(expanded) | (_auto_open(graph) if grouped else set())
     fold_inputs = (grouped and INPUTS_GROUP not in opened
-                   and sum(1 for n in nodes if n.op == "placeholder" and not module_chain(n)) > INPUTS_FOLD_MIN)
+                   and sum(1 for n, c in zip(nodes, chains, strict=True) if n.op == "placeholder" and not c) > INPUTS_FOLD_MIN)
     items: list[Item] = []
     by_id: dict[str, Item] = {}
     item_of: dict[str, str] = {}
     for idx, n in enumerate(nodes):
         target: Optional[tuple[str, str]] = None
         if grouped:
-            chain = module_chain(n)
+            chain = chains[idx]
             for path, typ in chain:
                 if path not in opened:
                     target = (path, typ)
@@ -239,7 +283,37 @@ def visible(graph: Graph, expanded: Iterable[str] = (), threshold: int = GROUP_T
             src = item_of.get(i)
             if src is not None and src != dst:
                 edges[(src, dst)] = None
-    return Visible(items=items, edges=list(edges), grouped=grouped, item_of=item_of)
+    return Visible(items=_topological(items, list(edges)), edges=list(edges), grouped=grouped, item_of=item_of)
+
+
+# Note [Group boxes in topological order]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Items start in the order of their first node, which for nodes is FX's topological order but for a
+# module box need not be: in a backward graph ``layers.0``'s box starts with an early node (a weight's
+# transpose) although the gradient reaches it last, through ``layers.11 -> ... -> layers.1``. The linear
+# layout ranks along item order, so that box order put all twelve layer boxes on one 5,700 px row.
+# Items are therefore sorted topologically over the box edges (ties by first node, so a graph without
+# groups keeps FX's order exactly); if folding made a cycle, the first-node order stays.
+def _topological(items: list[Item], edges: list[tuple[str, str]]) -> list[Item]:
+    import heapq
+
+    pos = {it.id: k for k, it in enumerate(items)}
+    indeg = [0] * len(items)
+    succ: list[list[int]] = [[] for _ in items]
+    for s, d in edges:
+        succ[pos[s]].append(pos[d])
+        indeg[pos[d]] += 1
+    ready = [k for k, n in enumerate(indeg) if n == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        k = heapq.heappop(ready)
+        order.append(k)
+        for j in succ[k]:
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                heapq.heappush(ready, j)
+    return items if len(order) != len(items) else [items[k] for k in order]
 
 
 def default_expanded(graph: Graph, threshold: int = GROUP_THRESHOLD) -> frozenset[str]:
@@ -250,13 +324,34 @@ def default_expanded(graph: Graph, threshold: int = GROUP_THRESHOLD) -> frozense
     """
     if len(graph.nodes) <= threshold:
         return frozenset()
+    return _open_breadth_first(graph, threshold)
+
+
+# The first view of a graph with module stacks opens module boxes breadth-first up to this many boxes:
+# a 1,440 px notebook shows about this many labelled boxes at >= 10 px (canvas.js never fits below 10 px labels).
+FIRST_VIEW_BOXES = 20
+
+
+def first_expanded(graph: Graph, boxes: int = FIRST_VIEW_BOXES) -> frozenset[str]:
+    """The ``expanded`` set a graph is first shown with: top-level modules opened breadth-first while at
+    most ``boxes`` boxes show (Note [Group whatever the size]); :func:`default_expanded` for a graph
+    without module stacks."""
+    if threshold_for(graph):
+        return default_expanded(graph)
+    return _open_breadth_first(graph, boxes)
+
+
+def _open_breadth_first(graph: Graph, threshold: int) -> frozenset[str]:
     tree = module_tree(graph)
     auto = _auto_open(graph)
     direct: dict[str, int] = {}  # nodes whose innermost group is this path ("" = no group)
-    for n in graph.nodes:
-        chain = module_chain(n)
+    loose_inputs = 0
+    for n, chain in zip(graph.nodes, graph_chains(graph), strict=True):
         key = chain[-1][0] if chain else ""
         direct[key] = direct.get(key, 0) + 1
+        loose_inputs += not chain and n.op == "placeholder"
+    if loose_inputs > INPUTS_FOLD_MIN:  # they show as one box (Note [Folded inputs])
+        direct[""] -= loose_inputs - 1
 
     def boxes_open(path: str) -> int:  # boxes shown for ``path`` when it is open and its children are closed
         total = direct.get(path, 0)

@@ -1,10 +1,12 @@
 """Static HTML of a Capture: the report shown without a widget frontend, and ``export_html``.
 
-Invariant: self-contained (inline CSS and SVG, no script, no kernel) and deterministic (no ``id()``,
-no timestamps, the pure-Python linear layout rather than ``dot``, whose output varies by version), so
-notebooks can compare it byte for byte; rendered by autoescaping templates (:mod:`viz.markup`), so
-every user string is escaped; Pygments escapes code. Tables come from :mod:`viz.panels`, shared
-with the explorer. Every compile attempt is shown, the ones that did not compile greyed.
+Invariant: self-contained (inline CSS, one inline script, no kernel, no network) and deterministic (no
+``id()``, no timestamps, the pure-Python linear layout rather than ``dot``, whose output varies by
+version), so notebooks can compare it byte for byte; rendered by autoescaping templates
+(:mod:`viz.markup`), so every user string is escaped; Pygments escapes code. Every graph (root, HOP
+bodies, AOT joint / forward / backward / inference) is sent as layout data and drawn by the explorer's
+own drawing code (:mod:`viz.report_graphs`). Tables come from :mod:`viz.panels`, shared with the
+explorer. Every compile attempt is shown, the ones that did not compile greyed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from viz.diff_view import recompiles_html
 from viz.graph_layout import layout
 from viz.grouping import default_expanded
 from viz.markup import fragment, render
+from viz.module_view import module_html
+from viz.report_graphs import canvas_css, report_data, report_script
 from viz.style import ROLE_STYLE
 from viz.svg import to_svg
 
@@ -46,31 +50,40 @@ def _partition_html(aot: Aot) -> str:
     return render("partition.html.j2", rows=rows, tables=fragment(panels.aot_tables_html(aot)))
 
 
-def frame_html(frame: Frame) -> str:
+def frame_html(frame: Frame, graphs: list[tuple[str, str, int, int]] = ()) -> str:
     """One compile attempt: status (and why, if it did not compile), compile times, problems; with
-    a graph also the subgraph tree, speculations, root graph SVG, lifted inputs, guards, partition, code."""
+    a graph also the subgraph tree, speculations, a box per graph of ``graphs`` (kind, title, index
+    into the report's drawings, nodes; see :func:`viz.report_graphs.report_data`), module tree, lifted
+    inputs, guards, partition, code."""
+    guards = fragment(panels.guards_html(frame.guards, report=True))
     if not frame.has_graph:
-        return render("frame.html.j2", frame=frame, phases=TIME_PHASES, guards=fragment(panels.guards_html(frame.guards)))
+        return render("frame.html.j2", frame=frame, phases=TIME_PHASES, guards=guards)
+    root = next((i for kind, _, i, _ in graphs if kind == "root"), None)
     return render(
         "frame.html.j2", frame=frame, phases=TIME_PHASES,
         tree=fragment(subgraph_tree_html(frame)),
         speculations=fragment(panels.speculations_html(frame)),
         legend=list(ROLE_STYLE.values()),
-        svg=fragment(graph_svg(frame.graph)),  # viz.svg escapes every label and attribute
+        graphs=list(graphs),
+        modules=fragment(module_html(frame, graph_index=root)),
         lifted=[fragment(panels.lifted_html(frame, name)) for name in ["", *frame.subgraphs]],
-        guards=fragment(panels.guards_html(frame.guards)),
+        guards=guards,
         partition=fragment(_partition_html(frame.aot)) if frame.aot is not None else None,
-        codes=[(name, fragment(panels.code_html(g))) for name, g in frame.graphs().items()],
+        codes=[(name, fragment(panels.code_html(g, plain=True))) for name, g in frame.graphs().items()],
     )
 
 
 def capture_html(cap: Capture) -> str:
-    """Self-contained HTML of ``cap``: overview, then per frame its subgraph tree, root graph SVG and tables.
+    """Self-contained HTML of ``cap``: overview, then per frame its graphs (drawn from layout data by
+    the one embedded script), module tree and tables.
 
     Used for the ``text/html`` mimebundle entry and by :func:`export_html`; deterministic.
     """
+    data, per_frame = report_data(cap.frames)
     return render("report.html.j2", overview=fragment(panels.overview_html(cap)),
-                  frames=[fragment(frame_html(f)) for f in cap.frames], diffs=fragment(recompiles_html(cap)))
+                  frames=[fragment(frame_html(f, g)) for f, g in zip(cap.frames, per_frame, strict=True)],
+                  diffs=fragment(recompiles_html(cap)), data=fragment(data),
+                  script=fragment(report_script()), canvas_css=fragment(canvas_css()))
 
 
 def export_html(cap: Capture, path: Union[str, pathlib.Path]) -> pathlib.Path:

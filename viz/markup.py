@@ -19,7 +19,7 @@ from markupsafe import Markup, escape
 
 from tracer import _text
 
-__all__ = ["fragment", "human_bytes", "render", "render_string", "seconds"]
+__all__ = ["fragment", "human_bytes", "json_block", "render", "render_string", "seconds"]
 
 # Note [Trusted fragments]
 # ~~~~~~~~~~~~~~~~~~~~~~~~
@@ -57,6 +57,20 @@ _ENV = jinja2.Environment(
     extensions=["jinja2.ext.do"],
 )
 _ENV.filters.update(bytes=human_bytes, seconds=seconds, lines=_lines, zip=zip)
+
+
+def json_block(value: Any) -> str:
+    """``value`` as JSON for a ``<script type="application/json">`` element: ``<``, ``>`` and ``&`` are
+    written as ``\\u`` escapes, so no string in it can close the element or start markup; the page
+    reads it with ``JSON.parse`` and puts strings in the DOM only as text.
+
+    >>> json_block({"n": "</script><b>&"})
+    '{"n":"\\\\u003c/script\\\\u003e\\\\u003cb\\\\u003e\\\\u0026"}'
+    """
+    import json
+
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
 def fragment(html: str) -> Markup:

@@ -18,11 +18,15 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from tracer.model import TIME_PHASES, Aot, Capture, Frame, Graph, Guard, format_meta
-from viz.markup import fragment, human_bytes, render
+from viz.graph_layout import source_line
+from viz.guard_groups import break_parts, group_guards, kind_counts
+from viz.markup import fragment, human_bytes, json_block, render
 from viz.style import ROLE_STYLE
+from viz.time_chart import time_chart_svg
 
 __all__ = [
     "code_html",
+    "frame_trie",
     "esc",
     "guards_html",
     "lifted_html",
@@ -68,11 +72,39 @@ def overview_html(cap: Capture) -> str:
         subgraphs=sum(len(f.subgraphs) for f in cap.frames),
         failed=sum(1 for f in cap.frames for s in f.speculations if not s.ok),
         guards=sum(len(f.guards) for f in cap.frames),
-        groups=cap.grouped_breaks(),
+        groups=[(g, *break_parts(g.reason)) for g in cap.grouped_breaks()],
+        chart=fragment(time_chart_svg(cap)),
+        frames_trie=frame_trie(cap),
+        has_stacks=any(f.meta.get("stack") for f in cap.frames),
         all_problems=cap.all_problems(),
         phases=TIME_PHASES,
         recompiles=[[r.compile_id, r.reason] for r in cap.recompiles],
     )
+
+
+def frame_trie(cap: Capture) -> list[tuple[str, list[Any], list[Frame]]]:
+    """The frames as tlparse's stack trie: nested (label, children, attempts) by the user stack at
+    ``dynamo_start`` (``Frame.meta["stack"]``, outermost first, read from TORCH_TRACE logs); a frame
+    whose stack is not in the record hangs under its file and code location instead."""
+    root: dict[str, Any] = {}
+    for f in cap.frames:
+        stack = f.meta.get("stack")
+        if isinstance(stack, list) and stack:
+            path = [str(s) for s in stack]
+        else:
+            where = f.code.partition(" in ")[0]
+            path = [where.rsplit(":", 1)[0] if ":" in where else where, f.code]
+        node = root
+        for part in path:
+            node = node.setdefault(part, {"kids": {}, "frames": []})
+            last = node
+            node = node["kids"]
+        last["frames"].append(f)
+
+    def walk(level: dict[str, Any]) -> list[tuple[str, list[Any], list[Frame]]]:
+        return [(label, walk(n["kids"]), n["frames"]) for label, n in level.items()]
+
+    return walk(root)
 
 
 def speculations_html(frame: Frame, *, compact: bool = False) -> str:
@@ -118,13 +150,38 @@ def filter_guards(guards: Sequence[Guard], text: str) -> list[Guard]:
     return [g for g in guards if needle in " ".join([g.kind, g.source, *g.code, *g.user_stack]).lower()]
 
 
-def guards_html(guards: Sequence[Guard], text: str = "") -> str:
-    """Guards grouped by kind (kinds in first-seen order), filtered by ``text``."""
+# Note [Packed guard rows]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# A guard's code usually repeats its source (``L['self']._modules['layers']._modules['0'].training ==
+# True``) and its source starts with its group's title; the report's JSON row writes the source without
+# the title (a leading "\u0002" stands for it) and "\u0001" in a code line for the source, only when
+# the text contains neither character already, so report.js restores the exact strings.
+def _guard_row(g: Guard, title: str, stack: int, related: bool) -> list[Any]:
+    src, code = g.source, list(g.code)
+    if src and not any("\x01" in c for c in code) and "\x01" not in src:
+        code = [c.replace(src, "\x01") for c in code]
+    if src.startswith(title) and "\x02" not in src:
+        src = "\x02" + src[len(title):]
+    return [src, g.kind, code, stack, int(related)]
+
+
+def guards_html(guards: Sequence[Guard], text: str = "", *, report: bool = False) -> str:
+    """Guards grouped by the variable they guard (:func:`viz.guard_groups.group_guards`), folded, with
+    the count of every kind; filtered by ``text`` (then the groups that match are open).
+
+    ``report``: for the static report, a filter box, and the rows sent as one JSON block (user stacks
+    stored once) that report.js turns into table rows when a group opens or the filter changes: 1,700
+    guards as markup were most of a report's bytes. See Note [Trusted fragments] for the JSON block."""
     shown = filter_guards(guards, text)
-    groups: dict[str, list[list[str]]] = {}
-    for g in shown:
-        groups.setdefault(g.kind, []).append([g.source, "\n".join(g.code), "\n".join(g.user_stack)])
-    return render("guards.html.j2", shown=len(shown), total=len(guards), groups=list(groups.items()))
+    groups = group_guards(shown)
+    data = None
+    if report:
+        stacks: dict[str, int] = {}
+        rows = [[_guard_row(g, grp.title, stacks.setdefault("\n".join(g.user_stack), len(stacks)), rel)
+                 for g, rel in grp.rows] for grp in groups]
+        data = fragment(json_block({"stacks": list(stacks), "groups": rows}))
+    return render("guards.html.j2", shown=len(shown), total=len(guards), groups=groups,
+                  kinds=kind_counts(list(guards)), open=bool(text.strip()), data=data)
 
 
 # Sections of the saved-values table, by SavedValue.origin (SAVED_ORIGINS).
@@ -139,12 +196,13 @@ def saved_html(aot: Aot) -> str:
     """Saved values (forward to backward): activations apart from parameters and buffers, each
     section sorted by size (largest first), sizes in binary units, with the totals."""
     sections = []
+    fwd = {n.name: n for n in aot.forward.nodes} if aot.forward is not None else {}
     for title, origins in _SAVED_SECTIONS:
         values = sorted((s for s in aot.saved if s.origin in origins), key=lambda s: -s.nbytes)
         if values:
             rows = [[s.name, s.origin, s.kind,
                      format_meta({"kind": "tensor", "shape": s.shape, "dtype": s.dtype}) if s.kind == "tensor" else s.kind,
-                     human_bytes(s.nbytes)] for s in values]
+                     human_bytes(s.nbytes), source_line(fwd[s.name].meta) if s.name in fwd else ""] for s in values]
             sections.append((f"{title}: {len(values)}, {human_bytes(sum(s.nbytes for s in values))}", rows))
     other = sum(s.nbytes for s in aot.saved if s.origin in ("input", "unknown"))
     return render("saved.html.j2", aot=aot, sections=sections, other_bytes=other)
@@ -168,11 +226,12 @@ def aot_tables_html(aot: Aot) -> str:
     )
 
 
-def code_html(graph: Graph, *, highlight: str = "") -> str:
-    """``Graph.code`` highlighted with Pygments (escaped by its formatter); the line defining ``highlight`` marked."""
+def code_html(graph: Graph, *, highlight: str = "", plain: bool = False) -> str:
+    """``Graph.code`` highlighted with Pygments (escaped by its formatter); the line defining ``highlight``
+    marked. ``plain``: escaped text only (the report: Pygments' inline styles triple the bytes)."""
     text = graph.code or str(graph)
     lines = text.splitlines()
-    if len(lines) > MAX_HIGHLIGHT_LINES:
+    if plain or len(lines) > MAX_HIGHLIGHT_LINES:
         return render("code.html.j2", highlighted=None, lines=len(lines), text=text)
     from pygments import highlight as pyg_highlight
     from pygments.formatters import HtmlFormatter

@@ -81,10 +81,22 @@ class PartitionView:
             return {k: v for k, v in (("left", "forward"), ("right", "backward")) if v in g}
         return {"left": "inference"} if "inference" in g else {}
 
+    def _first(self, g: Graph) -> frozenset[str]:
+        """The module boxes a graph is first shown with (the explorer's cache when it has one)."""
+        first = getattr(self._layouts, "first", None)
+        if first is not None:
+            return first(g)
+        from viz.grouping import first_expanded
+
+        return first_expanded(g)
+
     def _draw(self) -> None:
         saved = tuple(s.name for s in self._aot.saved) if self._aot is not None else ()
         shown = self.sides()
         self._drawing = True
+        left, right = self._pair.children  # the joint graph alone takes the whole width
+        left.layout.width = "50%" if "right" in shown else "100%"
+        right.layout.display = None if "right" in shown else "none"
         try:
             for side, canvas in self.canvases.items():
                 which = shown.get(side)
@@ -96,7 +108,7 @@ class PartitionView:
                     continue
                 box.display = None
                 g = self._graphs[which]
-                expanded = self._expanded.get(which, frozenset())
+                expanded = self._expanded.get(which) if which in self._expanded else self._first(g)
                 canvas.graph = which
                 canvas.expanded = sorted(expanded)
                 canvas.selected = ""

@@ -1,0 +1,177 @@
+"""The static report of real models in headless Chromium at 1,440 x 900, opened from a file (no kernel).
+
+Three real training captures: bench.models' 12-layer transformer and vision CNN, and a 4-layer GPT-2
+built from ``transformers``' config with random weights (its graph breaks are real). For each report:
+the forward and backward graphs are drawn; the first view's module-box labels render at >= 10 px on
+the root and the backward graph; the search box centres a node folded inside a module box; the guards
+view folds and filters; the page never scrolls sideways. Screenshots go to tests/artifacts/.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+
+import pytest
+import torch
+
+import tracer
+import viz
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
+
+ARTIFACTS = pathlib.Path(__file__).resolve().parent / "artifacts"
+CHROMIUM = os.environ.get("DYNASCOPE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
+WIDTH, HEIGHT = 1440, 900
+
+
+def _gpt2() -> tracer.Capture:
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(n_layer=4, n_embd=256, n_head=4, vocab_size=1000, n_positions=128)
+    model = transformers.GPT2LMHeadModel(cfg)
+    ids = torch.randint(0, 1000, (2, 64))
+    return tracer.capture(lambda ids: model(ids, labels=ids).loss, ids)
+
+
+def _bench(name: str) -> tracer.Capture:
+    from bench import models
+
+    torch.manual_seed(0)
+    model, args = models.make(name, "full")
+    return tracer.capture(model, *args)
+
+
+# The measurements, in the page: per drawn graph its kind, boxes, the label size of its first view
+# (FONT_PX x the stage's scale) and the group labels inside the view; the page's scroll width.
+MEASURE = """() => {
+  const out = {scrollWidth: document.documentElement.scrollWidth, graphs: []};
+  for (const host of document.querySelectorAll('.ds-graphbox')) {
+    const stage = host.querySelector('.ds-stage');
+    const view = host.querySelector('.ds-view');
+    if (!stage || !view) continue;
+    const m = /scale\\(([0-9.e-]+)\\)/.exec(stage.style.transform || '');
+    const k = m ? parseFloat(m[1]) : 0;
+    const vr = view.getBoundingClientRect();
+    const labels = [];
+    for (const t of stage.querySelectorAll('g.group > text:not(.sub)')) {
+      const r = t.getBoundingClientRect();
+      if (r.right > vr.left && r.left < vr.right && r.bottom > vr.top && r.top < vr.bottom) labels.push(r.height);
+    }
+    out.graphs.push({kind: host.dataset.kind, boxes: stage.querySelectorAll('[data-node],[data-group]').length,
+                     label_px: 12 * k, groups_in_view: labels.length, min_label_box: labels.length ? Math.min(...labels) : null});
+  }
+  return out;
+}"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=60_000)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.mark.parametrize("name", ["transformer12", "cnn", "gpt2"])
+def test_report_of_a_real_model(name, browser, tmp_path):
+    cap = _gpt2() if name == "gpt2" else _bench(name)
+    path = viz.export_html(cap, tmp_path / f"{name}.html")
+    page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_selector(".ds-report[data-ds-ready]", state="attached", timeout=30_000)
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"report_{name}_top.png"))
+        hosts = page.locator(".ds-graphbox:visible")  # graphs are drawn on sight (Note [Drawing on sight])
+        for i in range(hosts.count()):
+            hosts.nth(i).scroll_into_view_if_needed()
+            page.wait_for_timeout(50)
+        page.wait_for_selector(".ds-graphbox svg .boxes", timeout=30_000)
+        page.wait_for_timeout(300)  # the fit runs in the next animation frame
+        got = page.evaluate(MEASURE)
+        assert not errors, errors
+        assert got["scrollWidth"] <= WIDTH, got["scrollWidth"]  # no horizontal page scroll
+        kinds = {g["kind"]: g for g in got["graphs"]}
+        assert {"root", "forward", "backward"} <= set(kinds), kinds.keys()
+        for g in got["graphs"]:
+            assert g["boxes"] > 0, g
+            assert g["label_px"] >= 9.99, g  # Note [Readable first view]: 12 px x 10/12
+        for kind in ("root", "backward"):  # module boxes of the first view (of the graphs that have modules), readable
+            grouped = [g for g in got["graphs"] if g["kind"] == kind and g["groups_in_view"]]
+            assert grouped and all(g["min_label_box"] >= 10 for g in grouped), got["graphs"]
+
+        # search: a node folded inside a module box of the backward graph is found and centred
+        host = page.locator(f'.ds-graphbox[data-graph="{_biggest(page, "backward")}"]')
+        host.scroll_into_view_if_needed()
+        needle = _folded_node(page, _biggest(page, "backward"))
+        box = host.locator("input.ds-search")
+        box.fill(needle)
+        box.press("Enter")
+        page.wait_for_timeout(200)
+        centred = host.evaluate("""(h) => {
+            const hit = h.querySelector('.ds-hit'); if (!hit) return null;
+            const r = hit.getBoundingClientRect(), v = h.querySelector('.ds-view').getBoundingClientRect();
+            return [Math.abs((r.left + r.right) / 2 - (v.left + v.right) / 2), Math.abs((r.top + r.bottom) / 2 - (v.top + v.bottom) / 2)];
+        }""")
+        assert centred is not None and centred[0] < 5 and centred[1] < 5, centred
+        host.screenshot(path=str(ARTIFACTS / f"report_{name}_backward_search.png"))
+
+        # the module view links to the graph: a module's path finds its box in the root graph
+        link = page.locator("a.ds-module-link").nth(1)
+        if link.count():
+            link.click()
+            page.wait_for_timeout(200)
+            graph = page.locator(f'.ds-graphbox[data-graph="{link.get_attribute("data-graph")}"]')
+            assert graph.locator(".ds-hit").count() >= 1 and "of" in graph.locator(".ds-found").inner_text()
+
+        # guards: folded at first, a group opens into rows, the filter keeps only matching groups open
+        guards = page.locator(".ds-guards").first
+        assert guards.locator("details.ds-guard-group[open]").count() == 0
+        first = guards.locator("details.ds-guard-group").first
+        first.locator("summary").click()
+        assert first.locator("tbody tr").count() > 0
+        groups_before = guards.locator("details.ds-guard-group:visible").count()
+        guards.locator("input.ds-guard-filter").fill("BACKEND_MATCH")
+        page.wait_for_timeout(100)
+        visible = guards.locator("details.ds-guard-group:visible")
+        assert 1 <= visible.count() < groups_before
+        assert "BACKEND_MATCH" in visible.first.locator("tbody").inner_text()
+        assert "match" in guards.locator(".ds-guard-count").inner_text()
+        guards.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"report_{name}_guards.png"))
+        assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
+        assert not errors, errors
+    finally:
+        page.close()
+
+
+def _biggest(page, kind: str) -> str:
+    """``data-graph`` of the largest drawn graph of ``kind``."""
+    return page.evaluate("""(kind) => {
+        const data = JSON.parse(document.querySelector('script.ds-drawings').textContent);
+        let best = null, n = -1;
+        for (const h of document.querySelectorAll(`.ds-graphbox[data-kind="${kind}"]`)) {
+            const g = data.graphs[Number(h.dataset.graph)];
+            if (g.nodes > n) { n = g.nodes; best = h.dataset.graph; }
+        }
+        return best;
+    }""", kind)
+
+
+def _folded_node(page, index: str) -> str:
+    """A node name folded inside a module box of graph ``index``'s first view (from the page's data)."""
+    return page.evaluate("""(i) => {
+        const data = JSON.parse(document.querySelector('script.ds-drawings').textContent);
+        const open = data.graphs[Number(i)].open;
+        for (const sub of Object.values(open)) for (const b of sub.b) if (b[0].length > 4) return b[0];
+        return data.graphs[Number(i)].b[0][0];
+    }""", index)

@@ -1,0 +1,117 @@
+"""Guards grouped by the object they guard, for the guards view; graph-break reasons cut into their parts.
+
+Invariant: pure and total: every guard lands in at least one group (a shape relation in the group of
+every input it mentions, a global guard in the one global group), groups and rows keep the order in
+which Dynamo installed the guards, and nothing is dropped or invented.
+
+>>> from tracer.model import Guard
+>>> gs = [Guard("TENSOR_MATCH", "L['x']"), Guard("SHAPE_ENV", "", ["L['x'].size()[0] == L['y'].size()[0]"]),
+...       Guard("GRAD_MODE", ""), Guard("TYPE_MATCH", "L['self'].layers[0]")]
+>>> [(g.title, g.count, g.kinds) for g in group_guards(gs)]
+[("L['x']", 2, [('TENSOR_MATCH', 1), ('SHAPE_ENV', 1)]), ("L['y']", 1, [('SHAPE_ENV', 1)]), ("L['self']", 1, [('TYPE_MATCH', 1)]), ('global', 1, [('GRAD_MODE', 1)])]
+>>> base_of("dict(type(G['F']).__mro__[1].__dict__)"), base_of("L['self']._modules['a']"), base_of("")
+("G['F']", "L['self']", '')
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from tracer.model import Guard
+
+__all__ = ["GuardGroup", "bases_in", "base_of", "break_parts", "group_guards", "kind_counts"]
+
+GLOBAL = "global"
+
+
+@dataclass
+class GuardGroup:
+    """The guards on one local or global variable of the frame (and everything reached from it)."""
+
+    title: str  # "L['x']", "G['torch']", or "global" (guards on interpreter / autograd / backend state)
+    rows: list[tuple[Guard, bool]] = field(default_factory=list)  # (guard, True when it only mentions title)
+
+    @property
+    def count(self) -> int:
+        return len(self.rows)
+
+    @property
+    def kinds(self) -> list[tuple[str, int]]:
+        """Guard kinds in this group with their counts, most common first."""
+        return Counter(g.kind for g, _ in self.rows).most_common()
+
+
+def bases_in(text: str) -> list[str]:
+    """Every ``L['name']`` / ``G['name']`` written in ``text``, in order, without repeats (Dynamo's
+    guard sources and guard code name frame locals and globals this way, torch/_guards.py Source.name)."""
+    out: list[str] = []
+    i = 0
+    while True:
+        hits = [k for k in (text.find("L[", i), text.find("G[", i)) if k >= 0]
+        if not hits:
+            return out
+        k = min(hits)
+        if k > 0 and (text[k - 1].isalnum() or text[k - 1] == "_"):  # part of another name (e.g. "XL[")
+            i = k + 2
+            continue
+        end = text.find("]", k)
+        if end < 0:
+            return out
+        base = text[k:end + 1]
+        if base not in out:
+            out.append(base)
+        i = end + 1
+
+
+def base_of(source: str) -> str:
+    """The local or global a guard source starts from ("" when it names none)."""
+    found = bases_in(source)
+    return found[0] if found else ""
+
+
+def group_guards(guards: list[Guard]) -> list[GuardGroup]:
+    """Guards by the variable they guard: locals (``L[...]``) first, then globals (``G[...]``), then the
+    global-state guards (``BACKEND_MATCH``, ``GLOBAL_STATE``, grad mode, ...: no source). A guard
+    without a source whose code names variables (``SHAPE_ENV`` relations) joins each of their groups."""
+    groups: dict[str, GuardGroup] = {}
+
+    def add(key: str, g: Guard, related: bool) -> None:
+        groups.setdefault(key, GuardGroup(key)).rows.append((g, related))
+
+    for g in guards:
+        base = base_of(g.source)
+        if base:
+            add(base, g, False)
+            continue
+        mentioned = [b for line in g.code for b in bases_in(line)]
+        for b in dict.fromkeys(mentioned):
+            add(b, g, True)
+        if not mentioned:
+            add(GLOBAL, g, False)
+    order = {"L": 0, "G": 1}
+    return sorted(groups.values(), key=lambda gr: order.get(gr.title[:1], 2) if gr.title != GLOBAL else 3)
+
+
+def kind_counts(guards: list[Guard]) -> list[tuple[str, int]]:
+    """Every guard kind of ``guards`` with its count, most common first."""
+    return Counter(g.kind for g in guards).most_common()
+
+
+_PREAMBLE = ("Encountered graph break", "Graph break")
+
+
+def break_parts(reason: str) -> tuple[str, list[str]]:
+    """(gist, hints) of a Dynamo graph-break reason: the first line that says what broke (the
+    "Encountered graph break when ..." preamble skipped when more follows) and its ``Hint:`` lines.
+
+    >>> break_parts("Encountered graph break when tracing CALL:\\n\\nlogging not supported\\n  Hint: ignore it.\\n")
+    ('logging not supported', ['ignore it.'])
+    """
+    lines = [ln.strip() for ln in reason.splitlines() if ln.strip()]
+    hints = [ln[len("Hint:"):].strip() for ln in lines if ln.startswith("Hint:")]
+    body = [ln for ln in lines if not ln.startswith(("Hint:", "Explanation:", "Developer debug context:", "For more details"))]
+    gist = body[0] if body else ""
+    if len(body) > 1 and gist.startswith(_PREAMBLE):
+        gist = body[1]
+    return gist, hints

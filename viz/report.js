@@ -1,0 +1,181 @@
+// The static report's graphs (viz/report_graphs.py): after canvas.js's drawing code, this draws every
+// `.ds-graphbox` of a `.ds-report` from the report's JSON block with the same view as the explorer's
+// canvas (pan, zoom, fit, search, minimap). A click on a module box opens the layout of its nodes
+// (Note [Folding in the report]); a click on a node shows its label lines as text. No kernel, no network.
+// A packed drawing (viz/report_graphs.py pack, Note [Compact drawings]) back to canvas.js's form.
+function unpack(p, strings) {
+  const KEYS = ["id", "label", "sub", "role", "x", "y", "w", "h", "group", "part", "src"];
+  const INTERNED = new Set([2, 3, 8, 9, 10]);
+  const boxes = p.b.map((row) => {
+    const b = {};
+    KEYS.forEach((k, i) => { if (i < row.length && row[i] !== 0) b[k] = INTERNED.has(i) ? strings[row[i]] : row[i]; });
+    if (b.label === undefined) b.label = b.id;
+    if (b.sub === undefined) b.sub = "";
+    return b;
+  });
+  const edges = p.e.map(([si, di, pts]) => {
+    const s = boxes[si], t = boxes[di];
+    if (!pts) {
+      const x0 = s.x + s.w / 2, y0 = s.y + s.h, x1 = t.x + t.w / 2, y1 = t.y, mid = (y0 + y1) / 2;
+      pts = [x0, y0, x0, mid, x1, mid, x1, y1];
+    }
+    return { src: s.id, dst: t.id, pts };
+  });
+  const find = { ...(p.find || {}) };  // a module box's nodes: those of its own drawing
+  for (const [id, sub] of Object.entries(p.open || {})) find[id] = sub.b.map((row) => row[0]);
+  return { ...p, boxes, edges, find };
+}
+
+function dsReport(root) {
+  const block = root.querySelector("script.ds-drawings");
+  if (!block) return;
+  const data = JSON.parse(block.textContent);
+  // Note [Drawing on sight]: a graph is drawn when it comes near the window (IntersectionObserver), so
+  // a report with eight big graphs paints its first one without waiting for the others.
+  const near = typeof IntersectionObserver === "undefined" ? null : new IntersectionObserver((seen) => {
+    for (const e of seen) if (e.isIntersecting) { near.unobserve(e.target); e.target.dsInit(); }
+  }, { rootMargin: "400px" });
+  for (const host of root.querySelectorAll(".ds-graphbox")) {
+    let ready = false;
+    host.dsFind = () => {};
+    host.dsInit = () => { if (!ready) { ready = true; setup(host); } };
+    host.dsShow = (needle) => { host.dsInit(); host.dsFind(needle); };
+    if (near) near.observe(host); else host.dsInit();
+  }
+
+  function setup(host) {
+    const packed = data.graphs[Number(host.dataset.graph)];
+    if (!packed) return;
+    const entry = unpack(packed, data.strings);
+    const opened = {};  // unpacked on first use
+    globalThis.__dynascopeCanvases = (globalThis.__dynascopeCanvases || 0) + 1;
+    const crumbs = document.createElement("div");
+    crumbs.className = "ds-crumbs";
+    const canvasEl = document.createElement("div");
+    const info = document.createElement("pre");
+    info.className = "ds-nodeinfo";
+    host.replaceChildren(crumbs, canvasEl, info);
+    let current = entry;
+    const FIRST = "module boxes: click one to open it, \u201cback\u201d to return";
+    let v = null;
+    const show = (d, title) => { current = d; crumbs.textContent = title; v.draw(d, true); };
+    v = dsView(canvasEl, {
+      height: Number(host.dataset.height) || 520, roleCss: data.css, uid: `dsr${globalThis.__dynascopeCanvases}`,
+      onNode(name) {
+        const b = (current.boxes || []).find((x) => x.id === name);
+        info.textContent = b ? [b.label, b.sub, b.src].filter(Boolean).join("\n") : name;
+      },
+      onGroup(path, boxId) {
+        const p = packed.open && packed.open[boxId];
+        if (!p) return;
+        if (!opened[boxId]) opened[boxId] = unpack(p, data.strings);
+        show(opened[boxId], `opened ${path}: ${opened[boxId].boxes.length} nodes`);
+      },
+      extraButtons: [["back", "show the first view again", () => show(entry, FIRST)]],
+    });
+    crumbs.textContent = Object.keys(packed.open || {}).length ? FIRST : "every node";
+    host.dsFind = (needle) => {  // the module view's links: back to the first view, then find the module
+      show(entry, FIRST);
+      v.search.value = needle;
+      requestAnimationFrame(() => v.find(false));
+    };
+    v.draw(entry, true);
+    const details = host.closest("details");
+    if (details) details.addEventListener("toggle", () => { if (details.open) v.fit(); });
+  }
+}
+
+// The guards view of the report (viz/panels.py guards_html(report=True)): rows come from the panel's
+// JSON block and become table rows (text only) when a group opens; the filter box matches kind, source,
+// code and user stack, shows only the groups with a match and opens them.
+function dsGuards(root) {
+  for (const panel of root.querySelectorAll(".ds-guards")) {
+    const block = panel.querySelector("script.ds-guard-data");
+    const box = panel.querySelector("input.ds-guard-filter");
+    if (!block || !box) continue;
+    const data = JSON.parse(block.textContent);
+    const count = panel.querySelector(".ds-guard-count");
+    const total = count.textContent;
+    const cell = (tr, text) => { const td = document.createElement("td"); td.textContent = text; tr.appendChild(td); return td; };
+    // Note [Packed guard rows] (viz/panels.py): restore the exact source and code of every row once.
+    data.groups.forEach((rows, gi) => {
+      const title = panel.querySelectorAll("details.ds-guard-group")[gi].dataset.title;
+      for (const r of rows) {
+        if (r[0].startsWith("\u0002")) r[0] = title + r[0].slice(1);
+        r[2] = r[2].map((c) => c.split("\u0001").join(r[0]));
+      }
+    });
+    const rowText = (r) => `${r[0]}\n${r[1]}\n${r[2].join("\n")}\n${data.stacks[r[3]]}`.toLowerCase();
+    const fill = (group, needle) => {
+      const rows = data.groups[Number(group.dataset.group)] || [];
+      const body = group.querySelector("tbody");
+      const title = group.dataset.title;
+      const out = [];
+      for (const r of rows) {
+        if (needle && !rowText(r).includes(needle)) continue;
+        const tr = document.createElement("tr");
+        const src = cell(tr, r[0] || "(no source)");
+        if (r[4]) { const i = document.createElement("i"); i.className = "ds-muted"; i.textContent = ` mentions ${title}`; src.appendChild(i); }
+        cell(tr, r[1]);
+        const code = cell(tr, "");
+        code.style.whiteSpace = "pre-wrap";
+        code.textContent = r[2].join("\n");
+        const stack = data.stacks[r[3]];
+        const td = cell(tr, "");
+        if (stack) {
+          const lines = stack.split("\n");
+          const det = document.createElement("details");
+          const sum = document.createElement("summary");
+          sum.textContent = lines[lines.length - 1];
+          const pre = document.createElement("pre");
+          pre.textContent = stack;
+          det.append(sum, pre);
+          td.appendChild(det);
+        }
+        out.push(tr);
+      }
+      body.replaceChildren(...out);
+      group.dataset.filled = needle || "*";
+      return out.length;
+    };
+    for (const group of panel.querySelectorAll("details.ds-guard-group")) {
+      group.addEventListener("toggle", () => { if (group.open && !group.dataset.filled) fill(group, ""); });
+    }
+    box.addEventListener("input", () => {
+      const needle = box.value.trim().toLowerCase();
+      let shown = 0;
+      for (const group of panel.querySelectorAll("details.ds-guard-group")) {
+        const n = fill(group, needle);
+        group.style.display = n ? "" : "none";
+        group.open = Boolean(needle) && n > 0;
+        shown += n;
+      }
+      count.textContent = needle ? `${shown} row(s) match \u201c${box.value.trim()}\u201d (of ${total})` : total;
+    });
+  }
+}
+
+// The module view's paths: a click shows that module in the frame's root graph (search centres on it).
+function dsModuleLinks(root) {
+  for (const a of root.querySelectorAll("a.ds-module-link")) {
+    a.addEventListener("click", (ev) => {
+      ev.preventDefault();
+      const host = root.querySelector(`.ds-graphbox[data-graph="${Number(a.dataset.graph)}"]`);
+      if (!host || !host.dsShow) return;
+      const details = host.closest("details");
+      if (details) details.open = true;
+      host.scrollIntoView({ block: "center" });
+      host.dsShow(a.dataset.module);
+    });
+  }
+}
+
+// A page may hold several reports (the CLI's, one per rank), each followed by this script: each report
+// is set up once.
+for (const r of document.querySelectorAll(".ds-report")) {
+  if (r.dataset.dsReady) continue;
+  r.dataset.dsReady = "1";
+  dsReport(r);
+  dsGuards(r);
+  dsModuleLinks(r);
+}
