@@ -12,7 +12,7 @@ explorer. Every compile attempt is shown, the ones that did not compile greyed.
 from __future__ import annotations
 
 import pathlib
-from typing import Union
+from typing import Callable, Optional, Union
 
 from tracer.model import TIME_PHASES, Aot, Capture, Frame, Graph
 from viz import panels
@@ -73,15 +73,19 @@ def frame_html(frame: Frame, graphs: list[tuple[str, str, int, int]] = ()) -> st
     )
 
 
-def capture_html(cap: Capture) -> str:
+def capture_html(cap: Capture, frame_block: Optional[Callable[[Frame, str], str]] = None) -> str:
     """Self-contained HTML of ``cap``: overview, then per frame its graphs (drawn from layout data by
-    the one embedded script), module tree and tables.
+    the one embedded script), module tree and tables. ``frame_block(frame, html)`` may wrap each
+    frame's section (the job view anchors them per rank).
 
     Used for the ``text/html`` mimebundle entry and by :func:`export_html`; deterministic.
     """
     data, per_frame = report_data(cap.frames)
+    blocks = [frame_html(f, g) for f, g in zip(cap.frames, per_frame, strict=True)]
+    if frame_block is not None:
+        blocks = [frame_block(f, b) for f, b in zip(cap.frames, blocks, strict=True)]
     return render("report.html.j2", overview=fragment(panels.overview_html(cap)),
-                  frames=[fragment(frame_html(f, g)) for f, g in zip(cap.frames, per_frame, strict=True)],
+                  frames=[fragment(b) for b in blocks],
                   diffs=fragment(recompiles_html(cap)), data=fragment(data),
                   script=fragment(report_script()), canvas_css=fragment(canvas_css()))
 

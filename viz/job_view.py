@@ -14,8 +14,8 @@ from typing import Any, Optional, Union
 
 import ipywidgets as W
 
-from tracer.model import Capture, Frame, Job
-from viz import html, panels
+from tracer.model import Capture, Job
+from viz import html
 from viz.markup import fragment, render
 
 __all__ = ["JobView", "export_job_html", "grid_columns", "job_html", "mimebundle"]
@@ -44,13 +44,10 @@ def _cell(job: Job, rank: int, cid: str) -> dict[str, Any]:
     return {"present": True, "text": text, "cls": cls, "title": "; ".join(d.message for d in found)}
 
 
-def _frame_block(rank: int, frame: Frame) -> str:
-    return render("job_frame.html.j2", rank=rank, frame=frame, body=fragment(html.frame_html(frame)))
-
-
 def _rank_report(rank: int, cap: Capture) -> str:
-    return render("report.html.j2", overview=fragment(panels.overview_html(cap)),
-                  frames=[fragment(_frame_block(rank, f)) for f in cap.frames], diffs=fragment(html.recompiles_html(cap)))
+    """The rank's capture report (the same as ``viz.capture_html``), each frame anchored for the grid."""
+    return html.capture_html(cap, lambda frame, body: render("job_frame.html.j2", rank=rank, frame=frame,
+                                                             body=fragment(body)))
 
 
 def _sides(job: Job) -> list[dict[str, Any]]:
