@@ -138,6 +138,7 @@ def test_report_of_a_real_model(name, browser, tmp_path):
         assert guards.locator("details.ds-guard-group[open]").count() == 0
         first = guards.locator("details.ds-guard-group").first
         first.locator("summary").click()
+        first.locator("tbody tr").first.wait_for(timeout=5000)  # rows are built from JSON when the group opens
         assert first.locator("tbody tr").count() > 0
         groups_before = guards.locator("details.ds-guard-group:visible").count()
         guards.locator("input.ds-guard-filter").fill("BACKEND_MATCH")
