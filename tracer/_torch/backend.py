@@ -8,6 +8,7 @@ the compiled function computes exactly what the user's function computes.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import types
 import warnings
@@ -59,6 +60,7 @@ class Recorder:
         self.where: dict[Key, tuple[str, str]] = {}  # compile key -> (code location, file) of the frame
         self._last_ended: Optional[Key] = None  # the compile whose metrics were logged last
         self.interrupted: Optional[BaseException] = None  # what ended the capture early, if anything
+        self.start_stacks: dict[Key, list[Any]] = {}  # dynamo_start's user stack per compile (Note [Stack at dynamo_start])
         self._handler: Optional[StructuredTraceHandler] = None
         self.passes = PassRecorder()  # Dynamo passes between its graph log point and this backend
 
@@ -77,8 +79,9 @@ class Recorder:
     def on_attempt(self, akey: AttemptKey) -> None:
         self._seen(akey[:2], akey[2])
 
-    def on_start(self, key: Key) -> None:
+    def on_start(self, key: Key, stack: list[Any]) -> None:
         self._seen(key)
+        self.start_stacks[key] = list(stack)
 
     def on_recompile(self, key: Key, reasons: list[str]) -> None:
         self._seen(key)
@@ -244,6 +247,9 @@ class Recorder:
         interrupted = _describe(self.interrupted) if last and self.interrupted is not None else ""
         settle_status(frame, akey[2], info, restarted, interrupted)
         self.beyond.fill(frame, akey)
+        stack = _user_stack(self.start_stacks.get(akey[:2], []))
+        if stack:
+            frame.meta["stack"] = stack
         if frame.status in ("compiled", "no_graph"):
             bm = backend_guards.get(f"{akey[0]}/{akey[1]}")
             if bm is not None:
@@ -282,6 +288,36 @@ def _local_reason(reason: str, local: dict[AttemptKey, str]) -> str:
         return reason
     key = (int(m.group("frame")), int(m.group("compile")), 0)
     return f"{local[key]}: {reason[m.end():]}" if key in local else reason
+
+
+# Note [Stack at dynamo_start]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``log_dynamo_start`` (convert_frame.py) logs the Python stack that led to the frame Dynamo starts
+# compiling; tlparse builds its stack trie from it, and so does the overview (``Frame.meta["stack"]``,
+# "file.py:LINE in fn", outermost first, as tracer.load_trace reads it from a log). File names are
+# interned numbers (torch/_logging/structured.py). Frames in dynascope's own files are dropped: they
+# are how the capture called the user's function, not part of the user's program.
+
+
+def _user_stack(frames: list[Any]) -> list[str]:
+    if not frames:
+        return []
+    from tracer._torch.trace_events import interned_strings
+
+    names = interned_strings()
+    out = []
+    for f in frames:
+        if not isinstance(f, dict):
+            continue
+        name = names.get(f.get("filename"), "") if isinstance(f.get("filename"), int) else str(f.get("filename") or "")
+        if name.startswith(_OWN):
+            continue
+        out.append(f"{os.path.basename(name) or '?'}:{f.get('line')} in {f.get('name')}")
+    return out
+
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_OWN = (os.path.join(_ROOT, "tracer") + os.sep, os.path.join(_ROOT, "viz") + os.sep)
 
 
 def _describe(e: BaseException) -> str:

@@ -55,13 +55,14 @@ class StructuredTraceHandler(logging.Handler):
     """Collect what the structured trace says about each compile attempt.
 
     Calls ``on_attempt((frame_id, compile_id, attempt))`` the first time a record names an attempt
-    (in trace order: the order attempts ran), ``on_start(key)`` at ``dynamo_start``,
+    (in trace order: the order attempts ran), ``on_start(key, stack)`` at ``dynamo_start`` (the user
+    stack torch logs there, frames as dicts with an interned ``filename``),
     ``on_recompile(key, reasons)`` for the ``recompile_reasons`` artifact, and
     ``on_metrics(attempt_key, metrics)`` for ``compilation_metrics`` (emitted once per compile, when
     it ends, under its last attempt; ``metrics`` holds METRIC_FIELDS).
     """
 
-    def __init__(self, on_start: Callable[[tuple[int, int]], None], on_recompile: Callable[[tuple[int, int], list[str]], None],
+    def __init__(self, on_start: Callable[[tuple[int, int], list[Any]], None], on_recompile: Callable[[tuple[int, int], list[str]], None],
                  on_attempt: Callable[[AttemptKey], None] | None = None,
                  on_metrics: Callable[[AttemptKey, dict[str, Any]], None] | None = None) -> None:
         super().__init__(level=logging.DEBUG)
@@ -93,7 +94,9 @@ class StructuredTraceHandler(logging.Handler):
             if self.on_attempt is not None:
                 self.on_attempt(akey)
         if "dynamo_start" in meta:
-            self.on_start(key)
+            start = meta["dynamo_start"]
+            stack = start.get("stack") if isinstance(start, dict) else None
+            self.on_start(key, stack if isinstance(stack, list) else [])
         metrics = meta.get("compilation_metrics")
         if isinstance(metrics, dict) and self.on_metrics is not None:
             self.on_metrics(akey, {k: metrics.get(k) for k in METRIC_FIELDS})

@@ -51,8 +51,10 @@ def assemble(st: LogState, fn: str = "") -> Capture:
         frame = Frame(compile_id=local[key], code=_code(a, info, st), dynamo_id=format_id(*key))
         _fill_graphs(frame, a)
         _fill_guards(frame, a)
-        if a.start_stack:
-            frame.meta["stack"] = st.stack(a.start_stack)  # dynamo_start's user stack, outermost first (the stack trie)
+        first = st.attempts.get((key[0], key[1], 0))
+        start = a.start_stack or (first.start_stack if first is not None else [])
+        if start:  # dynamo_start's user stack, outermost first (the stack trie); logged once, for attempt 0
+            frame.meta["stack"] = st.stack(start)
         if a.symbols:
             frame.meta["symbols"] = a.symbols  # create_symbol / create_unbacked_symbol records, user stacks formatted
         if a.specializations:
