@@ -84,8 +84,9 @@ def overview_html(cap: Capture) -> str:
 
 def frame_trie(cap: Capture) -> list[tuple[str, list[Any], list[Frame]]]:
     """The frames as tlparse's stack trie: nested (label, children, attempts) by the user stack at
-    ``dynamo_start`` (``Frame.meta["stack"]``, outermost first, read from TORCH_TRACE logs); a frame
-    whose stack is not in the record hangs under its file and code location instead."""
+    ``dynamo_start`` (``Frame.meta["stack"]``, outermost first, recorded live and read from
+    TORCH_TRACE logs alike); a frame whose stack is not in the record hangs under its file and code
+    location instead."""
     root: dict[str, Any] = {}
     for f in cap.frames:
         stack = f.meta.get("stack")
