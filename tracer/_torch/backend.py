@@ -295,8 +295,10 @@ def _local_reason(reason: str, local: dict[AttemptKey, str]) -> str:
 # ``log_dynamo_start`` (convert_frame.py) logs the Python stack that led to the frame Dynamo starts
 # compiling; tlparse builds its stack trie from it, and so does the overview (``Frame.meta["stack"]``,
 # "file.py:LINE in fn", outermost first, as tracer.load_trace reads it from a log). File names are
-# interned numbers (torch/_logging/structured.py). Frames in dynascope's own files are dropped: they
-# are how the capture called the user's function, not part of the user's program.
+# interned numbers (torch/_logging/structured.py). The stack starts at the line that called
+# ``tracer.capture`` (what ran before it — a notebook kernel's event loop, pytest — is the caller's
+# context, not the program being compiled), and frames in dynascope's own files are dropped: they are
+# how the capture called the user's function.
 
 
 def _user_stack(frames: list[Any]) -> list[str]:
@@ -305,15 +307,15 @@ def _user_stack(frames: list[Any]) -> list[str]:
     from tracer._torch.trace_events import interned_strings
 
     names = interned_strings()
-    out = []
+    rows = []
     for f in frames:
         if not isinstance(f, dict):
             continue
         name = names.get(f.get("filename"), "") if isinstance(f.get("filename"), int) else str(f.get("filename") or "")
-        if name.startswith(_OWN):
-            continue
-        out.append(f"{os.path.basename(name) or '?'}:{f.get('line')} in {f.get('name')}")
-    return out
+        rows.append((name.startswith(_OWN), f"{os.path.basename(name) or '?'}:{f.get('line')} in {f.get('name')}"))
+    first_own = next((i for i, (own, _) in enumerate(rows) if own), None)
+    start = max(first_own - 1, 0) if first_own is not None else 0  # from the line that called tracer.capture
+    return [text for own, text in rows[start:] if not own]
 
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
