@@ -143,18 +143,6 @@ def job_html_summary(job: Job) -> str:
 
 def mimebundle(job: Job, include: Container[str] | None = None, exclude: Container[str] | None = None) -> dict[str, Any]:
     """The ``_repr_mimebundle_`` of a Job: the JobView widget, its static HTML and its text."""
+    from viz.mimebundle import bundle
 
-    def wanted(mime: str) -> bool:
-        return (not include or mime in include) and (not exclude or mime not in exclude)
-
-    from viz.mimebundle import WIDGET_MIME
-
-    bundle: dict[str, Any] = {}
-    if wanted(WIDGET_MIME):
-        view = JobView(job).widget._repr_mimebundle_()
-        if WIDGET_MIME in view:
-            bundle[WIDGET_MIME] = view[WIDGET_MIME]
-    if wanted("text/html"):
-        bundle["text/html"] = job_html(job)
-    bundle["text/plain"] = str(job)
-    return bundle
+    return bundle(lambda: JobView(job).widget, lambda: job_html(job), str(job), include, exclude)

@@ -8,11 +8,11 @@ GitHub; the widget view is added when it is wanted, and a frontend with widgets 
 from __future__ import annotations
 
 from collections.abc import Container
-from typing import Any
+from typing import Any, Callable
 
 from tracer.model import Capture
 
-__all__ = ["WIDGET_MIME", "mimebundle"]
+__all__ = ["WIDGET_MIME", "bundle", "mimebundle"]
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -26,19 +26,33 @@ def mimebundle(cap: Capture, include: Container[str] | None = None,
     {'text/plain': 'Capture of f: 0 frame(s), 0 graph break(s), 0 recompile(s)'}
     """
 
+    def explorer() -> Any:
+        from viz.explorer import Explorer
+
+        return Explorer(cap).widget
+
+    def html() -> str:
+        from viz.html import capture_html
+
+        return capture_html(cap)
+
+    return bundle(explorer, html, str(cap), include, exclude)
+
+
+def bundle(widget: Callable[[], Any], html: Callable[[], str], text: str, include: Container[str] | None = None,
+           exclude: Container[str] | None = None) -> dict[str, Any]:
+    """A mime bundle of a widget view, static HTML and text, honouring IPython's ``include``/``exclude``;
+    ``widget`` and ``html`` are built only when wanted. ``text/plain`` is always present."""
+
     def wanted(mime: str) -> bool:
         return (not include or mime in include) and (not exclude or mime not in exclude)
 
-    bundle: dict[str, Any] = {}
+    out: dict[str, Any] = {}
     if wanted(WIDGET_MIME):
-        from viz.explorer import Explorer
-
-        view = Explorer(cap).widget._repr_mimebundle_()
-        if WIDGET_MIME in view:
-            bundle[WIDGET_MIME] = view[WIDGET_MIME]
+        view = widget()._repr_mimebundle_()
+        if view and WIDGET_MIME in view:
+            out[WIDGET_MIME] = view[WIDGET_MIME]
     if wanted("text/html"):
-        from viz.html import capture_html
-
-        bundle["text/html"] = capture_html(cap)
-    bundle["text/plain"] = str(cap)
-    return bundle
+        out["text/html"] = html()
+    out["text/plain"] = text
+    return out
