@@ -86,3 +86,64 @@ def test_all_problems_and_repr():
     assert repr(cap.frames[0]) == "Frame(0/0, 'f.py:1 in f', 0 nodes, 0 subgraphs, 0 guards)"
     cap.frames[1].status = "no_graph"
     assert repr(cap.frames[1]) == "Frame(1/0, no_graph, 'f.py:9 in g', 0 nodes, 0 subgraphs, 0 guards)"
+
+
+def test_a_float_shows_its_value():
+    assert format_meta({"kind": "float", "value": "0.5"}) == "0.5"
+
+
+def test_graph_node_lookup_keeps_up_with_the_list():
+    a, b = Node("a", "placeholder", "a"), Node("b", "placeholder", "b")
+    g = Graph([a, b])
+    assert g.node("b") is b and g.node("b") is b and g.node("a") is a  # the second lookup comes from the index
+    b2 = Node("b", "placeholder", "b2")
+    g.nodes[1] = b2  # replaced in place: same name, same count
+    assert g.node("b") is b2
+    a.name = "renamed"  # renamed in place
+    with pytest.raises(KeyError):
+        g.node("a")
+    assert g.node("renamed") is a
+    g.nodes.pop(0)
+    assert g.node("b") is b2
+
+
+def test_graph_node_error_names_the_choices():
+    g = Graph([Node(f"n{i}", "placeholder", f"n{i}") for i in range(25)])
+    with pytest.raises(KeyError) as info:
+        g.node("zz")
+    shown = [f"n{i}" for i in range(20)] + ["..."]
+    assert info.value.args[0] == f"no node 'zz' in Graph('root', 25 nodes) (nodes: {shown})"
+    with pytest.raises(KeyError) as info:
+        Graph([Node("x", "placeholder", "x")]).node("y")
+    assert info.value.args[0] == "no node 'y' in Graph('root', 1 nodes) (nodes: ['x'])"
+
+
+def test_save_load_json_indent_and_times(tmp_path):
+    cap = _cap()
+    cap.frames[1].times = {"total": 0.25, "backend": 0.125}
+    path = tmp_path / "cap.json"
+    cap.save(str(path))
+    assert Capture.load(str(path)) == cap
+    assert "\n" not in cap.to_json() and cap.to_json(indent=2).startswith('{\n  "schema"')
+    rows = cap.times().splitlines()
+    assert rows[0].split() == ["frame", "status", "total", "dynamo", "aot_autograd", "backend", "before_restart"]
+    assert rows[2].split() == ["1/0", "compiled", "0.250", "?", "?", "0.125", "?"]
+
+
+def test_str_and_mimebundle_go_through_text_and_the_registry():
+    from tracer import display
+    from tracer._text import capture_tree
+
+    cap = _cap()
+    assert str(cap) == capture_tree(cap)
+    seen = []
+    real = display._RENDERERS.get(Capture)
+    display.register(Capture, lambda obj, include=None, exclude=None: seen.append((obj, include, exclude)) or {"x": 1})
+    try:
+        assert cap._repr_mimebundle_(include={"a"}, exclude={"b"}) == {"x": 1}
+    finally:
+        if real is not None:
+            display.register(Capture, real)
+        else:
+            display._RENDERERS.pop(Capture, None)
+    assert seen == [(cap, {"a"}, {"b"})]
