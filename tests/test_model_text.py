@@ -147,3 +147,13 @@ def test_str_and_mimebundle_go_through_text_and_the_registry():
         else:
             display._RENDERERS.pop(Capture, None)
     assert seen == [(cap, {"a"}, {"b"})]
+
+
+@pytest.mark.parametrize("count,shown", [(20, 20), (21, 21)])
+def test_graph_node_error_shows_up_to_twenty_names(count, shown):
+    g = Graph([Node(f"n{i}", "placeholder", f"n{i}") for i in range(count)])
+    with pytest.raises(KeyError) as info:
+        g.node("zz")
+    names = [f"n{i}" for i in range(count)]
+    expected = names if count <= 20 else names[:20] + ["..."]
+    assert info.value.args[0].endswith(f"(nodes: {expected})") and len(expected) == shown
