@@ -25,11 +25,10 @@ SIDES = ("compile", "capture", "compile_cached")
 
 
 def _sides(model: torch.nn.Module, args: tuple) -> dict[str, Callable[[], Any]]:
-    import torch._functorch.config as functorch_config
-    import torch._inductor.config as config
+    from tracer._torch.inductor import compile_caches_off
 
     def compile_() -> Any:  # the caches the capture turns off, off
-        with config.patch({"fx_graph_cache": False}), functorch_config.patch({"enable_autograd_cache": False}):
+        with compile_caches_off():
             return torch.compile(model, backend="inductor")(*args)
 
     def capture() -> Any:

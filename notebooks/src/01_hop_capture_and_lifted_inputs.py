@@ -306,30 +306,10 @@ assert failed[0].hop == "wrap" and cap.graph_breaks and torch.equal(cap.result, 
 assert isinstance(err, torch._dynamo.exc.UncapturedHigherOrderOpError)
 assert [sp.hop for f in err.capture.frames for sp in f.speculations if not sp.ok] == ["cond"]
 
-from torch._dynamo.variables import higher_order_ops as hops  # noqa: E402
-from torch._dynamo.variables.invoke_subgraph import InvokeSubgraphHigherOrderVariable  # noqa: E402
+from tracer._torch.hop_facts import flags  # noqa: E402  each HOP handler's switches, read from torch
 
-fallback = {
-    cls.__name__: cls._ALLOW_FALLBACK_TO_EAGER
-    for cls in (
-        hops.WrapHigherOrderVariable,
-        hops.CheckpointHigherOrderVariable,
-        hops.AutogradFunctionApplyVariable,
-        hops.CondHigherOrderVariable,
-        hops.WhileLoopHigherOrderVariable,
-        hops.ScanHigherOrderVariable,
-        hops.AssociativeScanHigherOrderVariable,
-        hops.MapHigherOrderVariable,
-        hops.HintsWrapperHigherOrderVariable,
-        hops.StrictModeHigherOrderVariable,
-        InvokeSubgraphHigherOrderVariable,
-    )
-}
-assert [k for k, v in fallback.items() if v] == [
-    "WrapHigherOrderVariable",
-    "CheckpointHigherOrderVariable",
-    "AutogradFunctionApplyVariable",
-]
+hop_flags = flags()  # {"wrap": {"fallback_to_eager": True, ...}, ...} from each handler's _ALLOW_FALLBACK_TO_EAGER
+assert [hop for hop, f in hop_flags.items() if f["fallback_to_eager"]] == ["wrap", "checkpoint", "autograd.Function"]
 
 # %% [markdown]
 # ## What the fallback costs: compile attempts
@@ -361,7 +341,7 @@ assert cap.graph_breaks[0].compile_id == "0/0"  # the break belongs to the attem
 # h, q_idx, kv_idx` and the incoming gradient of an `autograd.Function` backward are the same kind.
 
 # %%
-from torch._higher_order_ops.scan import scan  # noqa: E402
+from tracer._torch.hop_facts import scan  # noqa: E402  torch._higher_order_ops.scan.scan (no public torch.scan)
 
 
 def running_sum(init, xs):

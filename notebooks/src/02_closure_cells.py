@@ -190,9 +190,9 @@ assert "side effect" in failed[0].reason.lower()
 assert brk.code_line.strip() == "count += 1"
 assert [loc.rsplit(" in ", 1)[1] for loc in brk.user_stack] == ["g", "body"]
 assert cap.result[1] == 1
-from torch._dynamo.variables.higher_order_ops import WrapHigherOrderVariable  # noqa: E402
+from tracer._torch.hop_facts import flags  # noqa: E402  each HOP handler's switches, read from torch
 
-assert WrapHigherOrderVariable.allow_side_effects is False
+assert flags()["wrap"]["allow_side_effects"] is False  # WrapHigherOrderVariable.allow_side_effects
 
 # %% [markdown]
 # In the explorer, the frame's speculations list the failed one, marked with its reason, and the
@@ -228,9 +228,7 @@ print([(sp.hop, sp.ok) for f in cap2.frames for sp in f.speculations], "| graph 
 print(cap2.frames[0].graph.code)
 
 # %%
-from torch._dynamo.variables.invoke_subgraph import InvokeSubgraphHigherOrderVariable  # noqa: E402
-
-assert InvokeSubgraphHigherOrderVariable.allow_side_effects is True
+assert flags()["invoke_subgraph"]["allow_side_effects"] is True  # InvokeSubgraphHigherOrderVariable's
 assert cap2.graph_breaks == [] and all(sp.ok for f in cap2.frames for sp in f.speculations)
 assert [sp.hop for f in cap2.frames for sp in f.speculations] == ["invoke_subgraph"]
 assert "return (cos, s)" in cap2.frames[0].graph.code  # the appended tensor: an extra body output

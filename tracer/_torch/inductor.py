@@ -45,13 +45,22 @@ __all__ = ["compile_inductor", "inductor_graphs", "provenance_tracking"]
 # by default. Not ``force_disable_caches``: it also turns off Dynamo's PGO profile and warns about it.
 # The cost is a cold compile (bench/inductor_overhead.py).
 @contextlib.contextmanager
-def provenance_tracking() -> Iterator[None]:
-    """Inductor's provenance tracking on and compile caches off, for the capture only."""
+def compile_caches_off() -> Iterator[None]:
+    """The local FX-graph and AOTAutograd caches off (see above); also what the bench's plain
+    Inductor compile uses, so both sides compile cold."""
     import torch._functorch.config as functorch_config
     import torch._inductor.config as config
 
-    with config.patch({"trace.provenance_tracking_level": 1, "fx_graph_cache": False}), \
-            functorch_config.patch({"enable_autograd_cache": False}):
+    with config.patch({"fx_graph_cache": False}), functorch_config.patch({"enable_autograd_cache": False}):
+        yield
+
+
+@contextlib.contextmanager
+def provenance_tracking() -> Iterator[None]:
+    """Inductor's provenance tracking on and compile caches off, for the capture only."""
+    import torch._inductor.config as config
+
+    with config.patch({"trace.provenance_tracking_level": 1}), compile_caches_off():
         yield
 
 
