@@ -11,7 +11,7 @@ import json
 import logging
 from typing import Any, Callable
 
-__all__ = ["GRAPH_TEXTS", "METRIC_FIELDS", "AttemptKey", "StructuredTraceHandler", "logged_graph_code"]
+__all__ = ["TraceReader", "GRAPH_TEXTS", "METRIC_FIELDS", "AttemptKey", "StructuredTraceHandler", "logged_graph_code"]
 
 # Note [What we read from the structured trace]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -51,7 +51,39 @@ METRIC_FIELDS = ("co_name", "co_filename", "co_firstlineno", "fail_type", "fail_
                  "aot_autograd_cumulative_compile_time_us", "dynamo_time_before_restart_s")
 
 
-class StructuredTraceHandler(logging.Handler):
+class TraceReader(logging.Handler):
+    """A handler on torch's structured-trace logger for one capture: ``with reader:`` attaches it,
+    leaving detaches it (also on error). A subclass implements ``_read(record)``; whatever it raises
+    is kept in ``errors``, never raised into torch."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.errors: list[str] = []  # records we could not read
+        self._logger: logging.Logger | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._read(record)
+        except Exception as e:  # a logging handler must never raise into torch: keep it as a problem
+            self.errors.append(f"structured trace record not read: {type(e).__name__}: {e}"[:300])
+
+    def _read(self, record: logging.LogRecord) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> TraceReader:
+        from torch._logging._internal import trace_log
+
+        self._logger = trace_log
+        trace_log.addHandler(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._logger is not None:
+            self._logger.removeHandler(self)
+            self._logger = None
+
+
+class StructuredTraceHandler(TraceReader):
     """Collect what the structured trace says about each compile attempt.
 
     Calls ``on_attempt((frame_id, compile_id, attempt))`` the first time a record names an attempt
@@ -65,21 +97,13 @@ class StructuredTraceHandler(logging.Handler):
     def __init__(self, on_start: Callable[[tuple[int, int], list[Any]], None], on_recompile: Callable[[tuple[int, int], list[str]], None],
                  on_attempt: Callable[[AttemptKey], None] | None = None,
                  on_metrics: Callable[[AttemptKey, dict[str, Any]], None] | None = None) -> None:
-        super().__init__(level=logging.DEBUG)
+        super().__init__()
         self.on_start = on_start
         self.on_recompile = on_recompile
         self.on_attempt = on_attempt
         self.on_metrics = on_metrics
-        self.errors: list[str] = []  # records we could not read (a handler must not raise into torch)
         self._attempts: set[AttemptKey] = set()
-        self._logger: logging.Logger | None = None
         self.texts: dict[tuple[tuple[int, int], str], str] = {}  # (compile key, GRAPH_TEXTS name) -> text
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self._read(record)
-        except Exception as e:  # a logging handler must never raise into torch: keep it as a problem
-            self.errors.append(f"structured trace record not read: {type(e).__name__}: {e}"[:300])
 
     def _read(self, record: logging.LogRecord) -> None:
         meta = getattr(record, "metadata", None)
@@ -117,11 +141,8 @@ class StructuredTraceHandler(logging.Handler):
             self.on_recompile(key, [str(r) for r in reasons])
 
     def __enter__(self) -> StructuredTraceHandler:
-        from torch._logging._internal import trace_log
-
         global _ACTIVE_HANDLER
-        self._logger = trace_log
-        trace_log.addHandler(self)
+        super().__enter__()
         _ACTIVE_HANDLER = self
         return self
 
@@ -130,9 +151,7 @@ class StructuredTraceHandler(logging.Handler):
         if _ACTIVE_HANDLER is self:
             _ACTIVE_HANDLER = None
         self.texts.clear()
-        if self._logger is not None:
-            self._logger.removeHandler(self)
-            self._logger = None
+        super().__exit__(*exc)
 
 
 _ACTIVE_HANDLER: StructuredTraceHandler | None = None  # the capture's handler while it is attached

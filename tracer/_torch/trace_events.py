@@ -1,4 +1,4 @@
-"""A second structured-trace handler that keeps, per compile attempt, the events issue #18 reads:
+"""A second structured-trace reader (a TraceReader, tracer/_torch/structured.py) that keeps, per compile attempt, the events issue #18 reads:
 Inductor's graphs, code and provenance, ShapeEnv's symbols, guards and specializations, and the
 guard manager text.
 
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+
+from tracer._torch.structured import TraceReader
 
 __all__ = ["EVENTS", "Event", "TraceEvents", "interned_strings"]
 
@@ -25,20 +27,12 @@ Event = tuple[str, Any, Any]  # (event or artifact name, its metadata value, pay
 AttemptKey = tuple[int, int, int]
 
 
-class TraceEvents(logging.Handler):
+class TraceEvents(TraceReader):
     """``events[(frame_id, frame_compile_id, attempt)]`` -> the kept events of that attempt, in order."""
 
     def __init__(self) -> None:
-        super().__init__(level=logging.DEBUG)
+        super().__init__()
         self.events: dict[AttemptKey, list[Event]] = {}
-        self.errors: list[str] = []
-        self._logger: logging.Logger | None = None
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self._read(record)
-        except Exception as e:  # a logging handler must never raise into torch: keep it as a problem
-            self.errors.append(f"structured trace record not read: {type(e).__name__}: {e}"[:300])
 
     def _read(self, record: logging.LogRecord) -> None:
         meta = getattr(record, "metadata", None)
@@ -56,18 +50,6 @@ class TraceEvents(logging.Handler):
 
     def of(self, akey: AttemptKey) -> list[Event]:
         return self.events.get(akey, [])
-
-    def __enter__(self) -> TraceEvents:
-        from torch._logging._internal import trace_log
-
-        self._logger = trace_log
-        trace_log.addHandler(self)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._logger is not None:
-            self._logger.removeHandler(self)
-            self._logger = None
 
 
 def interned_strings() -> dict[int, str]:
