@@ -9,7 +9,7 @@ BIN     := $(VENV)/bin
 PIP     := $(BIN)/pip -q --disable-pip-version-check
 STAMP   := $(VENV)/.stamp-install
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT     := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get
+APT     := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get -o DPkg::Lock::Timeout=300
 
 .PHONY: lab test bench notebooks install dot chromium clean mutants
 
