@@ -116,7 +116,7 @@ def find_divergence(ranks: dict[int, Capture]) -> tuple[list[Divergence], list[s
             more, notes = _compare_captures(ref, ranks[ref], r, ranks[r])
             found += more
             checked += notes
-    checked.insert(0, f"frames, status, graphs (tracer.diff), guards and recompiles of every rank compared with rank {ref}")
+    checked.insert(0, f"frames, status, graphs, guards and recompiles of every rank compared with rank {ref}")
     found_c, line = _collectives(ranks)
     return found + found_c, [*checked, line]
 
