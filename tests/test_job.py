@@ -87,6 +87,26 @@ def test_graph_and_guards_divergence_is_structure_not_names(caps):
                                                                  {g.kind for g in c2.frame("0/0").guards if g.source == "L['n']"}]
     mul = next(p for p in d.graph("").pairs if p.changes)  # x * 2 vs x * 3: the constant argument
     assert "2" in mul.changes[0] and "3" in mul.changes[0]
+    job = Job(ranks={0: c2, 1: c3}, divergence=found)
+    assert Job.from_json(job.to_json()) == job  # the diff a finding carries is plain data too
+    assert "diff 0/0 → 0/0" in viz.job_html(job)  # and the job page shows it as the finding's side-by-side view
+
+
+def test_globals_dynamo_numbers_per_process_are_no_divergence():
+    """Dynamo names the builtins dict it installs ``__builtins_dict___N`` from one counter per process
+    (OutputGraph.install_global -> unique_id), so the same code compiled later in a process — or on a
+    rank that compiled more before — is guarded through another name."""
+    def make():
+        def f(x):
+            return x * len(x.shape)
+
+        return f
+
+    a, b = (tracer.capture(make(), torch.randn(3)).frame("0/0") for _ in range(2))
+    names = [{g.source for g in f.guards if g.source.startswith("G['__builtins_dict__")} for f in (a, b)]
+    assert names[0] and names[1] and names[0].isdisjoint(names[1])  # torch's own guards, different names
+    assert {g.kind for g in tracer.diff(a, b).guards} >= {"BUILTIN_MATCH"}
+    assert not rank_diff(a, b) and compare_frames(a, b)[0] == []
 
 
 def test_object_ids_in_guard_code_are_masked_only_there():

@@ -183,9 +183,13 @@ def _recompiles(cap: Capture) -> dict[str, list[str]]:
 # tracer/graph_align.py). Object and type ids in guard code are: ID_MATCH / TYPE_MATCH guards check
 # ``___check_obj_id(L['self'], 140234...)`` and ``___check_type_id(..., 9482...)`` against ``id()``
 # of objects of *this* process (torch/_dynamo/guards.py), so the same guard reads differently on
-# every rank. ``rank_diff`` diffs copies of the frames whose guard code has every integer of 7 or
-# more digits masked as ``<id>`` (no shape, constant or dtype in guard code is that long in practice; a
-# real difference hidden by the mask would still show as a guard whose other text differs).
+# every rank. So are the names of globals Dynamo installs with ``OutputGraph.install_global``
+# (``G['__builtins_dict___3']['len']`` in BUILTIN_MATCH guards): ``unique_id`` numbers them with one
+# counter per process (torch/_dynamo/bytecode_transformation.py), so a rank that compiled one more
+# frame before names the same global differently. ``rank_diff`` diffs copies of the frames whose
+# guard sources and code have every integer of 7 or more digits masked as ``<id>`` (no shape,
+# constant or dtype in guard code is that long in practice) and every ``G['__name_N']`` as
+# ``G['__name_<n>']``; a real difference next to a masked one still shows as other text that differs.
 # From the FrameDiff: its guards make a "guards" finding; its inputs, symbols, graphs (root, HOP
 # bodies, AOT graphs), bodies and AOT saved values a "graph" finding; both carry the FrameDiff.
 # diff compares the root graph, which for a DDPOptimizer split is piece 0 (Frame.pieces); the other
@@ -196,7 +200,8 @@ def rank_diff(a: Frame, b: Frame) -> FrameDiff:
 
 
 def _masked(f: Frame) -> Frame:
-    return dataclasses.replace(f, guards=[dataclasses.replace(g, code=[_mask(c) for c in g.code]) for g in f.guards])
+    return dataclasses.replace(f, guards=[dataclasses.replace(g, source=_mask(g.source), code=[_mask(c) for c in g.code])
+                                          for g in f.guards])
 
 
 def compare_frames(a: Frame, b: Frame) -> tuple[list[str], FrameDiff]:
@@ -244,10 +249,12 @@ def _graph_text(g: GraphDiff) -> str:
 
 
 _LONG_INT = re.compile(r"\d{7,}")
+_INSTALLED_GLOBAL = re.compile(r"G\['(__\w+?)_\d+'\]")
 
 
 def _mask(text: str) -> str:
-    return _LONG_INT.sub("<id>", text)
+    """``text`` with process-specific ids and global names masked. See Note [Comparing frames across ranks]."""
+    return _INSTALLED_GLOBAL.sub(r"G['\1_<n>']", _LONG_INT.sub("<id>", text))
 
 
 # -- collectives --------------------------------------------------------------------------------
