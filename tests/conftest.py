@@ -28,6 +28,18 @@ def captured():
     return get
 
 
+@pytest.fixture(scope="session")
+def ddp_job_dir(tmp_path_factory):
+    """The output directory of one real 2-rank ``torchrun`` DDP job (tests/ranks/ddp_job.py): rank0.json,
+    rank1.json and TORCH_TRACE logs under trace/; run once per session (it takes ~10-60 s). Read it, do not write."""
+    from torchrun_job import run_job
+
+    out = tmp_path_factory.mktemp("ddp_job")
+    done = run_job(out)
+    assert done.returncode == 0, done.stdout[-4000:]
+    return out
+
+
 # Note [No capture has problems]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # A supported case must be recorded exactly, so every capture any test makes (tracer.capture,

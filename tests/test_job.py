@@ -10,7 +10,7 @@ import torch
 
 import tracer
 import viz
-from tracer.job import _compare_frames, collectives, find_divergence
+from tracer.job import collectives, compare_frames, find_divergence, rank_diff
 from tracer.model import Job
 
 
@@ -58,21 +58,70 @@ def test_status_and_frames_divergence_name_the_frame(caps, tmp_path):
     assert job.divergent(0, "0/0") and job.divergent(1, "0/0")
 
 
+def _lines(a, b):
+    return compare_frames(a, b)[0]
+
+
 def test_graph_and_guards_divergence_is_structure_not_names(caps):
     a, b = caps["plain"].frame("0/0"), caps["plain5"].frame("0/0")
-    assert [line.split(":")[0] for line in _compare_frames(a, b)] == ["graph differs"]  # x: f32[3] vs f32[5]
+    assert [line.split(":")[0] for line in _lines(a, b)] == ["graph differs"]  # x: f32[3] vs f32[5]
+    assert "L['x'] size changed in dim 0 (3 → 5)" in _lines(a, b)[0]
 
     def scaled(x, n):
         return x * n
 
-    c2, c3 = (tracer.capture(scaled, torch.randn(3), n).frame("0/0") for n in (2, 3))
-    lines = _compare_frames(c2, c3)
+    c2, c3 = (tracer.capture(scaled, torch.randn(3), n) for n in (2, 3))
+    lines = _lines(c2.frame("0/0"), c3.frame("0/0"))
     assert {line.split(" ", 1)[0] for line in lines} == {"graph", "guards"}, lines
     assert any("EQUALS_MATCH L['n']" in line or "CONSTANT_MATCH L['n']" in line for line in lines), lines
-    assert _compare_frames(a, a) == []
+    assert _lines(a, a) == []
     # the same code captured again: fresh object ids in the guards, fx names aside, nothing differs
     again = tracer.capture(_step(False), torch.randn(3))
-    assert _compare_frames(a, again.frame("0/0")) == []
+    assert _lines(a, again.frame("0/0")) == []
+    # the findings carry tracer.diff of the two frames: the same guard change, the same graph change
+    found, _ = find_divergence({0: c2, 1: c3})
+    assert sorted(d.kind for d in found) == ["graph", "guards"]
+    d = found[0].diff
+    assert d is not None and all(f.diff == d for f in found) and d == tracer.diff(c2.frame("0/0"), c3.frame("0/0"))
+    assert [(g.change, g.kind, g.source) for g in d.guards] == [("changed", k, "L['n']") for k in
+                                                                 {g.kind for g in c2.frame("0/0").guards if g.source == "L['n']"}]
+    mul = next(p for p in d.graph("").pairs if p.changes)  # x * 2 vs x * 3: the constant argument
+    assert "2" in mul.changes[0] and "3" in mul.changes[0]
+    job = Job(ranks={0: c2, 1: c3}, divergence=found)
+    assert Job.from_json(job.to_json()) == job  # the diff a finding carries is plain data too
+    assert "diff 0/0 → 0/0" in viz.job_html(job)  # and the job page shows it as the finding's side-by-side view
+
+
+def test_globals_dynamo_numbers_per_process_are_no_divergence():
+    """Dynamo names the builtins dict it installs ``__builtins_dict___N`` from one counter per process
+    (OutputGraph.install_global -> unique_id), so the same code compiled later in a process — or on a
+    rank that compiled more before — is guarded through another name."""
+    def make():
+        def f(x):
+            return x * len(x.shape)
+
+        return f
+
+    a, b = (tracer.capture(make(), torch.randn(3)).frame("0/0") for _ in range(2))
+    names = [{g.source for g in f.guards if g.source.startswith("G['__builtins_dict__")} for f in (a, b)]
+    assert names[0] and names[1] and names[0].isdisjoint(names[1])  # torch's own guards, different names
+    assert {g.kind for g in tracer.diff(a, b).guards} >= {"BUILTIN_MATCH"}
+    assert not rank_diff(a, b) and compare_frames(a, b)[0] == []
+
+
+def test_object_ids_in_guard_code_are_masked_only_there():
+    from tracer.model import Frame, Guard
+
+    def frame(obj_id: int, n: int) -> Frame:
+        return Frame("0/0", "f.py:1 in f", guards=[Guard("ID_MATCH", "L['self']", [f"___check_obj_id(L['self'], {obj_id})"]),
+                                                  Guard("CONSTANT_MATCH", "L['n']", [f"L['n'] == {n}"])])
+
+    a, b = frame(140234567890, 4), frame(139999999999, 4)
+    assert tracer.diff(a, b)  # torch's ids differ from process to process ...
+    assert not rank_diff(a, b) and compare_frames(a, b)[0] == []  # ... and are no divergence
+    (change,) = rank_diff(a, frame(139999999999, 8)).guards  # a real change next to a masked id still shows
+    assert (change.kind, change.before, change.after) == ("CONSTANT_MATCH", ["L['n'] == 4"], ["L['n'] == 8"])
+    assert a.guards[0].code == ["___check_obj_id(L['self'], 140234567890)"]  # the frames themselves are unchanged
 
 
 def test_job_json_round_trip(caps, tmp_path):
@@ -147,3 +196,20 @@ def test_job_html_marks_divergent_cells_and_escapes(caps, tmp_path):
     view.open(0, "0/0")
     assert view.rank == 0 and view.explorer.frame.compile_id == "0/0"
     assert os.path.exists(viz.export_job_html(job, tmp_path / "job.html"))
+
+
+def test_job_view_grid_clicks_open_that_rank_at_that_frame(caps, tmp_path):
+    job = tracer.load_job(_write(tmp_path, **{"rank0.json": caps["plain"], "rank1.json": caps["broken"]}))
+    later = [f.compile_id for f in job.ranks[1].frames][-1]  # a frame of rank 1 that no finding names first
+    first = next(d.compile_ids[1] for d in job.divergence if d.compile_ids.get(1))
+    assert later != first
+    view = viz.JobView(job)
+    assert 'data-rank="1" data-frame="0/0"' in view.grid.html and 'class="ds-rank" data-rank="1"' in view.grid.html
+    view.grid.picked = {"rank": 1, "frame": later, "n": 1}  # what job_grid.js sends for a click on that cell
+    assert (view.rank, view.explorer.frame.compile_id) == (1, later) and view.grid.current == {"rank": 1, "frame": later}
+    view.grid.picked = {"rank": 0, "frame": "", "n": 2}  # a click on "rank 0": its first divergent frame
+    assert (view.rank, view.explorer.frame.compile_id) == (0, "0/0")
+    view.open(1, later)  # the rank button follows without reopening the rank at its first finding
+    assert view._buttons.value == 1 and view.explorer.frame.compile_id == later
+    view.grid.picked = {"rank": 7, "frame": "0/0", "n": 3}  # no such rank: nothing changes
+    assert (view.rank, view.explorer.frame.compile_id) == (1, later)

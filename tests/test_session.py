@@ -1,135 +1,30 @@
-"""tracer.trace / Session / tracer.pause: pausing real Dynamo mid-trace and reading its state."""
+"""tracer.trace / Session / tracer.pause: pausing real Dynamo mid-trace and reading its state (where it
+pauses, what a pause shows, stepping; the session's ending is test_session_lifecycle.py)."""
 
 from __future__ import annotations
 
-import gc
-import inspect
 import os
-import threading
 
 import pytest
 import torch
-from torch._higher_order_ops.wrap import wrap  # test input only: the HOP whose body we pause in
+from session_cases import (
+    FILE,
+    TinyNet,
+    cell_fn,
+    finish,
+    graph_break_fn,
+    line_of,
+    mutated_cell_fn,
+    nested_cond_fn,
+    no_leftovers,  # noqa: F401 (the autouse fixture every session test runs under)
+    root_fn,
+    unmarked_fn,
+    wrap_fn,
+)
 
 import tracer
-from tracer._torch.pause import hooks_installed
-from tracer.active_session import raise_if_tracing
-from tracer.session import TraceAborted
 
 pytestmark = pytest.mark.timeout(600)
-
-FILE = os.path.basename(__file__)
-
-
-def line_of(fn, marker: str) -> int:
-    """Absolute line number of the line of ``fn`` containing ``marker``."""
-    lines, start = inspect.getsourcelines(fn)
-    hits = [start + i for i, text in enumerate(lines) if marker in text]
-    assert len(hits) == 1, (marker, hits)
-    return hits[0]
-
-
-def session_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("dynascope ")]
-
-
-@pytest.fixture(autouse=True)
-def no_leftovers():
-    yield
-    for w in list(tracer.session_worker._workers):  # a failed test may leave its session paused
-        w.abort("test teardown")
-    for t in session_threads():
-        t.join(30)
-    assert session_threads() == []
-    assert not hooks_installed()
-
-
-def finish(s: tracer.Session) -> None:
-    """Resume ``s`` to the end (bounded)."""
-    for _ in range(50):
-        st = s.wait(timeout=120)
-        if st is None:
-            return
-        s.resume()
-    raise AssertionError("session did not finish")
-
-
-# -- traced functions ------------------------------------------------------------------------------
-
-
-def root_fn(x, y):
-    a = x.sin()
-    tracer.pause("after sin")
-    b = a + y  # LINE-ADD
-    c = b.cos()  # LINE-COS
-    return c * 2
-
-
-def wrap_fn(x, y):
-    a = x.sin()
-
-    def body(z):
-        b = z.cos() + y
-        tracer.pause("in wrap")
-        return b
-
-    return wrap(body, a) + 1
-
-
-def nested_cond_fn(x, y):
-    c = x.sin()
-
-    def outer_true():
-        def inner_true():
-            q = c + y
-            tracer.pause("in inner cond")
-            return q
-
-        return torch.cond(c.sum() < 0, inner_true, lambda: c * 3)
-
-    def outer_false():
-        return c - 1
-
-    return torch.cond(c.sum() > 0, outer_true, outer_false)
-
-
-def unmarked_fn(x):
-    a = x.exp()
-    b = a.neg()  # LINE-NEG
-    return b.relu()
-
-
-def cell_fn(x):
-    scale = 3
-
-    def inner(t):
-        tracer.pause("in inner")
-        return t * scale
-
-    return inner(x.sin())
-
-
-def mutated_cell_fn(x):
-    count = 0
-    y = x.sin()
-
-    def bump():
-        nonlocal count
-        count += 1
-
-    bump()
-    tracer.pause("after bump")
-    return y * count
-
-
-def failing_fn(x):
-    y = x + 1
-    if y.shape[0] == 3:
-        raise ValueError("boom from traced code")
-    return y
-
-
-# -- tests -----------------------------------------------------------------------------------------
 
 
 def test_pause_is_a_noop_in_eager_and_in_plain_compiles():
@@ -293,154 +188,6 @@ def test_cell_written_through_nonlocal_shows_the_pending_value():
     finish(s)
 
 
-def test_abort_ends_the_session_with_a_clear_error():
-    s = tracer.trace(root_fn, torch.randn(3), torch.randn(3)).start()
-    st = s.wait(timeout=120)
-    assert st is not None
-    s.abort()
-    assert s.status == "finished"
-    with pytest.raises(TraceAborted, match="aborted"):
-        s.wait(timeout=120)
-    assert isinstance(s.error, TraceAborted) and s.capture is None
-    with pytest.raises(RuntimeError, match="needs a paused session"):
-        s.resume()
-
-
-def test_pause_timeout_aborts_the_trace():
-    s = tracer.trace(root_fn, torch.randn(3), torch.randn(3), pause_timeout=0.2).start()
-    try:
-        first = s.wait(timeout=120)
-    except TraceAborted:  # it may already have timed out
-        first = None
-    assert first is None or first.label == "after sin"
-    s._worker.join(120)  # nobody resumes it: the pause times out
-    with pytest.raises(TraceAborted, match="pause_timeout"):
-        s.wait(timeout=120)
-
-
-def test_exception_in_traced_code_is_reraised_by_wait():
-    s = tracer.trace(failing_fn, torch.randn(3)).start()
-    with pytest.raises(ValueError, match="boom from traced code"):
-        s.wait(timeout=120)
-    assert isinstance(s.error, ValueError)
-    with pytest.raises(ValueError):  # every wait() re-raises it
-        s.wait(timeout=1)
-
-
-def test_two_sessions():
-    s1 = tracer.trace(root_fn, torch.randn(3), torch.randn(3)).start()
-    assert s1.wait(timeout=120) is not None
-    s2 = tracer.trace(unmarked_fn, torch.randn(3))
-    with pytest.raises(RuntimeError, match=s1.name.replace("#", "\\#")) as info:
-        s2.start()
-    assert "paused at" in str(info.value) and "abort()" in str(info.value)
-    with pytest.raises(RuntimeError, match="compile lock"):
-        raise_if_tracing()
-    with pytest.raises(RuntimeError, match=s1.name.replace("#", "\\#")):
-        tracer.capture(unmarked_fn, torch.randn(3))
-    assert s2.status == "new"
-    finish(s1)
-    s2.start()
-    assert s2.wait(timeout=120) is None and s2.capture is not None
-
-
-def test_garbage_collected_session_leaves_no_thread():
-    s = tracer.trace(root_fn, torch.randn(3), torch.randn(3)).start()
-    assert s.wait(timeout=120) is not None
-    worker = s._worker
-    del s
-    gc.collect()
-    worker.join(60)
-    assert worker.status == "finished" and isinstance(worker.error, TraceAborted)
-    assert "garbage-collected" in str(worker.error)
-
-
-def test_keyboard_interrupt_in_wait_aborts(monkeypatch):
-    s = tracer.trace(root_fn, torch.randn(3), torch.randn(3))
-    original = s._worker.cond.wait
-
-    def interrupted(timeout=None):
-        if threading.current_thread() is not threading.main_thread():
-            return original(timeout)  # the worker's own pause wait is not the one interrupted
-        monkeypatch.setattr(s._worker.cond, "wait", original)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(s._worker.cond, "wait", interrupted)
-    s.start()
-    with pytest.raises(KeyboardInterrupt):
-        # The main thread's wait must find the trace running: if it paused first, step (running again).
-        while s.wait(timeout=120) is not None:
-            s.step()
-    s._worker.join(60)
-    with pytest.raises(TraceAborted, match="KeyboardInterrupt"):
-        s.wait(timeout=120)
-
-
-def test_bad_input_gets_clear_errors():
-    s = tracer.trace(root_fn, torch.randn(3), torch.randn(3))
-    with pytest.raises(ValueError, match="'file.py:LINE'"):
-        s.break_at("model.py")
-    with pytest.raises(ValueError, match="HOP name"):
-        s.break_on_hop("")
-    with pytest.raises(RuntimeError, match="start\\(\\) first"):
-        s.wait(timeout=1)
-    with pytest.raises(RuntimeError, match="start\\(\\) first"):
-        s.step()
-    with pytest.raises(ValueError, match="pause_timeout"):
-        tracer.trace(root_fn, pause_timeout=0)
-    with pytest.raises(TypeError, match="function or nn.Module"):
-        tracer.trace(42)
-    s.abort()  # never started: just marked finished
-    assert s.status == "finished"
-
-
-def test_abort_while_running_stops_at_the_next_instruction():
-    s = tracer.trace(root_fn, torch.randn(3), torch.randn(3)).start()
-    s.abort()  # most likely while Dynamo is still tracing; the marker guarantees it never finishes alone
-    assert s.status == "finished"
-    with pytest.raises(TraceAborted, match="abort\\(\\) was called"):
-        s.wait(timeout=120)
-
-
-_EXIT_SCRIPT = """
-import atexit, sys
-sys.path.insert(0, {tests!r})
-SESSION = None
-
-def report():  # registered before tracer's own handler, so it runs after it (atexit is LIFO)
-    w = SESSION._worker
-    print("at exit:", w.status, type(w.error).__name__, "alive" if w.thread.is_alive() else "ended", flush=True)
-
-atexit.register(report)
-import torch, tracer
-from test_session import root_fn
-SESSION = tracer.trace(root_fn, torch.randn(3), torch.randn(3)).start()
-assert SESSION.wait(timeout=120) is not None
-print("paused", flush=True)
-"""
-
-
-def test_interpreter_exit_while_paused_leaves_no_blocked_thread():
-    import subprocess
-    import sys
-
-    script = _EXIT_SCRIPT.format(tests=os.path.dirname(os.path.abspath(__file__)))
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "paused" in done.stdout
-    assert "at exit: finished TraceAborted ended" in done.stdout
-
-
-def graph_break_fn(x):
-    a = x.sin()
-    tracer.pause("before break")
-    print("a graph break")
-    b = a.cos()
-    tracer.pause("after break")
-    return b + 1
-
-
 def test_pauses_around_a_graph_break():
     s = tracer.trace(graph_break_fn, torch.randn(3)).start()
     seen = []
@@ -459,39 +206,6 @@ def test_pauses_around_a_graph_break():
     final = frames[seen[2].compile_id].graph
     assert [n.name for n in seen[2].graph.nodes] == [n.name for n in final.nodes][: len(seen[2].graph.nodes)]
     assert len(s.capture.graph_breaks) == 1
-
-
-def test_dynamo_step_is_restored_after_every_ending():
-    from torch._dynamo.symbolic_convert import InstructionTranslatorBase
-
-    original = vars(InstructionTranslatorBase)["step"]
-    for end in ("finish", "abort", "error", "timeout"):
-        fn, args = (failing_fn, (torch.randn(3),)) if end == "error" else (root_fn, (torch.randn(3), torch.randn(3)))
-        s = tracer.trace(fn, *args, pause_timeout=0.1 if end == "timeout" else 600).start()
-        st = None
-        try:
-            st = s.wait(timeout=120)
-            assert vars(InstructionTranslatorBase)["step"] is not original  # hooked while tracing
-            if end == "abort":
-                s.abort()
-            elif end == "finish":
-                s.resume()
-            s._worker.join(120)
-            s.wait(timeout=120)
-        except (ValueError, TraceAborted):
-            assert end in ("error", "timeout", "abort"), (end, st)
-        assert s.status == "finished"
-        assert vars(InstructionTranslatorBase)["step"] is original, end
-
-
-class TinyNet(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = torch.nn.Linear(4, 4)
-
-    def forward(self, x):
-        h = self.lin(x)
-        return torch.relu(h)  # LINE-RELU
 
 
 def test_break_at_in_a_module_forward_and_in_a_hop_body():
@@ -516,7 +230,7 @@ def test_break_at_in_a_module_forward_and_in_a_hop_body():
 
 
 def test_lifted_symbols_show_at_a_pause():
-    # Seed 002 (#138363): lifting a tensor with a symbolic size also binds and lifts its symbol.
+    # pytorch/pytorch#138363: lifting a tensor with a symbolic size also binds and lifts its symbol.
     s = tracer.trace(nested_cond_fn, torch.randn(3), torch.randn(3), dynamic=True).start()
     st = s.wait(timeout=120)
     for t in st.tracers[1:]:
@@ -576,14 +290,3 @@ def test_break_at_a_function_and_its_source_text():
         s.break_at(unmarked_fn, "not in the source")
     with pytest.raises(TypeError, match="function, line"):
         s.break_at(42, 3)
-
-
-def test_importing_the_session_api_does_not_import_torch():
-    import subprocess
-    import sys
-
-    code = "import sys, tracer, viz.session_panel; print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "[]"  # see Note [Lazy torch import]

@@ -7,7 +7,7 @@ import re
 
 import pytest
 import torch
-from test_session import line_of, root_fn, wrap_fn
+from session_cases import line_of, root_fn, wrap_fn
 
 import tracer
 from tracer.model import Graph, Guard, Node

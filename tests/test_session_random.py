@@ -7,7 +7,7 @@ import threading
 
 import pytest
 import torch
-from test_session import FILE, line_of, nested_cond_fn, root_fn, unmarked_fn, wrap_fn
+from session_cases import FILE, line_of, nested_cond_fn, root_fn, unmarked_fn, wrap_fn
 
 import tracer
 from tracer._torch.pause import hooks_installed

@@ -4,21 +4,25 @@ Invariant: a finding is made only from what both ranks recorded — a frame one 
 lacks is a "frames" finding, never compared field by field; what could not be compared (a rank
 missing, no collectives in any graph) is a line of ``Job.checked`` or ``Job.problems``, never
 silently taken for equality. Divergences name ranks and per-rank compile ids
-(Note [Kinds of divergence] in tracer/model/job.py).
+(Note [Kinds of divergence] in tracer/model/job.py). Two ranks' frames are compared by
+``tracer.diff`` itself, so a finding and the frame diff shown for it never disagree
+(Note [Comparing frames across ranks]).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import re
-from collections import Counter
 from typing import Optional
 
 from tracer._text import headline
-from tracer.model import Capture, Divergence, Frame, Graph, Job
+from tracer.diffing import diff
+from tracer.graph_align import align
+from tracer.model import Capture, Divergence, Frame, FrameDiff, GraphDiff, Job
 
-__all__ = ["find_divergence", "load_job"]
+__all__ = ["compare_frames", "find_divergence", "load_job", "rank_diff"]
 
 _RANK = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
 
@@ -109,14 +113,18 @@ def find_divergence(ranks: dict[int, Capture]) -> tuple[list[Divergence], list[s
     ref = min(ranks)
     for r in sorted(ranks):
         if r != ref:
-            found += _compare_captures(ref, ranks[ref], r, ranks[r])
-    checked.append(f"frames, status, graphs, guards and recompiles of every rank compared with rank {ref}")
+            more, notes = _compare_captures(ref, ranks[ref], r, ranks[r])
+            found += more
+            checked += notes
+    checked.insert(0, f"frames, status, graphs, guards and recompiles of every rank compared with rank {ref}")
     found_c, line = _collectives(ranks)
     return found + found_c, [*checked, line]
 
 
-def _compare_captures(ra: int, a: Capture, rb: int, b: Capture) -> list[Divergence]:
+def _compare_captures(ra: int, a: Capture, rb: int, b: Capture) -> tuple[list[Divergence], list[str]]:
+    """The findings between two ranks, and what could not be compared (lines for ``Job.checked``)."""
     out: list[Divergence] = []
+    notes: list[str] = []
     ids_a, ids_b = [f.compile_id for f in a.frames], [f.compile_id for f in b.frames]
     if ids_a != ids_b:
         only_a = [c for c in ids_a if c not in ids_b]
@@ -136,16 +144,19 @@ def _compare_captures(ra: int, a: Capture, rb: int, b: Capture) -> list[Divergen
         if fa.status != other.status:
             out.append(Divergence("status", [ra, rb], ids, f"{where}: {_status(fa)} on rank {ra}, {_status(other)} on rank {rb}"))
             continue
-        for line in _compare_frames(fa, other):
+        lines, d = compare_frames(fa, other)
+        for line in lines:
             kind = line.split(" ", 1)[0]
-            out.append(Divergence(kind, [ra, rb], ids, f"{where}: {line} (rank {ra} vs rank {rb})"))
+            out.append(Divergence(kind, [ra, rb], ids, f"{where}: {line} (rank {ra} vs rank {rb})",
+                                  diff=d if d else None))
+        notes += [f"rank {ra} vs rank {rb}, {where}: {p}" for p in d.problems]
     rec_a, rec_b = _recompiles(a), _recompiles(b)
     for cid in sorted(set(rec_a) | set(rec_b)):
         if rec_a.get(cid) != rec_b.get(cid):
             ids = {ra: cid if cid in rec_a else "", rb: cid if cid in rec_b else ""}
             out.append(Divergence("recompiles", [ra, rb], ids,
                                   f"recompile {cid}: rank {ra}: {_first(rec_a.get(cid))}; rank {rb}: {_first(rec_b.get(cid))}"))
-    return out
+    return out, notes
 
 
 def _status(f: Frame) -> str:
@@ -165,76 +176,85 @@ def _recompiles(cap: Capture) -> dict[str, list[str]]:
 
 # Note [Comparing frames across ranks]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# Two ranks run the same code in different processes, so what is process-specific must not count
-# as a difference: node *names* (fx renames on collisions), and object ids inside guard code
-# (``___check_obj_id(L['self'], 140234...)``, ID_MATCH) are different in every process. A graph is
-# compared as its structure: per node in order, its op, its target for calls, which earlier nodes
-# it reads (by position), its constant arguments and the kind/shape/dtype of its value; a guard as its kind, its source and
-# its code with long integers masked. ``_compare_frames`` is the one place this is decided, so it
-# can become ``tracer.diff(a, b)`` (the frame diff) without touching the rest.
-def _compare_frames(a: Frame, b: Frame) -> list[str]:
-    """One line per way frame ``a`` and ``b`` differ, each starting with its kind ("graph ..."/"guards ...").
-    See Note [Comparing frames across ranks]."""
+# The frames of two ranks are compared by ``tracer.diff`` (tracer/diffing.py), the same frame diff
+# a recompile carries, so a divergence and the diff view shown for it never disagree. Two ranks run
+# the same code in different processes, so what is process-specific must not count as a
+# difference. Node names are none: diff aligns graphs by structure (Note [Graph alignment] in
+# tracer/graph_align.py). Object and type ids in guard code are: ID_MATCH / TYPE_MATCH guards check
+# ``___check_obj_id(L['self'], 140234...)`` and ``___check_type_id(..., 9482...)`` against ``id()``
+# of objects of *this* process (torch/_dynamo/guards.py), so the same guard reads differently on
+# every rank. So are the names of globals Dynamo installs with ``OutputGraph.install_global``
+# (``G['__builtins_dict___3']['len']`` in BUILTIN_MATCH guards): ``unique_id`` numbers them with one
+# counter per process (torch/_dynamo/bytecode_transformation.py), so a rank that compiled one more
+# frame before names the same global differently. ``rank_diff`` diffs copies of the frames whose
+# guard sources and code have every integer of 7 or more digits masked as ``<id>`` (no shape,
+# constant or dtype in guard code is that long in practice) and every ``G['__name_N']`` as
+# ``G['__name_<n>']``; a real difference next to a masked one still shows as other text that differs.
+# From the FrameDiff: its guards make a "guards" finding; its inputs, symbols, graphs (root, HOP
+# bodies, AOT graphs), bodies and AOT saved values a "graph" finding; both carry the FrameDiff.
+# diff compares the root graph, which for a DDPOptimizer split is piece 0 (Frame.pieces); the other
+# pieces are aligned here with the same aligner (tracer.graph_align.align).
+def rank_diff(a: Frame, b: Frame) -> FrameDiff:
+    """``tracer.diff(a, b)`` with process-specific ids in guard code masked. See Note [Comparing frames across ranks]."""
+    return diff(_masked(a), _masked(b))
+
+
+def _masked(f: Frame) -> Frame:
+    return dataclasses.replace(f, guards=[dataclasses.replace(g, source=_mask(g.source), code=[_mask(c) for c in g.code])
+                                          for g in f.guards])
+
+
+def compare_frames(a: Frame, b: Frame) -> tuple[list[str], FrameDiff]:
+    """One line per way frames ``a`` and ``b`` of two ranks differ, each starting with its kind
+    ("graph ..." / "guards ..."), and the FrameDiff they were read from. See Note [Comparing frames across ranks]."""
+    d = rank_diff(a, b)
     out: list[str] = []
-    graphs_a = [p.graph for p in a.pieces] or [a.graph]
-    graphs_b = [p.graph for p in b.pieces] or [b.graph]
-    if len(graphs_a) != len(graphs_b):
-        out.append(f"graph split into {len(graphs_a)} vs {len(graphs_b)} pieces (DDPOptimizer buckets)")
-    for i, (ga, gb) in enumerate(zip(graphs_a, graphs_b, strict=False)):
-        what = _graph_difference(ga, gb)
-        if what:
-            out.append(f"graph{f' piece {i}' if len(graphs_a) > 1 else ''} differs: {what}")
-    ga_subs, gb_subs = sorted(a.subgraphs), sorted(b.subgraphs)
-    if ga_subs != gb_subs:
-        out.append(f"graph HOP bodies differ: {ga_subs} vs {gb_subs}")
-    guards_a, guards_b = Counter(map(_guard_key, a.guards)), Counter(map(_guard_key, b.guards))
-    if guards_a != guards_b:
-        only_a, only_b = list((guards_a - guards_b).elements()), list((guards_b - guards_a).elements())
-        out.append(f"guards differ: {len(only_a)} only on the first ({_guards_text(only_a)}), "
-                   f"{len(only_b)} only on the second ({_guards_text(only_b)})")
-    return out
+    if len(a.pieces) != len(b.pieces):
+        out.append(f"graph split into {len(a.pieces) or 1} vs {len(b.pieces) or 1} pieces (DDPOptimizer buckets)")
+    else:
+        for i in range(1, len(a.pieces)):
+            gd = align(a.pieces[i].graph, b.pieces[i].graph)
+            if gd:
+                out.append(f"graph piece {i} differs: {_graph_text(gd)}")
+    parts = _graph_parts(d)
+    if parts:
+        out.insert(0, "graph differs: " + "; ".join(parts))
+    if d.guards:
+        shown = ", ".join(f"{g.change} {g.kind} {g.source}".strip() for g in d.guards[:3])
+        out.append(f"guards differ: {len(d.guards)} ({shown}{', ...' if len(d.guards) > 3 else ''})")
+    return out, d
 
 
-def _graph_difference(a: Graph, b: Graph) -> str:
-    sa, sb = _structure(a), _structure(b)
-    if sa == sb:
-        return ""
-    if len(sa) != len(sb):
-        return f"{len(sa)} vs {len(sb)} nodes"
-    i = next(i for i, (x, y) in enumerate(zip(sa, sb, strict=True)) if x != y)
-    return f"node {i} is {_node_text(a, i)} vs {_node_text(b, i)}"
+def _graph_parts(d: FrameDiff) -> list[str]:
+    """What a FrameDiff says about the graphs, one short part each (the "graph" kind of Note [Kinds of divergence])."""
+    parts = [str(i) for i in d.inputs[:3]] + ([f"{len(d.inputs) - 3} more input changes"] if len(d.inputs) > 3 else [])
+    if d.symbols_added or d.symbols_removed:
+        parts.append(f"symbols +{d.symbols_added} -{d.symbols_removed}")
+    for g in d.graphs:
+        if g:
+            name = g.a or "root" if g.a == g.b else f"{g.a or 'root'} ↔ {g.b or 'root'}"
+            parts.append(f"{name}: {_graph_text(g)}")
+    parts += [f"HOP body {bc.change}: {bc.a or bc.b}" for bc in d.bodies if bc.change != "changed"]
+    if d.aot is not None and d.aot.mode_a != d.aot.mode_b:
+        parts.append(f"AOT {d.aot.mode_a or 'none'} vs {d.aot.mode_b or 'none'}")
+    if d.aot is not None and d.aot.saved:
+        parts.append(f"saved for backward {d.aot.saved_bytes_a} vs {d.aot.saved_bytes_b} bytes")
+    return parts
 
 
-def _structure(g: Graph) -> list[tuple]:
-    pos = {n.name: i for i, n in enumerate(g.nodes)}
-    def arg(a: str) -> str:  # a node name as its position, a constant as itself
-        return f"%{pos[a]}" if a in pos else a
-
-    return [(n.op, n.target if n.op in ("call_function", "call_method") else "", tuple(pos.get(x, -1) for x in n.inputs),
-             tuple(map(arg, n.args)), tuple((k, arg(v)) for k, v in n.kwargs.items()),
-             n.meta.get("kind"), str(n.meta.get("shape")), n.meta.get("dtype")) for n in g.nodes]
-
-
-def _node_text(g: Graph, i: int) -> str:
-    n = g.nodes[i]
-    shape = f" {n.meta.get('dtype', '')}{n.meta['shape']}" if "shape" in n.meta else ""
-    return f"{n.op} {n.target}{shape}"
+def _graph_text(g: GraphDiff) -> str:
+    text = f"{len(g.changed)} changed, {len(g.added)} added, {len(g.removed)} removed nodes"
+    first = g.changed[0] if g.changed else None
+    return text + (f" ({first.b}: {'; '.join(first.changes)})" if first is not None else "")
 
 
 _LONG_INT = re.compile(r"\d{7,}")
+_INSTALLED_GLOBAL = re.compile(r"G\['(__\w+?)_\d+'\]")
 
 
 def _mask(text: str) -> str:
-    return _LONG_INT.sub("<id>", text)
-
-
-def _guard_key(g) -> tuple:
-    return (g.kind, g.source, tuple(_mask(c) for c in g.code))
-
-
-def _guards_text(keys: list[tuple]) -> str:
-    shown = ", ".join(f"{k} {s}".strip() for k, s, _ in keys[:3])
-    return shown + (", ..." if len(keys) > 3 else "")
+    """``text`` with process-specific ids and global names masked. See Note [Comparing frames across ranks]."""
+    return _INSTALLED_GLOBAL.sub(r"G['\1_<n>']", _LONG_INT.sub("<id>", text))
 
 
 # -- collectives --------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """The Job view: a ranks x frames grid with divergent cells marked, the findings side by side, and
 each rank's capture — as static HTML (:func:`job_html`, :func:`export_job_html`) and as a widget
-(:class:`JobView`) that opens any rank's capture in the :class:`viz.Explorer`.
+(:class:`JobView`) whose grid (:class:`JobGrid`) opens any rank's capture in the :class:`viz.Explorer`.
 
 Invariant: reads ``tracer.model`` only, and every string from a log or user code reaches markup
-through an autoescaping template (viz/markup.py); a Job loaded from JSON renders like a live one.
+through an autoescaping template (viz/markup.py); the browser side (``job_grid.js``) only shows that
+markup and sends back rank numbers and compile ids. A Job loaded from JSON renders like a live one.
 """
 
 from __future__ import annotations
@@ -12,13 +13,18 @@ import pathlib
 from collections.abc import Container
 from typing import Any, Optional, Union
 
+import anywidget
 import ipywidgets as W
+import traitlets
 
 from tracer.model import Capture, Job
 from viz import html
+from viz.diff_view import diff_html
 from viz.markup import fragment, render
 
-__all__ = ["JobView", "export_job_html", "grid_columns", "job_html", "mimebundle"]
+__all__ = ["JobGrid", "JobView", "export_job_html", "grid_columns", "job_html", "mimebundle"]
+
+_HERE = pathlib.Path(__file__).parent
 
 
 def grid_columns(job: Job) -> list[str]:
@@ -51,15 +57,23 @@ def _rank_report(rank: int, cap: Capture) -> str:
 
 
 def _sides(job: Job) -> list[dict[str, Any]]:
+    """Per finding, its side-by-side view: the frame diff it was read from (graphs coloured, see
+    Note [Diff colours] in viz/diff_view.py) when it carries one, else the two frames' reports."""
     sides = []
     for d in job.divergence:
         cols = []
         for r in d.ranks:
             cid = d.compile_ids.get(r, "")
             frame = next((f for f in job.ranks[r].frames if f.compile_id == cid), None) if cid else None
-            cols.append({"rank": r, "cid": cid, "html": fragment(html.frame_html(frame)) if frame is not None else None})
+            cols.append({"rank": r, "cid": cid, "frame": frame})
         missing = next((c for c in d.compile_ids.values() if c), "")
-        sides.append({"title": f"{d.kind}: {d.message}", "cols": cols, "missing": missing})
+        side: dict[str, Any] = {"title": f"{d.kind}: {d.message}", "missing": missing, "diff": None, "cols": cols}
+        if d.diff is not None and len(cols) == 2:
+            side["diff"] = fragment(diff_html(d.diff, cols[0]["frame"], cols[1]["frame"]))
+        for col in cols:
+            frame = col.pop("frame")
+            col["html"] = fragment(html.frame_html(frame)) if frame is not None and side["diff"] is None else None
+        sides.append(side)
     return sides
 
 
@@ -80,9 +94,22 @@ def export_job_html(job: Job, path: Union[str, pathlib.Path]) -> pathlib.Path:
     return p
 
 
+class JobGrid(anywidget.AnyWidget):
+    """The grid and findings of a job in the widget (``job_grid.js``): a click on a cell or a rank
+    sets ``picked``; ``current`` marks the shown cell. Only markup rendered here (autoescaped)
+    and plain ids cross to the browser."""
+
+    _esm = _HERE / "job_grid.js"
+
+    html = traitlets.Unicode("").tag(sync=True)  # job_html_summary(job): grid, findings, side-by-side views
+    picked = traitlets.Dict().tag(sync=True)  # set by a click: {"rank": int, "frame": compile id or "", "n": click count}
+    current = traitlets.Dict().tag(sync=True)  # {"rank": int, "frame": compile id}: the capture shown below
+
+
 class JobView:
     """The widget: the job's grid and findings on top, one button per rank, and the chosen rank's
     capture in an :class:`viz.Explorer` below (at the first divergent frame of that rank, if any).
+    A click on a grid cell opens that rank at that frame; on a rank, at its first divergent frame.
 
     >>> from tracer.model import Capture, Frame, Job
     >>> v = JobView(Job(ranks={0: Capture(fn="f", frames=[Frame("0/0", "f.py:1 in f")]), 1: Capture(fn="f")}))
@@ -97,11 +124,13 @@ class JobView:
         self._height = height
         self.rank: Optional[int] = None
         self.explorer = None
-        self._grid = W.HTML(job_html_summary(job))
+        self._opening = False
+        self.grid = JobGrid(html=job_html_summary(job))
+        self.grid.observe(self._on_pick, names="picked")
         self._buttons = W.ToggleButtons(options=[(f"rank {r}", r) for r in sorted(job.ranks)], value=None)
-        self._buttons.observe(lambda ch: ch["new"] is not None and self.open(ch["new"]), names="value")
+        self._buttons.observe(lambda ch: ch["new"] is not None and not self._opening and self.open(ch["new"]), names="value")
         self._body = W.VBox([])
-        self._root = W.VBox([self._grid, self._buttons, self._body])
+        self._root = W.VBox([self.grid, self._buttons, self._body])
 
     def open(self, rank: int, compile_id: Optional[str] = None) -> None:
         """Show ``rank``'s capture in the Explorer, at ``compile_id`` or its first divergent frame."""
@@ -116,8 +145,19 @@ class JobView:
         self.rank = rank
         self.explorer = Explorer(cap, frame=compile_id, height=self._height) if cap.frames else None
         self._body.children = [self.explorer.widget] if self.explorer is not None else [W.HTML("(no frames on this rank)")]
-        if self._buttons.value != rank:
+        shown = self.explorer.frame.compile_id if self.explorer is not None and self.explorer.frame is not None else ""
+        self.grid.current = {"rank": rank, "frame": shown}
+        self._opening = True  # the button follows the rank; its observer must not open the rank again
+        try:
             self._buttons.value = rank
+        finally:
+            self._opening = False
+
+    def _on_pick(self, change: dict[str, Any]) -> None:
+        picked = change["new"]
+        rank = picked.get("rank")
+        if isinstance(rank, int) and rank in self.job.ranks:
+            self.open(rank, picked.get("frame") or None)
 
     @property
     def widget(self) -> W.Widget:
@@ -134,11 +174,12 @@ class JobView:
 
 
 def job_html_summary(job: Job) -> str:
-    """The grid and findings without the per-rank reports (the widget shows those in the Explorer)."""
+    """The grid, findings and side-by-side views without the per-rank reports (the widget shows a
+    rank's capture in the Explorer)."""
     ranks = sorted(job.ranks)
     columns = grid_columns(job)
     return render("job.html.j2", job=job, ranks=ranks, columns=columns,
-                  cells={(r, cid): _cell(job, r, cid) for r in ranks for cid in columns}, sides=[], reports={})
+                  cells={(r, cid): _cell(job, r, cid) for r in ranks for cid in columns}, sides=_sides(job), reports={})
 
 
 def mimebundle(job: Job, include: Container[str] | None = None, exclude: Container[str] | None = None) -> dict[str, Any]:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 import msgspec
 
 from tracer import display
 from tracer.model.capture import Capture
+from tracer.model.diff import FrameDiff
 
 __all__ = ["DIVERGENCE_KINDS", "Divergence", "Job"]
 
@@ -25,11 +26,14 @@ __all__ = ["DIVERGENCE_KINDS", "Divergence", "Job"]
 #   "frames"       the ranks compiled a different sequence of frames (count or compile ids): tlparse
 #                  warns "Detected divergence in compile ids between ranks" for this
 #   "status"       the same frame compiled on one rank and restarted/broke/failed on another
-#   "graph"        the same frame produced graphs of different structure (ops, edges, shapes;
-#                  node names ignored), or a different number of split pieces
-#   "guards"       the same frame is guarded by a different set of guards
+#   "graph"        the same frame produced graphs of different structure (ops, edges, shapes, graph
+#                  inputs, HOP bodies, AOT graphs and saved values; node names ignored), or a
+#                  different number of split pieces
+#   "guards"       the same frame is guarded by a different set of guards (object ids aside)
 #   "recompiles"   different recompile reasons
 #   "collectives"  different collective ops (c10d / _c10d_functional) in different order in the graphs
+# "graph" and "guards" are read from ``tracer.diff`` of the two frames and carry it
+# (Note [Comparing frames across ranks] in tracer/job.py).
 DIVERGENCE_KINDS = ("frames", "status", "graph", "guards", "recompiles", "collectives")
 
 
@@ -41,6 +45,7 @@ class Divergence:
     ranks: list[int]  # the ranks compared, sorted
     compile_ids: dict[int, str]  # rank -> the compile id of the frame concerned on it ("" none / whole capture)
     message: str  # one line, for a person
+    diff: Optional[FrameDiff] = None  # "graph"/"guards": tracer.diff of the lower rank's frame and the other's (ids in guard code masked)
 
     def __repr__(self) -> str:
         return f"Divergence({self.kind}, ranks {self.ranks}: {self.message[:60]})"

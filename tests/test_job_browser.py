@@ -1,0 +1,170 @@
+"""The Job view in JupyterLab + headless Chromium, on the per-rank captures of a real 2-rank torchrun job.
+
+A notebook loads the job (``tracer.load_job``) and displays ``viz.JobView``; the test checks the
+ranks x frames grid renders with the divergent cells marked (rank 1's graph break in ``forward``),
+then clicks cells and a rank and checks the chosen rank's capture opens in the explorer at that
+frame, and that a finding's "side by side" link opens its view. The server is the one of
+tests/test_browser.py (its own port, token, root and settings; always shut down).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+
+import pytest
+from test_browser import ARTIFACTS, serving
+from torchrun_job import forward_frames
+
+import tracer
+
+# Note: ipywidgets shows a Dropdown entry with non-breaking spaces, so the compile id is read up to
+# the first whitespace of any kind.
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
+
+CELLS = [
+    "import tracer, viz",
+    "job = tracer.load_job('job')\nprint(job)",
+    "view = viz.JobView(job)\nview",
+]
+
+
+def _notebook() -> dict:
+    return {
+        "nbformat": 4, "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}},
+        "cells": [{"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None, "outputs": [],
+                   "source": src} for i, src in enumerate(CELLS)],
+    }
+
+
+@pytest.fixture
+def lab(tmp_path, ddp_job_dir):
+    (tmp_path / "job").mkdir()
+    for r in (0, 1):
+        shutil.copy(ddp_job_dir / f"rank{r}.json", tmp_path / "job" / f"rank{r}.json")
+    with serving(tmp_path, "job.ipynb", _notebook()) as server:
+        yield server
+
+
+@pytest.fixture
+def browser():
+    from playwright.sync_api import sync_playwright
+    from test_browser import CHROMIUM, CHROMIUM_ARGS
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=60_000)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _shown_frame(out) -> str:
+    """The compile id the explorer's frame selector shows (its entry starts with the id)."""
+    sel = out.locator(".widget-dropdown select").first
+    return sel.evaluate("s => s.selectedOptions.length ? s.selectedOptions[0].textContent : ''").split()[0]
+
+
+def _active_rank(out) -> str:
+    return out.locator(".widget-toggle-button.mod-active").first.inner_text().strip()
+
+
+def test_job_view_in_jupyterlab(lab, browser, ddp_job_dir):
+    from test_browser import _run_all
+
+    job = tracer.load_job(str(lab.root / "job"))  # what the notebook loads, to know what to expect
+    (whole,) = forward_frames(job.ranks[0], "compiled")  # rank 0's forward; rank 1 broke the graph there
+    cid = whole.compile_id
+    (status,) = [d for d in job.divergence if d.kind == "status"]
+    assert status.compile_ids == {0: cid, 1: cid}
+    named = {c for d in job.divergence for c in d.compile_ids.values()}
+    # rank 1 only, named by no finding: the resume function after the break (compiled, so a graph is drawn)
+    resumed = [f for f in job.ranks[1].frames if f.status == "compiled" and f.compile_id not in named][-1].compile_id
+    assert resumed not in {f.compile_id for f in job.ranks[0].frames}
+    assert "torch_dynamo_resume_in_forward" in job.ranks[1].frame(resumed).code
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1500, "height": 1000})
+    page.set_default_timeout(60_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    kernel_ready: list[bool] = []
+
+    def on_ws(ws) -> None:  # see test_browser.py: wait until the kernel answered the page's kernel_info
+        if "/api/kernels/" in ws.url:
+            ws.on("framereceived", lambda payload: kernel_ready.append(
+                "kernel_info_reply" in (payload if isinstance(payload, str) else payload.decode("latin-1"))))
+    page.on("websocket", on_ws)
+    try:
+        page.goto(f"{lab.base}/lab/tree/job.ipynb?token={lab.token}", timeout=90_000)
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+        end = time.monotonic() + 120
+        while not any(kernel_ready) and time.monotonic() < end:
+            page.wait_for_timeout(250)
+        assert any(kernel_ready), "the kernel never answered kernel_info"
+        _run_all(page)
+        out = page.locator(".jp-Notebook .jp-Cell").nth(2)
+        grid = out.locator(".ds-job table.ds-grid")
+        grid.wait_for(timeout=240_000)
+
+        # the grid: one row per rank, one column per compile id, the forward frame marked on both ranks
+        assert grid.locator("tbody tr").count() == 2
+        columns = grid.locator("thead th").all_inner_texts()[1:]
+        assert columns == [f.compile_id for f in job.ranks[1].frames], columns  # rank 1 has every id rank 0 has
+        for rank in (0, 1):
+            cell = grid.locator(f'td[data-rank="{rank}"][data-frame="{cid}"]')
+            assert "ds-divergent" in cell.get_attribute("class")
+            assert cell.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(255, 235, 233)"
+            assert "restarted" in cell.get_attribute("title")
+        assert "ds-absent" in grid.locator(f'td[data-rank="0"][data-frame="{resumed}"]').get_attribute("class")
+        # marked: on each rank a finding names, the column of every compile id it names (the forward frame's
+        # status; the first frame only rank 1 made, also where rank 0 lacks it)
+        marked = grid.locator("td.ds-divergent").evaluate_all("es => es.map(e => [Number(e.dataset.rank), e.dataset.frame])")
+        expected = {(r, c) for d in job.divergence for r in d.ranks for c in d.compile_ids.values() if c}
+        assert sorted(map(tuple, marked)) == sorted(expected) and (0, cid) in expected and len(expected) == 4
+        page.screenshot(path=str(ARTIFACTS / "job_view_grid.png"))
+
+        # a click on rank 1's divergent cell: rank 1's capture opens in the explorer at that frame
+        grid.locator(f'td[data-rank="1"][data-frame="{cid}"] a').click()
+        out.locator(".widget-dropdown select").first.wait_for(timeout=60_000)
+        page.wait_for_function("() => document.querySelector('.ds-job td.ds-picked') !== null", timeout=30_000)
+        assert (_active_rank(out), _shown_frame(out)) == ("rank 1", cid)
+        assert grid.locator("td.ds-picked").get_attribute("data-rank") == "1"
+        # a click on rank 1's resume function (no finding): the explorer follows, its graph is drawn
+        grid.locator(f'td[data-rank="1"][data-frame="{resumed}"] a').click()
+        page.wait_for_function(
+            "f => { const s = document.querySelector('.jp-Notebook .widget-dropdown select');"
+            " return s && s.selectedOptions.length && s.selectedOptions[0].textContent.split(/\\s/)[0] === f; }",
+            arg=resumed, timeout=60_000)
+        out.locator(".ds-canvas svg [data-node]").first.wait_for(timeout=60_000)
+        assert _active_rank(out) == "rank 1"
+        page.screenshot(path=str(ARTIFACTS / "job_view_rank1.png"))
+        # a click on "rank 0": rank 0 at its first divergent frame, the forward graph of 2 pieces
+        grid.locator('a.ds-rank[data-rank="0"]').click()
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.jp-Notebook .widget-toggle-button.mod-active')]"
+            ".some(b => b.textContent.trim() === 'rank 0')", timeout=60_000)
+        page.wait_for_function(
+            "f => { const s = document.querySelector('.jp-Notebook .widget-dropdown select');"
+            " return s && s.selectedOptions.length && s.selectedOptions[0].textContent.split(/\\s/)[0] === f; }",
+            arg=cid, timeout=60_000)
+        out.locator(".ds-canvas svg [data-node]").first.wait_for(timeout=60_000)
+        assert grid.locator("td.ds-picked").get_attribute("data-frame") == cid
+        assert "2 pieces" in grid.locator(f'td[data-rank="0"][data-frame="{cid}"]').inner_text()
+
+        # a finding's "side by side" link opens its view in place (no navigation away from the notebook)
+        url = page.url
+        links = out.locator('.ds-divergence a[href^="#ds-side-"]')
+        assert links.count() == len(job.divergence)
+        index = job.divergence.index(status)
+        links.nth(index).click()
+        side = out.locator(f'details[id="ds-side-{index}"]')
+        page.wait_for_function("e => e.open", arg=side.element_handle(), timeout=10_000)
+        assert side.locator("h4", has_text=f"rank 1, frame {cid}").count() == 1 and page.url == url
+        page.screenshot(path=str(ARTIFACTS / "job_view_side.png"))
+        assert not errors, errors
+    except Exception:
+        page.screenshot(path=str(ARTIFACTS / "job_view_failure.png"))
+        raise

@@ -1,0 +1,47 @@
+// The Job view's grid (viz/job_view.py JobGrid): shows the job summary markup Python rendered with
+// autoescaping templates, and reports clicks. A click on a grid cell or a rank link sets `picked`
+// ({rank, frame, n}; frame "" when the rank has no such frame, n makes every click a change); a
+// click on a finding's "side by side" link opens that finding's details in place. `current` marks
+// the cell whose capture Python shows.
+
+function render({ model, el }) {
+  let clicks = Date.now();
+  const mark = () => {
+    const cur = model.get("current") || {};
+    for (const e of el.querySelectorAll(".ds-picked")) e.classList.remove("ds-picked");
+    const rank = String(cur.rank ?? "");
+    for (const e of el.querySelectorAll("td[data-rank][data-frame], a.ds-rank[data-rank]")) {
+      const cell = e.tagName === "TD";
+      if (e.dataset.rank === rank && (cell ? e.dataset.frame === cur.frame : !cur.frame)) e.classList.add("ds-picked");
+    }
+  };
+  const show = () => {
+    el.innerHTML = model.get("html");
+    mark();
+  };
+  el.addEventListener("click", (ev) => {
+    const t = ev.target instanceof Element ? ev.target : null;
+    if (t === null) return;
+    const side = t.closest('a[href^="#ds-side-"]');
+    if (side !== null) {
+      ev.preventDefault();
+      const target = el.querySelector(`[id="${CSS.escape(side.getAttribute("href").slice(1))}"]`);
+      if (target !== null) {
+        target.open = true;
+        target.scrollIntoView({ block: "nearest" });
+      }
+      return;
+    }
+    const hit = t.closest("td[data-rank][data-frame], a.ds-rank[data-rank]");
+    if (hit === null || !el.contains(hit)) return;
+    ev.preventDefault();
+    const frame = hit.tagName === "TD" && hit.querySelector("a") !== null ? hit.dataset.frame : "";
+    model.set("picked", { rank: Number(hit.dataset.rank), frame, n: ++clicks });
+    model.save_changes();
+  });
+  model.on("change:html", show);
+  model.on("change:current", mark);
+  show();
+}
+
+export default { render };
