@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import operator
 
+import pytest
 import torch
 import torch.fx
 
@@ -28,6 +29,7 @@ def _module(build) -> tuple[torch.fx.GraphModule, torch.fx.Node]:
     root.body_0 = _body(2)
     root.fwd_body_0 = _body(2, lambda g, p: ((g.call_function(operator.mul, (p[0], p[1])),), (p[0], p[1])))
     root.weight = torch.nn.Parameter(torch.ones(1))
+    root.lin = torch.nn.Linear(1, 1)
     g = torch.fx.Graph()
     call = build(g, g.placeholder("x"), g.placeholder("y"))
     g.output(call)
@@ -45,8 +47,9 @@ def test_nodes_and_constants_of_a_wrap_call():
     assert feeds[0].node is next(iter(gm.graph.nodes))  # the fx Node itself
 
 
-def test_a_parameter_is_not_a_body():
-    gm, call = _module(lambda g, x, y: g.call_function(operator.add, (g.get_attr("weight"), x, y)))
+@pytest.mark.parametrize("attr", ["weight", "lin"])
+def test_a_parameter_or_plain_module_is_not_a_body(attr):
+    gm, call = _module(lambda g, x, y: g.call_function(operator.add, (g.get_attr(attr), x, y)))
     feeds, problems = call_feeds(call, "wrap", 0, "body_0", 2, gm)
     assert feeds == [] and problems == [
         f"body 'body_0' called by {call.name!r}: the call passes 0 values for 2 placeholders; their sources are unknown"]

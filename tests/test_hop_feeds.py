@@ -115,11 +115,14 @@ def test_flex_attention_score_mod_and_mask_mod():
         (None, "b", ""), (None, "h", ""), (None, "q_idx", ""), (None, "kv_idx", ""), ("mbuf", "", "")]
 
 
-def test_flex_attention_buffers_by_keyword():
-    kwargs = {"score_mod_other_buffers": ("bias",), "mask_mod_other_buffers": ()}
+def test_flex_attention_buffers_by_keyword_or_absent():
+    kwargs = {"score_mod_other_buffers": ("bias",), "mask_mod_other_buffers": ("mbuf",)}
     assert [f[0] for f in _feeds("flex_attention", _FLEX[:7], 6, 0, kwargs)] == [None] * 5 + ["bias"]
-    assert _feeds("flex_attention", _FLEX[:8], 4, 1, kwargs) == [
-        (None, "b", ""), (None, "h", ""), (None, "q_idx", ""), (None, "kv_idx", "")]
+    assert _feeds("flex_attention", _FLEX[:8], 5, 1, kwargs) == [
+        (None, "b", ""), (None, "h", ""), (None, "q_idx", ""), (None, "kv_idx", ""), ("mbuf", "", "")]
+    # FlexAttentionHOP.__call__'s defaults: no buffers at all when neither position nor keyword is given
+    assert [f[1] for f in _feeds("flex_attention", _FLEX[:7], 5, 0)] == ["score", "b", "h", "q_idx", "kv_idx"]
+    assert [f[1] for f in _feeds("flex_attention", _FLEX[:7], 4, 1)] == ["b", "h", "q_idx", "kv_idx"]
 
 
 def test_autograd_function_forward_and_backward():
@@ -147,7 +150,8 @@ def test_autograd_function_backward_needs_the_forward_to_be_a_body():
     result = {"fwd_body_0": (("o0",), ())}
     assert _feeds("autograd_function_apply", ["fwd_body_0", "bwd_body_0"], 1, 1, result=result) == [
         (None, "grad of output 0", "")]
-    p = _problem("autograd_function_apply", ["x", "bwd_body_0"], 1, 1, result={"x": (("o0",), ())})
+    # a result the reader would give for no body at all must not be asked for
+    p = _problem("autograd_function_apply", ["x", "bwd_body_0"], 1, 1, result={"x": (("o0",), ()), "": (("o0",), ())})
     assert "passes 0 values for 1 placeholders" in p
 
 

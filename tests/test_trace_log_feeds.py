@@ -53,6 +53,32 @@ AUTOGRAD = '''class GraphModule(torch.nn.Module):
 '''
 
 
+WRAP = '''class GraphModule(torch.nn.Module):
+    def forward(self, L_x_: "f32[3][1]cpu", L_y_: "f32[3][1]cpu"):
+        l_x_ = L_x_
+        l_y_ = L_y_
+        _tensor_constant0 = self._tensor_constant0
+        wrap_body_0 = self.wrap_body_0
+        wrap = torch.ops.higher_order.wrap(wrap_body_0, _tensor_constant0, [l_x_], {'k': l_y_});  wrap_body_0 = None
+        cond_true_0 = self.cond_true_0
+        cond_false_0 = self.cond_false_0
+        cond = torch.ops.higher_order.cond(l_x_, cond_true_0, cond_false_0, operands = (l_y_, 2))
+        return (wrap, cond)
+
+    class wrap_body_0(torch.nn.Module):
+        def forward(self, c, x, y):
+            return (x,)
+
+    class cond_true_0(torch.nn.Module):
+        def forward(self, y, k):
+            return (y,)
+
+    class cond_false_0(torch.nn.Module):
+        def forward(self, y, k):
+            return (y,)
+'''
+
+
 def _calls(text: str):
     p = parse_readable(text)
     (call,) = [n for n in p.graph.nodes if n.target in ("map_impl", "autograd_function_apply")]
@@ -69,6 +95,17 @@ def test_map_slices_pos_args_and_constants_as_printed():
     assert problems == []
     assert _fields(feeds) == [("l_xs_", "slice of xs[0]", ""), ("child", "slice of xs[1]", ""), ("l_y_", "", ""),
                               (None, "", "-2"), (None, "", "torch.float32")]
+
+
+def test_wrap_values_after_the_body_and_keywords():
+    p = parse_readable(WRAP)
+    calls = LogCalls(p.graph, {a: c.graph for a, c in p.children.items()})
+    wrap, cond = (p.graph.node(name) for name in ("wrap", "cond"))
+    feeds, problems = calls.feeds(wrap, 0, "wrap_body_0", 3)  # a get_attr of no body is a parent value
+    assert problems == [] and _fields(feeds) == [("_tensor_constant0", "", ""), ("l_x_", "", ""), ("l_y_", "", "")]
+    for index, body in enumerate(("cond_true_0", "cond_false_0")):
+        feeds, problems = calls.feeds(cond, index, body, 2)
+        assert problems == [] and _fields(feeds) == [("l_y_", "", ""), (None, "", "2")]
 
 
 def test_autograd_function_backward_from_the_forward_return():
@@ -112,7 +149,7 @@ def test_read_arg(text, want):
 
 
 @pytest.mark.parametrize("text, error", [("{**a}", "a ** entry in a dict argument"), ("(*a,)", "a starred argument"),
-                                         ("[a", "'[' was never closed")])
+                                         ("[a", "'[' was never closed (<unknown>, line 1)")])
 def test_read_arg_refuses_what_fx_does_not_print(text, error):
-    with pytest.raises((ValueError, SyntaxError), match=re.escape(error)):
+    with pytest.raises((ValueError, SyntaxError), match=f"^{re.escape(error)}$"):
         read_arg(text, {"a"})

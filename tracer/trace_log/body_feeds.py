@@ -42,12 +42,12 @@ def _value(e: ast.expr, text: str, names: set[str]) -> Any:
     if isinstance(e, ast.Dict):
         if any(k is None for k in e.keys):
             raise ValueError("a ** entry in a dict argument")
-        return {ast.unparse(k): _value(v, text, names) for k, v in zip(e.keys, e.values, strict=True)}
+        return {ast.unparse(k): _value(e.values[i], text, names) for i, k in enumerate(e.keys)}
     if isinstance(e, ast.Name) and e.id in names:
         return e.id
     if isinstance(e, ast.Starred):
         raise ValueError("a starred argument")
-    return _Constant(ast.get_source_segment(text, e) or ast.unparse(e))
+    return _Constant(str(ast.get_source_segment(text, e)))  # always found: ``e`` was parsed from ``text``
 
 
 class LogCalls:
@@ -56,10 +56,12 @@ class LogCalls:
     def __init__(self, graph: Graph, bodies: dict[str, Graph]) -> None:
         self._names = {n.name for n in graph.nodes}
         self._bodies = bodies
-        attrs = {n.name: n.target for n in graph.nodes if n.op == "get_attr" and n.target in bodies}
-        self._reader = CallReader(is_node=lambda v: isinstance(v, str),
-                                  body=lambda v: attrs.get(v, "") if isinstance(v, str) else "",
-                                  result=self._result, constant=lambda c: c.text)
+        self._attrs = {n.name: n.target for n in graph.nodes if n.op == "get_attr" and n.target in bodies}
+        self._reader = CallReader(is_node=lambda v: isinstance(v, str), body=self._body, result=self._result,
+                                  constant=lambda c: c.text)
+
+    def _body(self, leaf: Any) -> str:
+        return self._attrs[leaf] if isinstance(leaf, str) and leaf in self._attrs else ""
 
     def _result(self, attr: str) -> Any:
         body = self._bodies[attr]
@@ -75,4 +77,4 @@ class LogCalls:
             return call_feeds(call.target, args, kwargs, index, n, self._reader, body, call.name)
         except (SyntaxError, ValueError, RecursionError) as e:
             return [], [f"body {body!r} called by {call.name!r}: its arguments were not read from the log "
-                        f"({type(e).__name__}: {e}); their sources are unknown"[:300]]
+                        f"({type(e).__name__}: {e}); their sources are unknown"]
