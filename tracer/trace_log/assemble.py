@@ -36,8 +36,8 @@ __all__ = ["assemble", "LOG_LIMITS"]
 #   device and the user line; no requires_grad, nn_module_stack or full stack trace;
 # - why a frame produced no graph is logged at debug level only (not in the trace).
 LOG_LIMITS = [
-    "loaded from a log: speculations are not recorded in TORCH_TRACE (body inputs the HOP does not supply "
-    "have kind 'unknown': operand or lifted is not in the log; their sources are)",
+    "loaded from a log: speculations are not recorded in TORCH_TRACE (a body input the HOP does not supply "
+    "has kind 'unknown': whether it is an operand or lifted is not in the log; its source is)",
     "loaded from a log: graphs are as logged before Dynamo's graph passes; Frame.passes is unknown",
     "loaded from a log: AOT saved values and ViewAndMutationMeta are not read; only the AOT graphs are",
     "loaded from a log: node meta holds only what print_readable prints (shape, stride, dtype, device, user line)",
