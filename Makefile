@@ -49,7 +49,7 @@ bench: install
 	@$(PIP) install -e '.[bench]' 2>&1 | grep -v '^WARNING: Location' || true
 	@$(BIN)/python -m bench
 
-# Mutation testing of tracer/model and tracer/_torch/body_inputs.py ([tool.mutmut] in pyproject.toml);
+# Mutation testing of tracer/model and the HOP feed table with its adapters ([tool.mutmut] in pyproject.toml);
 # CPU heavy (two workers), results in mutants/ (git-ignored). Kill rate and survivors: bench/RESULTS.md.
 mutants: install
 	@$(BIN)/mutmut run --max-children 2; $(BIN)/mutmut results

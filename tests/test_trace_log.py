@@ -7,7 +7,9 @@ capture's. Then the same case is captured here and compared.
 
 Compared (COMPARED): per frame compile_id, status, code, status_reason of failed attempts, the set
 of time phases, the Dynamo graph's node names and ops and its code, HOP body names, parents, call
-nodes, call sites, input names and input sources, the TENSOR_MATCH guard sources; graph breaks
+nodes, call sites, input names, input sources, what the HOP supplies, constants passed, and the input
+kinds the log can tell (every HOP-supplied one; the rest are "unknown" there: operand or lifted is
+decided by speculation, which is not logged), the TENSOR_MATCH guard sources; graph breaks
 (compile id, location, code line) and recompiles (compile id, reason).
 Not in a log (LOG_CANNOT): see Note [What a log does not contain] in tracer/trace_log/assemble.py.
 """
@@ -30,9 +32,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 NAMES = sorted(ORACLE_CASES)
 COMPARED = ["compile_id", "status", "code", "status_reason (failed)", "times (phases)", "graph nodes (name, op)",
             "graph code", "subgraph names/parent/call_node/call_sites/input names/input sources",
+            "body input supplied/constant, kind hop_supplied (map/scan slices and carries, while_loop carries, "
+            "flex_attention score and indices, autograd.Function backward gradients and saved values)",
             "TENSOR_MATCH guard sources", "graph breaks (compile_id, location, code_line)",
             "recompiles (compile_id, reason)"]
-LOG_CANNOT = ["speculations", "body input kinds operand/lifted_freevar", "Frame.passes (graph before passes)",
+LOG_CANNOT = ["speculations", "body input kinds operand/lifted_freevar/lifted_symbol", "Frame.passes (graph before passes)",
               "Aot saved values, inputs/outputs metadata", "node meta beyond annotations",
               "no_graph reasons (logged at debug level only)", "dynamo_id (another process)", "time values"]
 # The logged output graph is the one before Dynamo's passes; the live capture records the graph the
@@ -105,13 +109,16 @@ def test_loaded_log_agrees_with_capture(name, logs):
             g = got.subgraphs[qn]
             assert (g.parent, g.call_node, g.hop) == (sg.parent, sg.call_node, sg.hop), f"{where} {qn}"
             assert [i.name for i in g.inputs] == [i.name for i in sg.inputs], f"{where} {qn}"
-            unknown = any(p.startswith(f"{qn}: which parent value feeds") for p in got.problems)
-            if unknown:  # Note [Body input sources from a log]: unknown, and said so
-                assert all(i.source == "" for i in g.inputs), f"{where} {qn}"
-            else:
-                assert [i.source for i in g.inputs] == [i.source for i in sg.inputs], f"{where} {qn}"
+            assert not [p for p in got.problems if p.startswith(f"body {qn!r}")], f"{where} {qn}"
+            assert [i.source for i in g.inputs] == [i.source for i in sg.inputs], f"{where} {qn}"
+            assert [(i.supplied, i.meta.get("constant")) for i in g.inputs] == \
+                [(i.supplied, i.meta.get("constant")) for i in sg.inputs], f"{where} {qn}"
+            # Note [Body input sources from a log]: what the HOP supplies is known, the rest is "unknown"
+            assert [i.kind for i in g.inputs] == [i.kind if i.kind == "hop_supplied" else "unknown"
+                                                  for i in sg.inputs], f"{where} {qn}"
             if sg.call_sites:
-                assert [c.node for c in g.call_sites] == [c.node for c in sg.call_sites], f"{where} {qn}"
+                assert [(c.node, c.sources) for c in g.call_sites] == \
+                    [(c.node, c.sources) for c in sg.call_sites], f"{where} {qn}"
         assert _tensor_sources(got) == _tensor_sources(want), where
     assert [(b.compile_id, b.location, b.code_line) for b in loaded.graph_breaks] == \
         [(b.compile_id, b.location, b.code_line) for b in live.graph_breaks]

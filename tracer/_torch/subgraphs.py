@@ -15,10 +15,11 @@ from typing import Any, Optional
 import torch
 import torch.fx
 
-from tracer._torch.body_inputs import Feed, call_feeds
+from tracer._torch.body_inputs import call_feeds
 from tracer._torch.fx_graph import graph_from_fx
 from tracer._torch.graph_passes import root_code
 from tracer._torch.subtracer import SpecRecord
+from tracer.hop_feeds import Feed
 from tracer.model import CallSite, Graph, Node, Subgraph, SubgraphInput
 
 __all__ = ["BodyInfo", "walk_bodies", "convert_tree"]
@@ -68,7 +69,7 @@ def is_hop_call(n: torch.fx.Node) -> bool:
 
 def walk_bodies(gm: torch.fx.GraphModule, problems: list[str]) -> tuple[list[BodyInfo], dict[int, list[str]]]:
     """Every HOP body reachable from ``gm``, parents before children, with what each call feeds
-    it (See Note [How each HOP calls its bodies] in tracer/_torch/body_inputs.py); and
+    it (See Note [How each HOP calls its bodies] in tracer/hop_feeds.py); and
     id(HOP call node) -> qualified names of the bodies it calls. A body called from several nodes
     (``invoke_subgraph`` of one ``nested_compile_region``) is one BodyInfo with several sites."""
     out: list[BodyInfo] = []

@@ -97,7 +97,7 @@ class _ValueMeta(TypedDict, total=False):
     subclass: str
 
 
-def _check_value_metas(obj: Any, where: str, what: str = "capture") -> None:
+def _check_value_metas(obj: Any, where: str, what: str) -> None:
     """ValueError at the first node / body-input meta whose value keys have the wrong types."""
     if isinstance(obj, (Node, SubgraphInput)):
         try:
@@ -115,9 +115,9 @@ def _check_value_metas(obj: Any, where: str, what: str = "capture") -> None:
             if not dataclasses.is_dataclass(v):
                 return
             _check_value_metas(v, f"{where}[{i}]", what)
-    elif isinstance(obj, dict):
+    elif isinstance(obj, dict):  # the model's dicts hold either dataclasses (subgraphs, ranks) or plain values
         for k, v in obj.items():
-            if dataclasses.is_dataclass(v) or (isinstance(v, list) and v and dataclasses.is_dataclass(v[0])):
+            if dataclasses.is_dataclass(v):
                 _check_value_metas(v, f"{where}.{k}", what)
 
 
@@ -126,4 +126,4 @@ def _path(message: str) -> str:
     what, sep, where = message.rpartition(" - at ")
     if not sep:
         return message
-    return f"{where.strip('`')}: {what}"
+    return f"{where.removeprefix('`').removesuffix('`')}: {what}"

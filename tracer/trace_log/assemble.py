@@ -16,6 +16,7 @@ from tracer.model.frame import Frame
 from tracer.model.graph import Graph
 from tracer.model.guards import Guard, Recompile
 from tracer.model.subgraph import CallSite, Subgraph, SubgraphInput
+from tracer.trace_log.body_feeds import LogCalls
 from tracer.trace_log.events import AttemptKey, AttemptLog, LogState
 from tracer.trace_log.graph_text import ParsedModule, parse_readable
 
@@ -25,8 +26,9 @@ __all__ = ["assemble", "LOG_LIMITS"]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # TORCH_TRACE records what torch logs, which is less than a live capture watches:
 # - speculations (every SubgraphTracer run, failed ones included) are not logged, so whether a
-#   body input is the user's operand or a lifted free variable is unknown (kind "unknown"); a
-#   symbolic input is a lifted symbol and autograd.Function's backward inputs are HOP-supplied;
+#   body input is the user's operand or a lifted free variable or symbol is unknown (kind
+#   "unknown"); what the HOP supplies and every source are read from the call (Note [Body input
+#   sources from a log]);
 # - the output graph is logged before Dynamo's graph passes (e.g. invoke_subgraph inlining), so
 #   ``Frame.passes`` is unknown and the graph may differ from what the backend received;
 # - ViewAndMutationMeta, saved values and their origins are not read (only the AOT graphs);
@@ -34,8 +36,8 @@ __all__ = ["assemble", "LOG_LIMITS"]
 #   device and the user line; no requires_grad, nn_module_stack or full stack trace;
 # - why a frame produced no graph is logged at debug level only (not in the trace).
 LOG_LIMITS = [
-    "loaded from a log: speculations are not recorded in TORCH_TRACE (body inputs that are neither symbols "
-    "nor HOP-supplied have kind 'unknown')",
+    "loaded from a log: speculations are not recorded in TORCH_TRACE (a body input the HOP does not supply "
+    "has kind 'unknown': whether it is an operand or lifted is not in the log; its source is)",
     "loaded from a log: graphs are as logged before Dynamo's graph passes; Frame.passes is unknown",
     "loaded from a log: AOT saved values and ViewAndMutationMeta are not read; only the AOT graphs are",
     "loaded from a log: node meta holds only what print_readable prints (shape, stride, dtype, device, user line)",
@@ -168,27 +170,22 @@ def _root_roles(g: Graph) -> None:
             n.role = "lifted_freevar"
 
 
-# Bodies whose placeholders the HOP feeds itself (See Note [How each HOP calls its bodies] in
-# tracer/_torch/body_inputs.py): (hop, index of the body among the call's bodies) -> what it supplies.
-_SUPPLIED = {("autograd_function_apply", 1): "gradients of the forward's outputs"}
-
 # Note [Body input sources from a log]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# The graph text keeps a HOP call's arguments, but which argument feeds which body placeholder
-# depends on how the HOP runs its body (Note [How each HOP calls its bodies]). For the HOPs that
-# pass their operands straight through, one per placeholder after the body (the wrap family,
-# checkpoint, invoke_subgraph, cond), the node arguments after the last body *are* the sources,
-# in order, when there is exactly one per placeholder. For the others (map and scan slice,
-# while_loop and scan carry, flex_attention and autograd.Function supply values themselves) or
-# when the counts differ, the sources are left unknown and the frame says so: never an alignment guess.
-_PASSED_IN_ORDER = {"wrap", "tag_activation_checkpoint", "invoke_subgraph", "cond", "wrap_with_autocast",
-                    "wrap_with_set_grad_enabled", "wrap_activation_checkpoint", "hints_wrapper"}
-
-
+# The graph text keeps each HOP call's arguments as fx printed them, so the table a live capture
+# uses (Note [How each HOP calls its bodies] in tracer/hop_feeds.py) reads them too: which parent
+# node feeds each placeholder (passed, sliced by map/scan, the initial carry of scan/while_loop),
+# which constant, and what the HOP supplies itself (flex_attention's score and indices, an
+# autograd.Function backward's gradients and saved values, slices, carries): kind "hop_supplied"
+# with the same ``supplied`` text as live. Whether any other input is the user's operand or a lifted
+# free variable or symbol is decided by speculation, which the log does not record: kind "unknown"
+# (LOG_LIMITS says so once; a SymInt may be either, e.g. ``wrap(body, x, n)`` with ``n`` symbolic).
+# When the call does not give one value per placeholder the sources are unknown and the frame says so.
 def _bodies(p: ParsedModule, qual: str, problems: list[str]) -> dict[str, Subgraph]:
     out: dict[str, Subgraph] = {}
     g = p.graph
     attrs = {n.name: n.target for n in g.nodes if n.op == "get_attr" and n.target in p.children}
+    calls = LogCalls(g, {a: c.graph for a, c in p.children.items()})
     for n in g.nodes:
         if n.op != "call_function":
             continue
@@ -196,31 +193,26 @@ def _bodies(p: ParsedModule, qual: str, problems: list[str]) -> dict[str, Subgra
         if not positions:
             continue
         n.role = "hop"
-        after = [x for x in n.inputs[positions[-1] + 1:] if x not in attrs]
         for index, pos in enumerate(positions):
             attr = attrs[n.inputs[pos]]
             name = f"{qual}.{attr}" if qual else attr
             n.calls.append(name)
             child = p.children[attr]
             phs = child.graph.placeholders
-            supplied = _SUPPLIED.get((n.target, index))
-            if supplied:
-                sources = [""] * len(phs)
-            elif n.target in _PASSED_IN_ORDER and len(after) == len(phs):
-                sources = list(after)
-            else:
-                sources = [""] * len(phs)
-                problems.append(f"{name}: which parent value feeds each input of this {n.target} body (call "
-                                f"{n.name}) is not derived from a log (Note [Body input sources from a log])")
+            feeds, why = calls.feeds(n, index, name, len(phs))
+            problems.extend(why)
+            sources = [f.node or "" for f in feeds] if feeds else [""] * len(phs)
             sg = out.get(name)
             if sg is None:
                 sg = out[name] = Subgraph(name=name, hop=n.target, parent=qual, call_node=n.name, graph=child.graph)
-                for ph, src in zip(phs, sources, strict=True):
-                    kind = "hop_supplied" if supplied else ("lifted_symbol" if ph.meta.get("kind") == "symint"
-                                                            else "unknown")
+                for ph, src, feed in zip(phs, sources, feeds or [None] * len(phs), strict=True):
+                    kind = "hop_supplied" if feed is not None and feed.supplied else "unknown"
                     ph.role = kind
-                    sg.inputs.append(SubgraphInput(name=ph.name, kind=kind, source=src, supplied=supplied or "",
-                                                   meta={k: v for k, v in ph.meta.items() if k != "source"}))
+                    meta = {k: v for k, v in ph.meta.items() if k != "source"}
+                    if feed is not None and feed.constant:
+                        meta["constant"] = feed.constant  # the call passes this value, not a node
+                    sg.inputs.append(SubgraphInput(name=ph.name, kind=kind, source=src, meta=meta,
+                                                   supplied=feed.supplied if feed is not None else ""))
                 out.update(_bodies(child, name, problems))
             sg.call_sites.append(CallSite(node=n.name, sources=sources))
     return out
