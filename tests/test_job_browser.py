@@ -180,3 +180,31 @@ def test_job_view_in_jupyterlab(lab, browser, ddp_job_dir):
     except Exception:
         page.screenshot(path=str(ARTIFACTS / "job_view_failure.png"))
         raise
+
+
+def test_job_page_draws_the_side_by_side_graphs(browser, ddp_job_dir, tmp_path):
+    """The static page (viz.export_job_html, no kernel): a finding's side-by-side view draws its graphs."""
+    import viz
+
+    job = tracer.load_job(str(ddp_job_dir))
+    index, status = next((i, d) for i, d in enumerate(job.divergence) if d.kind == "status")
+    frame = job.ranks[0].frame(status.compile_ids[0])
+    path = viz.export_job_html(job, tmp_path / "job.html")
+    page = browser.new_page(viewport={"width": 1500, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(path.as_uri())
+        page.locator(f'a[href="#ds-side-{index}"]').click()  # scrolls to the finding's view, still closed
+        side = page.locator(f'details[id="ds-side-{index}"]')
+        side.locator("summary").first.click()
+        page.wait_for_function("e => e.open", arg=side.element_handle(), timeout=10_000)
+        host = side.locator(".ds-side > div").nth(0).locator('.ds-graphbox[data-kind="root"]')
+        host.scroll_into_view_if_needed()
+        drawn = host.locator(".ds-canvas svg [data-node]")
+        drawn.first.wait_for(timeout=30_000)
+        assert sorted(drawn.evaluate_all("es => es.map(e => e.getAttribute('data-node'))")) == sorted(
+            n.name for n in frame.graph.nodes)
+        assert not errors, errors
+    finally:
+        page.close()
