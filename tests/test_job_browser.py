@@ -3,8 +3,8 @@
 A notebook loads the job (``tracer.load_job``) and displays ``viz.JobView``; the test checks the
 ranks x frames grid renders with the divergent cells marked (rank 1's graph break in ``forward``),
 then clicks cells and a rank and checks the chosen rank's capture opens in the explorer at that
-frame, and that a finding's "side by side" link opens its view with both frames' graphs drawn. The server is the one of
-tests/test_browser.py (its own port, token, root and settings; always shut down).
+frame, and that a finding's "side by side" link opens its view with both frames' graphs drawn. The
+server is the one of tests/test_browser.py (its own port, token, root and settings; always shut down).
 """
 
 from __future__ import annotations
@@ -168,13 +168,14 @@ def test_job_view_in_jupyterlab(lab, browser, ddp_job_dir):
         (after,) = [f for f in job.ranks[1].frames if f.compile_id.startswith(cid + "_")]
         columns = side.locator(".ds-side > div")
         for col, frame in ((columns.nth(0), whole), (columns.nth(1), after)):
-            host = col.locator(f'.ds-side-frame[data-frame="{frame.compile_id}"] .ds-graphbox[data-kind="root"]')
+            shown = col.locator(f'.ds-side-frame[data-frame="{frame.compile_id}"]')
+            host = shown.locator('.ds-graphbox[data-kind="root"]')
             host.scroll_into_view_if_needed()
             drawn = host.locator(".ds-canvas svg [data-node]")
             drawn.first.wait_for(timeout=30_000)
             names = drawn.evaluate_all("es => es.map(e => e.getAttribute('data-node'))")
             assert sorted(names) == sorted(n.name for n in frame.graph.nodes), names
-        assert "no graph: Dynamo handed nothing" in columns.nth(1).inner_text()  # the restarted attempt itself
+        assert "no graph: Dynamo handed nothing" in columns.nth(1).inner_text()  # the restarted attempt
         page.screenshot(path=str(ARTIFACTS / "job_view_side.png"))
         assert not errors, errors
     except Exception:

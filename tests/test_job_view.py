@@ -89,7 +89,8 @@ def _columns(side: str) -> dict[int, tuple[str, list[tuple[str, list[list[str]]]
     out = {}
     for col in side.split('<div><h4>rank ')[1:]:
         rank = int(re.match(r"\d+", col).group())
-        frames = [(chunk.split('"', 1)[0], [[row[0] for row in graphs[int(i)]["b"]] for i in _BOX.findall(chunk)])
+        frames = [(chunk.split('"', 1)[0],
+                   [[row[0] for row in graphs[int(i)]["b"]] for i in _BOX.findall(chunk)])
                   for chunk in col.split(_FRAME)[1:]]
         out[rank] = (col, frames)
     return out
@@ -161,7 +162,8 @@ def test_diff_findings_show_the_diff_and_both_frames_drawn(jobs, name, kind):
         if kind == "graph":  # the diff's own two pictures (static SVG): a box per node of each rank's graph
             svgs = re.findall(r"<svg.*?</svg>", side.split("each rank's frame report")[0], re.S)
             for r, svg in zip((0, 1), svgs[:2], strict=True):  # the root graphs' pair first, then AOT's
-                assert re.findall(r'<g class="node[^"]*" data-node="([^"]*)"', svg) == _names(job.ranks[r].frame("0/0").graph)
+                boxes = re.findall(r'<g class="node[^"]*" data-node="([^"]*)"', svg)
+                assert boxes == _names(job.ranks[r].frame("0/0").graph)
 
 
 def test_recompiles_side_draws_the_recompiled_frame(jobs):
@@ -194,7 +196,7 @@ def test_static_page_draws_with_one_script_and_the_widget_with_its_module(jobs):
     sides_end = page.rindex("</script></div></details>")
     first_report = page.index('<section class="ds-rank-report"')
     script = viz.report_graphs.report_script()
-    assert page.index(script) > sides_end and page.index(script) < first_report  # after the sides, before any rank
+    assert sides_end < page.index(script) < first_report  # after the sides, before any rank's report
     view = viz.JobView(job)
     assert "<script>" not in view.grid.html  # the widget's markup runs nothing: its module draws it
     assert view.grid.html.count('class="ds-drawings"') == len(job.divergence)

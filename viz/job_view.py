@@ -77,14 +77,14 @@ def _side(job: Job, d: Divergence) -> str:
     Note [Diff colours] in viz/diff_view.py), then each rank's frame report with its graphs drawn from
     the fragment's own drawings block (:func:`viz.report_graphs.report_data`), so the fragment draws
     the same in a static page and in the widget."""
-    cols = [{"rank": r, "cid": d.compile_ids.get(r, ""), "frames": _attempts(job.ranks[r], d.compile_ids.get(r, ""))}
-            for r in d.ranks]
+    ids = {r: d.compile_ids.get(r, "") for r in d.ranks}
+    cols = [{"rank": r, "cid": ids[r], "frames": _attempts(job.ranks[r], ids[r])} for r in d.ranks]
     frames = [f for col in cols for f in col["frames"]]
     data, per_frame = report_data(frames)
     graphs = iter(per_frame)
     for col in cols:
-        col["blocks"] = [fragment(render("job_side_frame.html.j2", frame=f, body=fragment(html.frame_html(f, next(graphs)))))
-                         for f in col["frames"]]
+        col["blocks"] = [fragment(render("job_side_frame.html.j2", frame=f,
+                                         body=fragment(html.frame_html(f, next(graphs))))) for f in col["frames"]]
         col["later"] = [f.compile_id for f in col.pop("frames")[1:]]
     diff = None
     if d.diff is not None and len(cols) == 2:

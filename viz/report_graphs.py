@@ -20,7 +20,8 @@ from viz.grouping import first_expanded
 from viz.markup import json_block
 from viz.style import css
 
-__all__ = ["canvas_css", "frame_graphs", "graph_drawing", "pack", "report_data", "report_module", "report_script"]
+__all__ = ["canvas_css", "frame_graphs", "graph_drawing", "pack", "report_data", "report_module",
+           "report_script"]
 
 _HERE = pathlib.Path(__file__).parent
 _EXPORT = "export default { render };"
