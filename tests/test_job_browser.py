@@ -3,8 +3,8 @@
 A notebook loads the job (``tracer.load_job``) and displays ``viz.JobView``; the test checks the
 ranks x frames grid renders with the divergent cells marked (rank 1's graph break in ``forward``),
 then clicks cells and a rank and checks the chosen rank's capture opens in the explorer at that
-frame, and that a finding's "side by side" link opens its view. The server is the one of
-tests/test_browser.py (its own port, token, root and settings; always shut down).
+frame, and that a finding's "side by side" link opens its view with both frames' graphs drawn. The
+server is the one of tests/test_browser.py (its own port, token, root and settings; always shut down).
 """
 
 from __future__ import annotations
@@ -163,8 +163,49 @@ def test_job_view_in_jupyterlab(lab, browser, ddp_job_dir):
         side = out.locator(f'details[id="ds-side-{index}"]')
         page.wait_for_function("e => e.open", arg=side.element_handle(), timeout=10_000)
         assert side.locator("h4", has_text=f"rank 1, frame {cid}").count() == 1 and page.url == url
+        # both frames' graphs are drawn in the widget: rank 0's forward and, on rank 1, where the forward
+        # frame restarted, the attempt of the same compile that followed (its report below the restart's)
+        (after,) = [f for f in job.ranks[1].frames if f.compile_id.startswith(cid + "_")]
+        columns = side.locator(".ds-side > div")
+        for col, frame in ((columns.nth(0), whole), (columns.nth(1), after)):
+            shown = col.locator(f'.ds-side-frame[data-frame="{frame.compile_id}"]')
+            host = shown.locator('.ds-graphbox[data-kind="root"]')
+            host.scroll_into_view_if_needed()
+            drawn = host.locator(".ds-canvas svg [data-node]")
+            drawn.first.wait_for(timeout=30_000)
+            names = drawn.evaluate_all("es => es.map(e => e.getAttribute('data-node'))")
+            assert sorted(names) == sorted(n.name for n in frame.graph.nodes), names
+        assert "no graph: Dynamo handed nothing" in columns.nth(1).inner_text()  # the restarted attempt
         page.screenshot(path=str(ARTIFACTS / "job_view_side.png"))
         assert not errors, errors
     except Exception:
         page.screenshot(path=str(ARTIFACTS / "job_view_failure.png"))
         raise
+
+
+def test_job_page_draws_the_side_by_side_graphs(browser, ddp_job_dir, tmp_path):
+    """The static page (viz.export_job_html, no kernel): a finding's side-by-side view draws its graphs."""
+    import viz
+
+    job = tracer.load_job(str(ddp_job_dir))
+    index, status = next((i, d) for i, d in enumerate(job.divergence) if d.kind == "status")
+    frame = job.ranks[0].frame(status.compile_ids[0])
+    path = viz.export_job_html(job, tmp_path / "job.html")
+    page = browser.new_page(viewport={"width": 1500, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(path.as_uri())
+        page.locator(f'a[href="#ds-side-{index}"]').click()  # scrolls to the finding's view, still closed
+        side = page.locator(f'details[id="ds-side-{index}"]')
+        side.locator("summary").first.click()
+        page.wait_for_function("e => e.open", arg=side.element_handle(), timeout=10_000)
+        host = side.locator(".ds-side > div").nth(0).locator('.ds-graphbox[data-kind="root"]')
+        host.scroll_into_view_if_needed()
+        drawn = host.locator(".ds-canvas svg [data-node]")
+        drawn.first.wait_for(timeout=30_000)
+        assert sorted(drawn.evaluate_all("es => es.map(e => e.getAttribute('data-node'))")) == sorted(
+            n.name for n in frame.graph.nodes)
+        assert not errors, errors
+    finally:
+        page.close()

@@ -2,7 +2,19 @@
 // autoescaping templates, and reports clicks. A click on a grid cell or a rank link sets `picked`
 // ({rank, frame, n}; frame "" when the rank has no such frame, n makes every click a change); a
 // click on a finding's "side by side" link opens that finding's details in place. `current` marks
-// the cell whose capture Python shows.
+// the cell whose capture Python shows. Each side-by-side view is a report fragment (`.ds-report`: the
+// frames' reports and their drawings block); `dsReports` (report.js's set-up functions, placed before
+// this module by viz/report_graphs.py report_module) draws its graphs and fills its guards views.
+
+function setUp(el) {
+  for (const r of el.querySelectorAll(".ds-report")) {
+    if (r.dataset.dsReady) continue;
+    r.dataset.dsReady = "1";
+    dsReports.dsReport(r);
+    dsReports.dsGuards(r);
+    dsReports.dsModuleLinks(r);
+  }
+}
 
 function render({ model, el }) {
   let clicks = Date.now();
@@ -17,6 +29,7 @@ function render({ model, el }) {
   };
   const show = () => {
     el.innerHTML = model.get("html");
+    setUp(el);
     mark();
   };
   el.addEventListener("click", (ev) => {

@@ -3,8 +3,10 @@ each rank's capture — as static HTML (:func:`job_html`, :func:`export_job_html
 (:class:`JobView`) whose grid (:class:`JobGrid`) opens any rank's capture in the :class:`viz.Explorer`.
 
 Invariant: reads ``tracer.model`` only, and every string from a log or user code reaches markup
-through an autoescaping template (viz/markup.py); the browser side (``job_grid.js``) only shows that
-markup and sends back rank numbers and compile ids. A Job loaded from JSON renders like a live one.
+through an autoescaping template (viz/markup.py); the browser side (``job_grid.js``) shows that
+markup, draws the graphs of each finding's side-by-side view from the view's own JSON drawings block
+with the static report's code (viz/report.js, see :func:`viz.report_graphs.report_module`), and
+sends back rank numbers and compile ids. A Job loaded from JSON renders like a live one.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ import anywidget
 import ipywidgets as W
 import traitlets
 
-from tracer.model import Capture, Job
+from tracer.model import Capture, Divergence, Frame, Job
 from viz import html
 from viz.diff_view import diff_html
 from viz.markup import fragment, render
+from viz.report_graphs import canvas_css, report_data, report_module, report_script
 
 __all__ = ["JobGrid", "JobView", "export_job_html", "grid_columns", "job_html", "mimebundle"]
 
@@ -56,25 +59,48 @@ def _rank_report(rank: int, cap: Capture) -> str:
                                                              body=fragment(body)))
 
 
+def _attempts(cap: Capture, cid: str) -> list[Frame]:
+    """Frame ``cid`` of ``cap`` and, when Dynamo restarted it, the attempts of the same compile that
+    followed ("4/0" restarted -> "4/0_1", Note [Compile ids and attempts] in tracer/model/frame.py)."""
+    at = next((i for i, f in enumerate(cap.frames) if f.compile_id == cid), None) if cid else None
+    if at is None:
+        return []
+    first = cap.frames[at]
+    if first.status != "restarted":
+        return [first]
+    base = cid.split("_", 1)[0]
+    return [first, *(f for f in cap.frames[at + 1:] if f.compile_id.split("_", 1)[0] == base)]
+
+
+def _side(job: Job, d: Divergence) -> str:
+    """One finding side by side (job_side.html.j2): the frame diff it carries (graphs coloured, see
+    Note [Diff colours] in viz/diff_view.py), then each rank's frame report with its graphs drawn from
+    the fragment's own drawings block (:func:`viz.report_graphs.report_data`), so the fragment draws
+    the same in a static page and in the widget."""
+    ids = {r: d.compile_ids.get(r, "") for r in d.ranks}
+    cols = [{"rank": r, "cid": ids[r], "frames": _attempts(job.ranks[r], ids[r])} for r in d.ranks]
+    frames = [f for col in cols for f in col["frames"]]
+    data, per_frame = report_data(frames)
+    graphs = iter(per_frame)
+    for col in cols:
+        col["blocks"] = [fragment(render("job_side_frame.html.j2", frame=f,
+                                         body=fragment(html.frame_html(f, next(graphs))))) for f in col["frames"]]
+        col["later"] = [f.compile_id for f in col.pop("frames")[1:]]
+    diff = None
+    if d.diff is not None and len(cols) == 2:
+        a, b = (next(iter(_attempts(job.ranks[c["rank"]], c["cid"])), None) for c in cols)
+        diff = fragment(diff_html(d.diff, a, b))
+    named = next((c for c in d.compile_ids.values() if c), "")
+    for col in cols:
+        has = any(f.compile_id == named for f in job.ranks[col["rank"]].frames)
+        col["none"] = (f"no frame {named} on this rank" if not has else
+                       f"the finding names no frame of this rank (it has a frame {named}: see the finding)")
+    return render("job_side.html.j2", cols=cols, diff=diff, data=fragment(data))
+
+
 def _sides(job: Job) -> list[dict[str, Any]]:
-    """Per finding, its side-by-side view: the frame diff it was read from (graphs coloured, see
-    Note [Diff colours] in viz/diff_view.py) when it carries one, else the two frames' reports."""
-    sides = []
-    for d in job.divergence:
-        cols = []
-        for r in d.ranks:
-            cid = d.compile_ids.get(r, "")
-            frame = next((f for f in job.ranks[r].frames if f.compile_id == cid), None) if cid else None
-            cols.append({"rank": r, "cid": cid, "frame": frame})
-        missing = next((c for c in d.compile_ids.values() if c), "")
-        side: dict[str, Any] = {"title": f"{d.kind}: {d.message}", "missing": missing, "diff": None, "cols": cols}
-        if d.diff is not None and len(cols) == 2:
-            side["diff"] = fragment(diff_html(d.diff, cols[0]["frame"], cols[1]["frame"]))
-        for col in cols:
-            frame = col.pop("frame")
-            col["html"] = fragment(html.frame_html(frame)) if frame is not None and side["diff"] is None else None
-        sides.append(side)
-    return sides
+    """Per finding, its title and side-by-side view (:func:`_side`)."""
+    return [{"title": f"{d.kind}: {d.message}", "body": fragment(_side(job, d))} for d in job.divergence]
 
 
 def job_html(job: Job) -> str:
@@ -83,7 +109,8 @@ def job_html(job: Job) -> str:
     columns = grid_columns(job)
     return render("job.html.j2", job=job, ranks=ranks, columns=columns,
                   cells={(r, cid): _cell(job, r, cid) for r in ranks for cid in columns},
-                  sides=_sides(job), reports={r: fragment(_rank_report(r, job.ranks[r])) for r in ranks})
+                  sides=_sides(job), reports={r: fragment(_rank_report(r, job.ranks[r])) for r in ranks},
+                  canvas_css=fragment(canvas_css()), script=fragment(report_script()))
 
 
 def export_job_html(job: Job, path: Union[str, pathlib.Path]) -> pathlib.Path:
@@ -99,7 +126,7 @@ class JobGrid(anywidget.AnyWidget):
     sets ``picked``; ``current`` marks the shown cell. Only markup rendered here (autoescaped)
     and plain ids cross to the browser."""
 
-    _esm = _HERE / "job_grid.js"
+    _esm = report_module((_HERE / "job_grid.js").read_text(encoding="utf-8"))  # draws the side-by-side views
 
     html = traitlets.Unicode("").tag(sync=True)  # job_html_summary(job): grid, findings, side-by-side views
     picked = traitlets.Dict().tag(sync=True)  # set by a click: {"rank": int, "frame": compile id or "", "n": click count}
@@ -179,7 +206,8 @@ def job_html_summary(job: Job) -> str:
     ranks = sorted(job.ranks)
     columns = grid_columns(job)
     return render("job.html.j2", job=job, ranks=ranks, columns=columns,
-                  cells={(r, cid): _cell(job, r, cid) for r in ranks for cid in columns}, sides=_sides(job), reports={})
+                  cells={(r, cid): _cell(job, r, cid) for r in ranks for cid in columns}, sides=_sides(job), reports={},
+                  canvas_css=fragment(canvas_css()), script="")
 
 
 def mimebundle(job: Job, include: Container[str] | None = None, exclude: Container[str] | None = None) -> dict[str, Any]:

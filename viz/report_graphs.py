@@ -20,7 +20,8 @@ from viz.grouping import first_expanded
 from viz.markup import json_block
 from viz.style import css
 
-__all__ = ["canvas_css", "frame_graphs", "graph_drawing", "pack", "report_data", "report_script"]
+__all__ = ["canvas_css", "frame_graphs", "graph_drawing", "pack", "report_data", "report_module",
+           "report_script"]
 
 _HERE = pathlib.Path(__file__).parent
 _EXPORT = "export default { render };"
@@ -34,16 +35,37 @@ _EXPORT = "export default { render };"
 # search box finds a folded node through the box's ``find`` list and centres on the box.
 
 
-def report_script() -> str:
-    """The page's one script: canvas.js's drawing code (its anywidget export removed) and report.js."""
+def _drawing_code() -> str:
+    """canvas.js's drawing code (its anywidget export removed), then report.js."""
     canvas = (_HERE / "canvas.js").read_text(encoding="utf-8")
     if _EXPORT not in canvas:
-        raise RuntimeError(f"viz/canvas.js no longer ends with {_EXPORT!r}: update report_script")
-    script = canvas.replace(_EXPORT, "") + "\n" + (_HERE / "report.js").read_text(encoding="utf-8")
+        raise RuntimeError(f"viz/canvas.js no longer ends with {_EXPORT!r}: update viz/report_graphs.py")
+    return canvas.replace(_EXPORT, "") + "\n" + (_HERE / "report.js").read_text(encoding="utf-8")
+
+
+def report_script() -> str:
+    """The page's one script: canvas.js's drawing code (its anywidget export removed) and report.js."""
+    script = _drawing_code()
     if "</" in script or "<!--" in script or "<script" in script.lower():  # would end or confuse the <script> element
         raise RuntimeError("viz/canvas.js or viz/report.js contains '</', '<!--' or '<script': write them differently")
     # One function scope: a page with several reports (the CLI's) declares nothing twice.
     return "(() => {\n" + script + "\n})();"
+
+
+_PAGE_LOOP = "// A page may hold several reports"  # report.js's last part: set up every report of the page
+
+
+def report_module(module: str) -> str:
+    """The anywidget module ``module`` with ``dsReports`` defined before it: report.js's set-up
+    functions (``dsReport``, ``dsGuards``, ``dsModuleLinks``), which the module calls on the report
+    fragments it places in its element (markup placed in a widget runs no script of its own). The
+    page's loop over every report of the document is left out: a widget sets up only its own."""
+    code = _drawing_code()
+    if code.count(_PAGE_LOOP) != 1:
+        raise RuntimeError(f"viz/report.js no longer has one {_PAGE_LOOP!r} part: update viz/report_graphs.py")
+    code = code[:code.index(_PAGE_LOOP)]
+    return ("const dsReports = (() => {\n" + code + "\nreturn { dsReport, dsGuards, dsModuleLinks };\n})();\n"
+            + module)
 
 
 def canvas_css() -> str:

@@ -1,0 +1,205 @@
+"""What the job view draws for each kind of finding (Note [Kinds of divergence] in tracer/model/job.py),
+in the static page (``viz.job_html``) and in the widget's markup (``JobView(job).grid.html``): every
+side-by-side view carries its own drawings block, and each graph box of it draws the graph torch
+recorded for that rank's frame (the browser side is tests/test_job_browser.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import torch
+
+import tracer
+import viz
+from tracer.job import find_divergence
+from tracer.model import DIVERGENCE_KINDS, Job
+
+_SIDE = '<details class="ds-sidebyside" id="ds-side-'
+_FRAME = '<div class="ds-side-frame" data-frame="'
+_BLOCK = re.compile(r'<script type="application/json" class="ds-drawings">(.*?)</script>', re.S)
+_BOX = re.compile(r'class="ds-graphbox" data-graph="(\d+)"')
+
+
+def _step(brk: bool):
+    def f(x):
+        y = x.sin()
+        if brk:
+            torch._dynamo.graph_break()
+        return y.cos()
+
+    return f
+
+
+def _scaled(x, n):
+    return x * n
+
+
+def _gated(x, n):
+    return x.sin() if n > 0 else x.cos()
+
+
+def _collective_caps():
+    import torch.distributed as dist
+    import torch.distributed._functional_collectives as funcol
+
+    def f(x):
+        return funcol.all_reduce(x * 2, "sum", dist.group.WORLD) + 1
+
+    def g(x):
+        return x * 2 + 1
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        return tracer.capture(f, torch.randn(4)), tracer.capture(g, torch.randn(4))
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.fixture(scope="module")
+def jobs() -> dict[str, Job]:
+    """Two-rank jobs whose findings cover every kind, each found by find_divergence as load_job does."""
+    pairs = {
+        "break": (tracer.capture(_step(False), torch.randn(3)), tracer.capture(_step(True), torch.randn(3))),
+        "scaled": (tracer.capture(_scaled, torch.randn(3), 2), tracer.capture(_scaled, torch.randn(3), 3)),
+        "gated": (tracer.capture(_gated, torch.randn(3), 1), tracer.capture(_gated, torch.randn(3), 2)),
+        "recompile": (tracer.capture(_scaled, torch.randn(3), 2, more_calls=[(torch.randn(5), 2)]),
+                      tracer.capture(_scaled, torch.randn(3), 2)),
+        "collective": _collective_caps(),
+    }
+    out = {}
+    for name, (a, b) in pairs.items():
+        found, checked = find_divergence({0: a, 1: b})
+        out[name] = Job(ranks={0: a, 1: b}, divergence=found, checked=checked)
+    return out
+
+
+def _sides(markup: str) -> list[str]:
+    """Each side-by-side view of a job page, in finding order."""
+    end = "</script></div></details>"  # a side ends with its drawings block (job_side.html.j2)
+    return [part[:part.index(end) + len(end)] for part in markup.split(_SIDE)[1:]]
+
+
+def _columns(side: str) -> dict[int, tuple[str, list[tuple[str, list[list[str]]]]]]:
+    """rank -> (its column's markup, [(compile id, ids of the boxes drawn in each graph box of that
+    frame's report)]), read from the side's own drawings block: report.js draws exactly these."""
+    (block,) = _BLOCK.findall(side)
+    graphs = json.loads(block)["graphs"]
+    out = {}
+    for col in side.split('<div><h4>rank ')[1:]:
+        rank = int(re.match(r"\d+", col).group())
+        frames = [(chunk.split('"', 1)[0],
+                   [[row[0] for row in graphs[int(i)]["b"]] for i in _BOX.findall(chunk)])
+                  for chunk in col.split(_FRAME)[1:]]
+        out[rank] = (col, frames)
+    return out
+
+
+def _names(graph) -> list[str]:
+    return [n.name for n in graph.nodes]
+
+
+def _finding(job: Job, kind: str) -> tuple[int, object]:
+    return next((i, d) for i, d in enumerate(job.divergence) if d.kind == kind)
+
+
+def _both(job: Job) -> list[list[str]]:
+    """The side-by-side views of the static page and of the widget's markup."""
+    return [_sides(viz.job_html(job)), _sides(viz.JobView(job).grid.html)]
+
+
+def test_every_kind_of_finding_is_covered(jobs):
+    assert {d.kind for j in jobs.values() for d in j.divergence} == set(DIVERGENCE_KINDS)
+
+
+def test_status_side_draws_the_compiled_frame_and_the_attempt_after_the_restart(jobs):
+    job = jobs["break"]
+    i, d = _finding(job, "status")
+    plain, broken = job.ranks[0], job.ranks[1]
+    assert d.compile_ids == {0: "0/0", 1: "0/0"} and broken.frame("0/0").status == "restarted"
+    after = [f for f in broken.frames if f.compile_id.startswith("0/0_")]  # torch's attempt 1 of compile 0/0
+    assert [f.status for f in after] == ["compiled"]
+    for sides in _both(job):
+        cols = _columns(sides[i])
+        text0, ((cid0, drawn0),) = cols[0]
+        assert text0.startswith("0, frame 0/0</h4>") and cid0 == "0/0"
+        assert drawn0[0] == _names(plain.frame("0/0").graph)  # the root graph first, then AOT's
+        text1, ((cid1, drawn1), (cid2, drawn2)) = cols[1]
+        assert (cid1, drawn1, cid2) == ("0/0", [], after[0].compile_id)  # restarted: no graph box
+        assert "no graph: Dynamo handed nothing to the backend" in text1 and "graph_break" in text1
+        assert f"then, on rank 1: {after[0].compile_id}" in text1
+        assert drawn2[0] == _names(after[0].graph)
+        assert "Graphs (0)" not in sides[i]
+
+
+def test_frames_side_draws_the_frame_one_rank_has(jobs):
+    job = jobs["break"]
+    i, d = _finding(job, "frames")
+    only = d.compile_ids[1]
+    assert d.compile_ids[0] == "" and only not in {f.compile_id for f in job.ranks[0].frames}
+    for sides in _both(job):
+        cols = _columns(sides[i])
+        assert cols[0][1] == [] and f"no frame {only} on this rank" in cols[0][0]
+        ((cid, drawn),) = cols[1][1]
+        assert cid == only and drawn[0] == _names(job.ranks[1].frame(only).graph)
+
+
+@pytest.mark.parametrize("name,kind", [("scaled", "graph"), ("scaled", "guards"), ("gated", "guards")])
+def test_diff_findings_show_the_diff_and_both_frames_drawn(jobs, name, kind):
+    job = jobs[name]
+    i, d = _finding(job, kind)
+    assert d.diff is not None and d.compile_ids == {0: "0/0", 1: "0/0"}
+    if name == "gated":  # n > 0 either way: the same graph, only the guard on n differs
+        assert [x.kind for x in job.divergence] == ["guards"] and not any(d.diff.graphs)
+    for sides in _both(job):
+        side = sides[i]
+        assert "diff 0/0 → 0/0" in side and "each rank's frame report, every graph drawn" in side
+        cols = _columns(side)
+        for r in (0, 1):
+            ((cid, drawn),) = cols[r][1]
+            assert cid == "0/0" and drawn[0] == _names(job.ranks[r].frame("0/0").graph)
+        if kind == "graph":  # the diff's own two pictures (static SVG): a box per node of each rank's graph
+            svgs = re.findall(r"<svg.*?</svg>", side.split("each rank's frame report")[0], re.S)
+            for r, svg in zip((0, 1), svgs[:2], strict=True):  # the root graphs' pair first, then AOT's
+                boxes = re.findall(r'<g class="node[^"]*" data-node="([^"]*)"', svg)
+                assert boxes == _names(job.ranks[r].frame("0/0").graph)
+
+
+def test_recompiles_side_draws_the_recompiled_frame(jobs):
+    job = jobs["recompile"]
+    i, d = _finding(job, "recompiles")
+    assert d.compile_ids == {0: "0/1", 1: ""}
+    for sides in _both(job):
+        cols = _columns(sides[i])
+        ((cid, drawn),) = cols[0][1]
+        assert cid == "0/1" and drawn[0] == _names(job.ranks[0].frame("0/1").graph)
+        assert cols[1][1] == [] and "no frame 0/1 on this rank" in cols[1][0]
+
+
+def test_collectives_side_draws_the_graph_with_the_collective(jobs):
+    job = jobs["collective"]
+    i, d = _finding(job, "collectives")
+    assert d.compile_ids == {0: "0/0", 1: ""}  # rank 1's graph has no collective: no frame is named
+    for sides in _both(job):
+        cols = _columns(sides[i])
+        ((cid, drawn),) = cols[0][1]
+        assert drawn[0] == _names(job.ranks[0].frame("0/0").graph)
+        assert any("all_reduce" in n.target for n in job.ranks[0].frame("0/0").graph.nodes)
+        # rank 1 has a frame 0/0, without the collective: the side does not claim it has no frame
+        assert cols[1][1] == [] and "names no frame of this rank (it has a frame 0/0" in cols[1][0]
+
+
+def test_static_page_draws_with_one_script_and_the_widget_with_its_module(jobs):
+    job = jobs["break"]
+    page = viz.job_html(job)
+    sides_end = page.rindex("</script></div></details>")
+    first_report = page.index('<section class="ds-rank-report"')
+    script = viz.report_graphs.report_script()
+    assert sides_end < page.index(script) < first_report  # after the sides, before any rank's report
+    view = viz.JobView(job)
+    assert "<script>" not in view.grid.html  # the widget's markup runs nothing: its module draws it
+    assert view.grid.html.count('class="ds-drawings"') == len(job.divergence)
+    esm = view.grid._esm
+    assert "function dsReport(" in esm and "dsReports.dsReport(r)" in esm and esm.count("export default") == 1
+    assert 'document.querySelectorAll(".ds-report")' not in esm  # only its own element's reports
