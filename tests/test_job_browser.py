@@ -196,9 +196,9 @@ def test_job_page_draws_the_side_by_side_graphs(browser, ddp_job_dir, tmp_path):
     page.on("pageerror", lambda e: errors.append(str(e)))
     try:
         page.goto(path.as_uri())
-        page.locator(f'a[href="#ds-side-{index}"]').click()  # scrolls to the finding's view, still closed
         side = page.locator(f'details[id="ds-side-{index}"]')
-        side.locator("summary").first.click()
+        assert not side.evaluate("e => e.open")
+        page.locator(f'a[href="#ds-side-{index}"]').click()  # scrolls to the finding's view and opens it
         page.wait_for_function("e => e.open", arg=side.element_handle(), timeout=10_000)
         host = side.locator(".ds-side > div").nth(0).locator('.ds-graphbox[data-kind="root"]')
         host.scroll_into_view_if_needed()
