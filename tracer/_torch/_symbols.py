@@ -49,6 +49,9 @@ PRIVATE_SYMBOLS: list[str] = [
     "torch._dynamo.symbolic_convert:InstructionTranslator.current_tx",
     # structured.py: Note [What we read from the structured trace]
     "torch._logging._internal:trace_log",
+    # trace_filter.py: Note [Formatting only what we read] (and every module that bound the name)
+    "torch._logging._internal:trace_structured",
+    "torch._logging:trace_structured",
     # trace_events.py: file names interned in logged stacks
     "torch._logging.structured:INTERN_TABLE",
     # inductor.py: Note [What Inductor tells us]; the registered backend and its provenance config
