@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from tracer.model import Capture, Frame, GraphBreak, InductorGraph
+from tracer.model import Capture, CodeText, Frame, GraphBreak, InductorGraph
 from viz.markup import fragment, render
 
-__all__ = ["CodeTab", "breaks_to_resume", "bytecode_html", "inductor_html", "kernel_colours", "pages", "shapes_html"]
+__all__ = ["CodeTab", "breaks_to_resume", "bytecode_html", "code_html", "inductor_html", "kernel_colours", "pages", "shapes_html"]
 
 PALETTE = ("#fde2e4", "#e2ece9", "#dfe7fd", "#fff1c1", "#e9d8fd", "#d3f8e2", "#ffd6a5", "#cddafd")
 _RESUME_LINE = re.compile(r"_at_(\d+)$")  # torch_dynamo_resume_in_<fn>_at_<line> (torch/_dynamo/resume_execution.py)
@@ -45,18 +45,27 @@ def breaks_to_resume(frame: Frame, breaks: list[GraphBreak]) -> list[tuple[Graph
     return out
 
 
+def _code(c: CodeText) -> dict[str, Any]:
+    """What the template shows of one code object. Reading ``source`` decompiles a live capture's code
+    now (Note [Decompiled when first read] in tracer/model/bytecode.py); a loaded one has its text."""
+    source = c.source
+    problem = c.problem or ("not decompiled: this capture kept the bytecode only, and this process has no "
+                            "decompiler for it" if c.pending else "")
+    return {"name": c.name, "problem": problem, "dis": c.dis, "html": _highlight(source) if source else None}
+
+
+def code_html(c: CodeText) -> str:
+    """One code object: its highlighted source, or why there is none and its ``dis`` listing."""
+    return render("code_view.html.j2", part="code", c=_code(c))
+
+
 def bytecode_html(frame: Frame, breaks: list[GraphBreak] = ()) -> str:
     """Original and transformed code side by side, resume functions, breaks -> resume functions, guards."""
     bc = frame.bytecode
     if bc is None:
         return render("code_view.html.j2", part="none", frame=frame)
-
-    def code(c):
-        return {"name": c.name, "problem": c.problem, "dis": c.dis,
-                "html": _highlight(c.source) if c.source else None}
-
-    return render("code_view.html.j2", part="bytecode", frame=frame, original=code(bc.original),
-                  transformed=code(bc.transformed), resumes=[code(r) for r in bc.resume_functions],
+    return render("code_view.html.j2", part="bytecode", frame=frame, original=_code(bc.original),
+                  transformed=_code(bc.transformed), resumes=[_code(r) for r in bc.resume_functions],
                   links=breaks_to_resume(frame, list(breaks)), guard_function=bc.guard_function)
 
 
