@@ -47,6 +47,21 @@ def _empty() -> None:
     return None
 
 
+_BINDERS: tuple[int, list[Any]] = (-1, [])  # (len(sys.modules) when scanned, the modules found)
+
+
+def _binders(fn: Any) -> list[Any]:
+    """Loaded modules other than torch._logging(._internal) whose global ``trace_structured`` is ``fn``;
+    rescanned only when modules were imported since the last scan (a scan takes ~1 ms)."""
+    global _BINDERS
+    count = len(sys.modules)
+    if _BINDERS[0] != count:
+        skip = ("torch._logging", "torch._logging._internal")
+        _BINDERS = (count, [m for name, m in list(sys.modules.items()) if name not in skip and m is not None
+                            and getattr(m, "__dict__", {}).get("trace_structured") is fn])
+    return [m for m in _BINDERS[1] if m.__dict__.get("trace_structured") is fn]
+
+
 def install_payload_filter(patches: Patches, readers: Iterable[Any]) -> bool:
     """Wrap ``trace_structured`` for this capture so only events some reader of ``readers`` keeps are
     formatted (Note [Formatting only what we read]); ``patches`` undoes it. False (nothing installed)
@@ -74,9 +89,6 @@ def install_payload_filter(patches: Patches, readers: Iterable[Any]) -> bool:
         return original(name, dict, **{**kwargs, "payload_fn": _empty, "expect_trace_id": False})
 
     trace_structured.__wrapped__ = original  # type: ignore[attr-defined]
-    owners = [torch._logging, internal]
-    owners += [m for m in list(sys.modules.values())
-               if m is not None and m not in owners and getattr(m, "__dict__", {}).get("trace_structured") is original]
-    for owner in owners:
+    for owner in [torch._logging, internal, *_binders(original)]:
         patches.set(owner, "trace_structured", trace_structured)
     return True
