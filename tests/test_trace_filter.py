@@ -139,8 +139,8 @@ def breaks_and_recompiles(x, n):
 
 def _record(backend: str) -> str:
     """A capture's JSON with what differs between two captures of the same code in one process removed:
-    compile times, torch's process-wide ids, code objects' bytes (their listings stay), the names numbered by them (``__compiled_fn_7_<uuid>``) and
-    guard latencies; whitespace collapsed."""
+    compile times, torch's process-wide ids, code objects' bytes (their listings stay), the names
+    numbered by those ids (``__compiled_fn_7_<uuid>``) and guard latencies; whitespace collapsed."""
     cap = tracer.capture(breaks_and_recompiles, torch.randn(3), 2, more_calls=[(torch.randn(5), 3)], backend=backend)
     assert [f.compile_id for f in cap.frames] == ["0/0", "0/0_1", "1/0", "0/1", "0/1_1", "1/1"]
 

@@ -47,19 +47,21 @@ def _empty() -> None:
     return None
 
 
-_BINDERS: tuple[int, list[Any]] = (-1, [])  # (len(sys.modules) when scanned, the modules found)
+_SCANNED: set[str] = set()  # names of the modules looked at by earlier captures
+_BINDERS: list[Any] = []  # those among them that bound ``trace_structured``
 
 
 def _binders(fn: Any) -> list[Any]:
-    """Loaded modules other than torch._logging(._internal) whose global ``trace_structured`` is ``fn``;
-    rescanned only when modules were imported since the last scan (a scan takes ~1 ms)."""
-    global _BINDERS
-    count = len(sys.modules)
-    if _BINDERS[0] != count:
-        skip = ("torch._logging", "torch._logging._internal")
-        _BINDERS = (count, [m for name, m in list(sys.modules.items()) if name not in skip and m is not None
-                            and getattr(m, "__dict__", {}).get("trace_structured") is fn])
-    return [m for m in _BINDERS[1] if m.__dict__.get("trace_structured") is fn]
+    """Loaded modules other than torch._logging(._internal) whose global ``trace_structured`` is ``fn``.
+    Only modules imported since the last capture are looked at (each Inductor compile imports its
+    output code as a module, so the whole of sys.modules would be scanned at every capture)."""
+    for name in sys.modules.keys() - _SCANNED:
+        _SCANNED.add(name)
+        m = sys.modules.get(name)
+        if name not in ("torch._logging", "torch._logging._internal") and m is not None \
+                and getattr(m, "__dict__", {}).get("trace_structured") is fn:
+            _BINDERS.append(m)
+    return [m for m in _BINDERS if m.__dict__.get("trace_structured") is fn]
 
 
 def install_payload_filter(patches: Patches, readers: Iterable[Any]) -> bool:
