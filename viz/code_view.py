@@ -15,7 +15,8 @@ from typing import Any, Optional
 from tracer.model import Capture, CodeText, Frame, GraphBreak, InductorGraph
 from viz.markup import fragment, render
 
-__all__ = ["CodeTab", "breaks_to_resume", "bytecode_html", "code_html", "inductor_html", "kernel_colours", "pages", "shapes_html"]
+__all__ = ["CodeTab", "breaks_to_resume", "bytecode_html", "code_html", "frame_code_html", "inductor_html", "kernel_colours",
+           "pages", "shapes_html"]
 
 PALETTE = ("#fde2e4", "#e2ece9", "#dfe7fd", "#fff1c1", "#e9d8fd", "#d3f8e2", "#ffd6a5", "#cddafd")
 _RESUME_LINE = re.compile(r"_at_(\d+)$")  # torch_dynamo_resume_in_<fn>_at_<line> (torch/_dynamo/resume_execution.py)

@@ -22,9 +22,9 @@ from tracer._torch.guards import backend_match_guards, guards_from_set
 from tracer._torch.isolation import CodeTracker, code_location
 from tracer._torch.patching import Patches
 from tracer._torch.structured import GRAPH_TEXTS, StructuredTraceHandler
-from tracer._torch.trace_filter import install_payload_filter
 from tracer._torch.subgraphs import convert_tree
 from tracer._torch.subtracer import SpecRecord, compile_key, install_speculation_hooks
+from tracer._torch.trace_filter import install_payload_filter
 from tracer.diffing import attach_recompile_diffs
 from tracer.model import Capture, Frame, GraphBreak, GraphPiece, Recompile, Speculation
 
