@@ -6,6 +6,7 @@ One real CPU Inductor capture for the module (a cold compile takes ~10 s on 2 co
 from __future__ import annotations
 
 import inspect
+import re
 
 import pytest
 import torch
@@ -104,11 +105,20 @@ def test_code_tab_colours_kernels_and_choosing_one_selects_its_nodes(cap):
     assert set(colours) == {n for k in g.kernels for n in k.post_grad_nodes}
     ex = Explorer(cap)
     fused = next(k for k in g.kernels if len(k.source_lines) >= 2)
+    assert len(fused.dynamo_nodes) >= 2 and len(fused.post_grad_nodes) >= 2
     ex.code_tab.kernel_choice.value = fused.name
-    assert ex.node == fused.dynamo_nodes[0]  # the kernel's node selected in the graph
-    assert f"font-weight:bold\"><code>{fused.name}</code>" in ex.code_tab.html.value
-    # and the reverse: a node selected in the graph marks its kernel
+    assert ex.node == fused.dynamo_nodes[0]  # the kernel's first node selected in the graph...
+    assert set(ex.canvas.drawing["hi"]) == set(fused.dynamo_nodes)  # ...and every node it computes highlighted
+    html = ex.code_tab.html.value
+    assert f"font-weight:bold\"><code>{fused.name}</code>" in html
+    for n in fused.post_grad_nodes:  # every post-grad node of the kernel marked in the post-grad graph
+        assert re.search(rf'font-weight:bold">\s*{n}: ', html), n
+    others = [n for k in g.kernels if k is not fused for n in k.post_grad_nodes if n not in fused.post_grad_nodes]
+    assert others and not any(re.search(rf'font-weight:bold">\s*{n}: ', html) for n in others)
+    # and the reverse: a node selected in the graph marks its kernel and highlights all the kernel's nodes
     ex.code_tab.kernel_choice.value = ""
+    ex.select("")  # clears the highlight
+    assert ex.canvas.drawing["hi"] == []
     ex.select_node(fused.dynamo_nodes[-1])
-    ex.code_tab.show()
+    assert set(ex.canvas.drawing["hi"]) == set(fused.dynamo_nodes)
     assert f"font-weight:bold\"><code>{fused.name}</code>" in ex.code_tab.html.value
