@@ -57,6 +57,10 @@ PRIVATE_SYMBOLS: list[str] = [
     # inductor.py: Note [What Inductor tells us]; the registered backend and its provenance config
     "torch._dynamo.backends.registry:lookup_backend",
     "torch._inductor.config:trace.provenance_tracking_level",
+    # inductor_backward.py: Note [Backward kernels and their Dynamo nodes]
+    "torch._inductor.compile_fx:compile_fx_forward",
+    "torch._inductor.compile_fx:compile_fx_backward",
+    "torch._inductor.debug:reset_provenance_globals",
     "torch._inductor.config:patch",
     "torch._inductor.config:fx_graph_cache",
     "torch._functorch.config:enable_autograd_cache",
