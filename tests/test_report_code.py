@@ -67,3 +67,18 @@ def test_loaded_capture_renders_the_same_code_tab(cap, tmp_path):
     loaded = tracer.Capture.load(str(path))
     for a, b in zip(cap.frames, loaded.frames, strict=True):
         assert code_view.frame_code_html(cap, a) == code_view.frame_code_html(loaded, b)
+
+
+@pytest.mark.slow
+def test_report_code_tab_has_inductor_output_code_and_kernels(tmp_path):
+    def f(x):
+        return torch.relu(torch.sin(x) * 2)
+
+    cap = tracer.capture(f, torch.randn(8), backend="inductor")
+    (g,) = cap.frames[0].inductor
+    (tab,) = _code_tabs(viz.export_html(cap, tmp_path / "r.html").read_text(encoding="utf-8"))
+    assert f"Inductor {g.aot_id}: {len(g.kernels)} kernel(s)" in tab and "post-grad graph (coloured by kernel)" in tab
+    text = html.unescape(re.sub(r"<[^>]*>", "", tab))
+    for k in g.kernels:
+        assert k.name in text and all(n in text for n in k.post_grad_nodes)
+    assert "def call(" in text  # the wrapper of the output code
