@@ -42,3 +42,34 @@ def test_options_reach_the_compile_and_are_recorded():
     s = tracer.trace(f, torch.randn(3), options=opts)
     assert s.options is opts
     s.abort()
+
+
+def inductor_paused(x):
+    y = torch.sin(x) * 2
+    tracer.pause("before the add")  # a pause inside a Dynamo trace that Inductor then compiles
+    return y + 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["keyword", "options"])
+def test_a_session_compiles_with_the_backend_it_was_given(how):
+    """``backend`` reaches the session's compile like capture's: the keyword and CaptureOptions both."""
+    x = torch.randn(8)
+    s = (tracer.trace(inductor_paused, x, backend="inductor") if how == "keyword"
+         else tracer.trace(inductor_paused, x, options=CaptureOptions(backend="inductor")))
+    assert s.options.backend == "inductor"
+    s.start()
+    try:
+        st = s.wait(timeout=120)
+        assert st is not None and st.label == "before the add"
+        s.resume()
+        assert s.wait(timeout=300) is None
+    finally:
+        s.abort()
+    cap = s.capture
+    assert cap.meta["options"]["backend"] == "inductor"
+    (f,) = [f for f in cap.frames if f.has_graph]
+    assert f.aot is None and len(f.inductor) == 1  # Inductor compiled it (aot_eager would fill f.aot)
+    g = f.inductor[0]
+    assert "def call(" in g.output_code and g.kernels and all(k.name in g.output_code for k in g.kernels)
+    torch.testing.assert_close(cap.result, torch.sin(x) * 2 + 1)

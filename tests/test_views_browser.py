@@ -4,7 +4,7 @@ Three real training captures: bench.models' 12-layer transformer and vision CNN,
 built from ``transformers``' config with random weights (its graph breaks are real). For each report:
 the forward and backward graphs are drawn; the first view's module-box labels render at >= 10 px on
 the root and the backward graph; the search box centres a node folded inside a module box; the guards
-view folds and filters; the page never scrolls sideways. Screenshots go to tests/artifacts/.
+view folds and filters; the Code tab opens; the page never scrolls sideways. Screenshots go to tests/artifacts/.
 """
 
 from __future__ import annotations
@@ -149,6 +149,15 @@ def test_report_of_a_real_model(name, browser, tmp_path):
         assert "match" in guards.locator(".ds-guard-count").inner_text()
         guards.scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / f"report_{name}_guards.png"))
+        assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
+
+        # the Code tab: folded at first; opened, original and transformed code side by side, page still fits
+        code = page.locator("section.ds-frame:not(.ds-grey) details.ds-code-tab").first  # a compiled attempt's
+        assert not code.evaluate("(d) => d.open")
+        code.locator("summary").first.click()
+        assert "transformed (installed by Dynamo)" in code.inner_text() and "Guard function" in code.inner_text()
+        code.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"report_{name}_code.png"))
         assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
         assert not errors, errors
     finally:

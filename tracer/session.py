@@ -238,8 +238,8 @@ def trace(fn: Callable, *args: Any, pause_timeout: float = DEFAULT_PAUSE_TIMEOUT
     """A Session that will trace ``fn(*args)`` like ``tracer.capture`` does; nothing runs until ``start()``.
 
     ``kwargs`` are split like ``tracer.capture``'s: its keyword options (``fullgraph``, ``dynamic``,
-    ...; or all of them as ``options=CaptureOptions(...)``) configure the capture, the rest are passed
-    to ``fn``. A pause lasting more than ``pause_timeout`` seconds aborts the trace.
+    ``backend="inductor"``, ...; or all of them as ``options=CaptureOptions(...)``) configure the
+    capture, the rest are passed to ``fn``. A pause lasting more than ``pause_timeout`` seconds aborts the trace.
     """
     capture_options, fn_kwargs = split_options(kwargs, options)
     return Session(fn, args, fn_kwargs, capture_options, pause_timeout=pause_timeout)

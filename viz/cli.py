@@ -64,7 +64,7 @@ def write_report(path: str, out: str) -> pathlib.Path:
     if len(caps) == 1:
         result = export_html(caps[0], out)
     else:  # one section per rank's log, in file order
-        body = Markup("").join(Markup("<section><h1>{}</h1>{}</section>").format(escape(c.fn), fragment(capture_html(c)))
+        body = Markup("").join(Markup("<section><h1>{}</h1>{}</section>").format(escape(c.fn), fragment(capture_html(c, code=True)))
                                for c in caps)
         result = pathlib.Path(out)
         result.write_text(render("page.html.j2", title=os.path.basename(os.path.normpath(path)), body=body) + "\n",

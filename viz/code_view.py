@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from tracer.model import Capture, Frame, GraphBreak, InductorGraph
+from tracer.model import Capture, CodeText, Frame, GraphBreak, InductorGraph, Kernel
 from viz.markup import fragment, render
 
-__all__ = ["CodeTab", "breaks_to_resume", "bytecode_html", "inductor_html", "kernel_colours", "pages", "shapes_html"]
+__all__ = ["CodeTab", "breaks_to_resume", "bytecode_html", "code_html", "frame_code_html", "inductor_html", "kernel_colours",
+           "pages", "shapes_html"]
 
 PALETTE = ("#fde2e4", "#e2ece9", "#dfe7fd", "#fff1c1", "#e9d8fd", "#d3f8e2", "#ffd6a5", "#cddafd")
 _RESUME_LINE = re.compile(r"_at_(\d+)$")  # torch_dynamo_resume_in_<fn>_at_<line> (torch/_dynamo/resume_execution.py)
@@ -45,18 +46,27 @@ def breaks_to_resume(frame: Frame, breaks: list[GraphBreak]) -> list[tuple[Graph
     return out
 
 
+def _code(c: CodeText) -> dict[str, Any]:
+    """What the template shows of one code object. Reading ``source`` decompiles a live capture's code
+    now (Note [Decompiled when first read] in tracer/model/bytecode.py); a loaded one has its text."""
+    source = c.source
+    problem = c.problem or ("not decompiled: this capture kept the bytecode only, and this process has no "
+                            "decompiler for it" if c.pending else "")
+    return {"name": c.name, "problem": problem, "dis": c.dis, "html": _highlight(source) if source else None}
+
+
+def code_html(c: CodeText) -> str:
+    """One code object: its highlighted source, or why there is none and its ``dis`` listing."""
+    return render("code_view.html.j2", part="code", c=_code(c))
+
+
 def bytecode_html(frame: Frame, breaks: list[GraphBreak] = ()) -> str:
     """Original and transformed code side by side, resume functions, breaks -> resume functions, guards."""
     bc = frame.bytecode
     if bc is None:
         return render("code_view.html.j2", part="none", frame=frame)
-
-    def code(c):
-        return {"name": c.name, "problem": c.problem, "dis": c.dis,
-                "html": _highlight(c.source) if c.source else None}
-
-    return render("code_view.html.j2", part="bytecode", frame=frame, original=code(bc.original),
-                  transformed=code(bc.transformed), resumes=[code(r) for r in bc.resume_functions],
+    return render("code_view.html.j2", part="bytecode", frame=frame, original=_code(bc.original),
+                  transformed=_code(bc.transformed), resumes=[_code(r) for r in bc.resume_functions],
                   links=breaks_to_resume(frame, list(breaks)), guard_function=bc.guard_function)
 
 
@@ -111,8 +121,10 @@ def frame_code_html(cap: Capture, frame: Optional[Frame], *, kernel: str = "", n
 class CodeTab:
     """The explorer's "Code" tab: a frame and kernel chooser over ``frame_code_html``.
 
-    Choosing a kernel shows its frame's root graph in the explorer and selects the kernel's first
-    Dynamo node; selecting a node on the canvas marks the kernels that compute it.
+    Choosing a kernel shows its frame's root graph in the explorer with every Dynamo node the kernel
+    computes highlighted (its first one selected) and its post-grad nodes marked in the post-grad
+    graph; selecting a node on the canvas marks the kernels that compute it, and highlights all the
+    nodes of those kernels.
     """
 
     def __init__(self, explorer: Any) -> None:
@@ -124,12 +136,13 @@ class CodeTab:
                                        description="frame")
         self.kernel_choice = W.Dropdown(options=[("", "")], description="kernel")
         self.html = W.HTML()
+        self._busy = False  # choose_kernel is selecting its kernel's node: not a click (on_node)
         self.widget = W.VBox([W.HBox([self.frame_choice, self.kernel_choice]), self.html])
         if explorer.frame is not None:
             self.frame_choice.value = explorer.frame.compile_id
         self.frame_choice.observe(lambda _: self.show(), "value")
         self.kernel_choice.observe(lambda c: self.choose_kernel(c["new"]), "value")
-        explorer.canvas.observe(lambda _: self.show(), "selected")
+        explorer.canvas.observe(lambda _: self.on_node(), "selected")
         self.show()
 
     @property
@@ -146,12 +159,29 @@ class CodeTab:
         self.html.value = frame_code_html(self.explorer.capture, f, kernel=self.kernel_choice.value or "",
                                           node=self.explorer.node if same else "")
 
+    def kernels_of(self, node: str) -> list[Kernel]:
+        """The kernels of the shown frame that compute Dynamo node ``node``."""
+        f = self.frame
+        return [k for g in (f.inductor if f else []) for k in g.kernels if node in k.dynamo_nodes]
+
     def choose_kernel(self, name: str) -> None:
         f = self.frame
         kernel = next((k for g in (f.inductor if f else []) for k in g.kernels if k.name == name), None)
         if kernel is not None and kernel.dynamo_nodes:
-            self.explorer.select("", frame=f.compile_id)
-            self.explorer.select_node(kernel.dynamo_nodes[0])
+            self._busy = True
+            try:
+                self.explorer.select("", frame=f.compile_id)
+                self.explorer.highlight(kernel.dynamo_nodes)
+                self.explorer.select_node(kernel.dynamo_nodes[0])
+            finally:
+                self._busy = False
+        self.show()
+
+    def on_node(self) -> None:
+        """A node selected on the canvas: highlight every node of the kernel(s) computing it, mark them."""
+        ex = self.explorer
+        if not self._busy and ex.frame is self.frame and ex.graph_name == "" and ex.node:
+            ex.highlight(n for k in self.kernels_of(ex.node) for n in k.dynamo_nodes)
         self.show()
 
 

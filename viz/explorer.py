@@ -9,7 +9,7 @@ grouped into module boxes by ``viz.layout``). See Note [Canvas clicks].
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import ipywidgets as W
@@ -81,6 +81,7 @@ class Explorer:
         self._info: dict[str, Any] = {}
         self._note = ""
         self._expanded: dict[tuple[str, str], frozenset[str]] = {}
+        self._highlight: list[str] = []  # nodes marked in the shown graph (e.g. a kernel's), see highlight()
         self._layouts = Layouts()
         self._quiet_depth = 0
         self._partition = None
@@ -150,6 +151,17 @@ class Explorer:
         with self._quiet():
             self.canvas.selected = name
         self._show_node()
+
+    def highlight(self, names: Iterable[str] = ()) -> None:
+        """Mark nodes of the shown graph (e.g. all a kernel computes; a module box folding one too) until
+        another graph is shown; ``highlight()`` clears. KeyError naming the nodes for an unknown name."""
+        names = list(dict.fromkeys(names))
+        if names and self.graph is None:
+            raise KeyError("this capture has no frames, so there is no node to highlight")
+        for name in names:
+            self.graph.node(name)  # KeyError naming the valid choices
+        self._highlight = names
+        self._draw()
 
     def expand(self, path: str) -> None:
         """Open the collapsed module box ``path`` (e.g. ``"layers.0"``) of the shown graph."""
@@ -275,7 +287,7 @@ class Explorer:
         return opts
 
     def _show_graph(self) -> None:
-        self._node, self._info, self._note = "", {}, ""
+        self._node, self._info, self._note, self._highlight = "", {}, "", []
         f = self._frame
         with self._quiet():
             self._tree.value = self._graph_name if f is not None else None
@@ -308,7 +320,9 @@ class Explorer:
             self.canvas.graph = f"{self._frame.compile_id}:{self._graph_name}"
             self.canvas.expanded = sorted(expanded)
             self.canvas.selected = self._node
-            self.canvas.draw(self._layouts.get(graph, expanded))
+            lay = self._layouts.get(graph, expanded)
+            marked = set(self._highlight)
+            self.canvas.draw(lay, highlight=[*self._highlight, *(b.id for b in lay.boxes if marked.intersection(b.members))])
 
     def _show_node(self) -> None:
         self._inspector.value = inspector_html(self._info, note=self._note)

@@ -16,6 +16,7 @@ from typing import Callable, Optional, Union
 
 from tracer.model import TIME_PHASES, Aot, Capture, Frame, Graph
 from viz import panels
+from viz.code_view import frame_code_html
 from viz.diff_view import recompiles_html
 from viz.graph_layout import layout
 from viz.grouping import default_expanded
@@ -50,14 +51,15 @@ def _partition_html(aot: Aot) -> str:
     return render("partition.html.j2", rows=rows, tables=fragment(panels.aot_tables_html(aot)))
 
 
-def frame_html(frame: Frame, graphs: list[tuple[str, str, int, int]] = ()) -> str:
+def frame_html(frame: Frame, graphs: list[tuple[str, str, int, int]] = (), code: str = "") -> str:
     """One compile attempt: status (and why, if it did not compile), compile times, problems; with
     a graph also the subgraph tree, speculations, a box per graph of ``graphs`` (kind, title, index
     into the report's drawings, nodes; see :func:`viz.report_graphs.report_data`), module tree, lifted
-    inputs, guards, partition, code."""
+    inputs, guards, partition, code; ``code`` is the Code tab's HTML (:func:`viz.code_view.frame_code_html`)."""
     guards = fragment(panels.guards_html(frame.guards, report=True))
+    code_tab = fragment(code) if code else None
     if not frame.has_graph:
-        return render("frame.html.j2", frame=frame, phases=TIME_PHASES, guards=guards)
+        return render("frame.html.j2", frame=frame, phases=TIME_PHASES, guards=guards, code_tab=code_tab)
     root = next((i for kind, _, i, _ in graphs if kind == "root"), None)
     return render(
         "frame.html.j2", frame=frame, phases=TIME_PHASES,
@@ -70,18 +72,24 @@ def frame_html(frame: Frame, graphs: list[tuple[str, str, int, int]] = ()) -> st
         guards=guards,
         partition=fragment(_partition_html(frame.aot)) if frame.aot is not None else None,
         codes=[(name, fragment(panels.code_html(g, plain=True))) for name, g in frame.graphs().items()],
+        code_tab=code_tab,
     )
 
 
-def capture_html(cap: Capture, frame_block: Optional[Callable[[Frame, str], str]] = None) -> str:
+def capture_html(cap: Capture, frame_block: Optional[Callable[[Frame, str], str]] = None, *,
+                 code: bool = False) -> str:
     """Self-contained HTML of ``cap``: overview, then per frame its graphs (drawn from layout data by
     the one embedded script), module tree and tables. ``frame_block(frame, html)`` may wrap each
-    frame's section (the job view anchors them per rank).
+    frame's section (the job view anchors them per rank). ``code``: also each frame's Code tab
+    (original vs transformed code, resume functions, guard function, shapes, Inductor's output code
+    and kernels), as the static report shows it.
 
-    Used for the ``text/html`` mimebundle entry and by :func:`export_html`; deterministic.
+    Used for the ``text/html`` mimebundle entry (without the Code tab: Dynamo's generated names and
+    the guard function's measured latency differ run to run, and notebooks store this HTML) and by
+    :func:`export_html` (with it); deterministic for a given capture.
     """
     data, per_frame = report_data(cap.frames)
-    blocks = [frame_html(f, g) for f, g in zip(cap.frames, per_frame, strict=True)]
+    blocks = [frame_html(f, g, frame_code_html(cap, f) if code else "") for f, g in zip(cap.frames, per_frame, strict=True)]
     if frame_block is not None:
         blocks = [frame_block(f, b) for f, b in zip(cap.frames, blocks, strict=True)]
     return render("report.html.j2", overview=fragment(panels.overview_html(cap)),
@@ -91,8 +99,9 @@ def capture_html(cap: Capture, frame_block: Optional[Callable[[Frame, str], str]
 
 
 def export_html(cap: Capture, path: Union[str, pathlib.Path]) -> pathlib.Path:
-    """Write ``cap`` as one standalone HTML file that opens in any browser, no kernel; return its path."""
+    """Write ``cap`` as one standalone HTML file that opens in any browser, no kernel, with each frame's
+    Code tab; return its path."""
     p = pathlib.Path(path)
-    p.write_text(render("page.html.j2", title=cap.fn or "capture", body=fragment(capture_html(cap))) + "\n",
+    p.write_text(render("page.html.j2", title=cap.fn or "capture", body=fragment(capture_html(cap, code=True))) + "\n",
                  encoding="utf-8")
     return p

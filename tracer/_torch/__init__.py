@@ -15,6 +15,8 @@ module              hook point                                                  
 ``breaks.py``       ``InstructionTranslatorBase.log_graph_break`` (class attr)          GraphBreaks
 ``structured.py``   a handler on the ``torch.__trace`` logger                           compile order,
                                                                                         Recompile reasons
+``trace_filter.py`` ``trace_structured`` (in every module that bound it), while only    (less formatting)
+                    the capture's readers listen
 ``guards.py``       ``CacheEntry.backend`` of the entries the capture made             BACKEND_MATCH
 ``isolation.py``    ``convert_frame.register_bytecode_hook``, ``reset_code``,           fresh code, clean
                     ``pgo.get_code_state``, ``torch._dynamo.config.patch``              caches, configs
@@ -26,6 +28,8 @@ module              hook point                                                  
 ``trace_events.py`` a second handler on ``torch.__trace`` (Inductor, ShapeEnv events)    symbols/specializations
 ``bytecode.py``     ``register_bytecode_hook``, ``ContinueExecutionCache.lookup``         Frame.bytecode (depyf)
 ``inductor.py``     registered "inductor" backend, provenance + cache configs (patch)   Frame.inductor
+``inductor_backward.py`` ``compile_fx.compile_fx_forward`` / ``compile_fx_backward``    backward kernels'
+                    (module attrs)                                                      Dynamo nodes
 ==================  ==================================================================  ====================
 
 All attribute patches go through ``patching.Patches``, whose ``ACTIVE`` list is empty whenever

@@ -49,11 +49,18 @@ PRIVATE_SYMBOLS: list[str] = [
     "torch._dynamo.symbolic_convert:InstructionTranslator.current_tx",
     # structured.py: Note [What we read from the structured trace]
     "torch._logging._internal:trace_log",
+    # trace_filter.py: Note [Formatting only what we read] (and every module that bound the name)
+    "torch._logging._internal:trace_structured",
+    "torch._logging:trace_structured",
     # trace_events.py: file names interned in logged stacks
     "torch._logging.structured:INTERN_TABLE",
     # inductor.py: Note [What Inductor tells us]; the registered backend and its provenance config
     "torch._dynamo.backends.registry:lookup_backend",
     "torch._inductor.config:trace.provenance_tracking_level",
+    # inductor_backward.py: Note [Backward kernels and their Dynamo nodes]
+    "torch._inductor.compile_fx:compile_fx_forward",
+    "torch._inductor.compile_fx:compile_fx_backward",
+    "torch._inductor.debug:reset_provenance_globals",
     "torch._inductor.config:patch",
     "torch._inductor.config:fx_graph_cache",
     "torch._functorch.config:enable_autograd_cache",

@@ -21,9 +21,10 @@ from tracer._torch.graph_passes import PassRecorder
 from tracer._torch.guards import backend_match_guards, guards_from_set
 from tracer._torch.isolation import CodeTracker, code_location
 from tracer._torch.patching import Patches
-from tracer._torch.structured import StructuredTraceHandler
+from tracer._torch.structured import GRAPH_TEXTS, StructuredTraceHandler
 from tracer._torch.subgraphs import convert_tree
 from tracer._torch.subtracer import SpecRecord, compile_key, install_speculation_hooks
+from tracer._torch.trace_filter import install_payload_filter
 from tracer.diffing import attach_recompile_diffs
 from tracer.model import Capture, Frame, GraphBreak, GraphPiece, Recompile, Speculation
 
@@ -190,11 +191,13 @@ class Recorder:
             install_speculation_hooks(patches, self.on_speculation)
             install_graph_break_hook(patches, self.on_graph_break)
             SkipRecorder(patches, self.on_skip)
+            texts = GRAPH_TEXTS[:1] if self.beyond.inductor else GRAPH_TEXTS  # Inductor: no AOT graphs recorded
             self._handler = stack.enter_context(
-                StructuredTraceHandler(self.on_start, self.on_recompile, self.on_attempt, self.on_metrics))
+                StructuredTraceHandler(self.on_start, self.on_recompile, self.on_attempt, self.on_metrics, texts))
             stack.enter_context(self.codes)
             stack.enter_context(self.passes)
             stack.enter_context(self.beyond.hooks(patches))
+            install_payload_filter(patches, [self._handler, self.beyond.events])
             yield
 
     # -- the Capture -------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import Any, Iterator
 
 from tracer._torch.bytecode import BytecodeRecorder
 from tracer._torch.inductor import compile_inductor, inductor_graphs, provenance_tracking
+from tracer._torch.inductor_backward import BackwardOrigins
 from tracer._torch.patching import Patches
 from tracer._torch.shapes import shape_records
 from tracer._torch.trace_events import TraceEvents, interned_strings
@@ -34,6 +35,7 @@ class Beyond:
         self.inductor = backend == "inductor"
         self.events = TraceEvents()
         self.bytecode = BytecodeRecorder()
+        self.backward = BackwardOrigins()  # Inductor only: Note [Backward kernels and their Dynamo nodes]
         self._strings: dict[int, str] = {}
 
     @contextlib.contextmanager
@@ -44,11 +46,13 @@ class Beyond:
             stack.callback(self.bytecode.remove)
             if self.inductor:
                 stack.enter_context(provenance_tracking())
+                self.backward.install(patches)
             yield
 
     def compile(self, gm: Any, example_inputs: list[Any], frame: Frame) -> Any:
         """backend="inductor": Inductor compiles the graph. AOTAutograd runs inside compile_fx, so
         ``frame.aot`` stays None by design (the option says so); Inductor's graphs go to ``frame.inductor``."""
+        self.backward.dynamo_graph_ids.add(id(gm.graph))
         return compile_inductor(gm, example_inputs)
 
     def fill(self, frame: Frame, akey: AttemptKey) -> None:
@@ -57,7 +61,7 @@ class Beyond:
             self._strings = interned_strings()
         events = self.events.of(akey)
         if self.inductor:
-            frame.inductor = inductor_graphs(events, frame.problems)
+            frame.inductor = inductor_graphs(events, frame.problems, self.backward.backward.get(akey, []))
         frame.symbols, frame.shape_guards, frame.specializations = shape_records(events, self._strings)
         guard_fn = next((p for n, _m, p in reversed(events) if n == "dynamo_cpp_guards_str" and isinstance(p, str)), "")
         frame.bytecode = self.bytecode.record(akey, guard_fn.strip())
@@ -66,4 +70,5 @@ class Beyond:
         """Drop what was recorded; the problems of the handler and hooks."""
         self.events.events.clear()
         self.bytecode.clear()
+        self.backward.clear()
         return [*self.events.errors, *self.bytecode.problems]

@@ -15,16 +15,19 @@ listing kept, never an exception.
 
 from __future__ import annotations
 
+import base64
 import dis
 import inspect
+import marshal
 import types
 from typing import Any, Optional
 
 from tracer._torch.patching import Patches
 from tracer._torch.subtracer import compile_key
 from tracer.model import Bytecode, CodeText
+from tracer.model.bytecode import set_resolver
 
-__all__ = ["BytecodeRecorder", "code_text"]
+__all__ = ["BytecodeRecorder", "code_text", "kept_code"]
 
 # Note [A failed decompilation is not an inexact record]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -90,23 +93,65 @@ class BytecodeRecorder:
         if pair is None:
             return None
         code, new_code = pair
-        return Bytecode(original=code_text(code, original=True), transformed=code_text(new_code),
-                        resume_functions=[code_text(c) for c in resumes], guard_function=guard_function)
+        return Bytecode(original=kept_code(code, original=True), transformed=kept_code(new_code),
+                        resume_functions=[kept_code(c) for c in resumes], guard_function=guard_function)
 
     def clear(self) -> None:
         self.transformed.clear()
         self.resumes.clear()
 
 
+def kept_code(code: types.CodeType, *, original: bool = False) -> CodeText:
+    """``code`` kept as bytes, to be listed and decompiled when first read (Note [Decompiled when first
+    read] in tracer/model/bytecode.py); the user's own source at once when ``original``. A code object
+    marshal cannot write (a constant it does not know) is turned into text now."""
+    try:
+        kept = base64.b64encode(marshal.dumps(code)).decode("ascii")
+    except ValueError:
+        return code_text(code, original=original)
+    out = CodeText(name=code.co_name, code=kept)
+    source = _user_source(code) if original else None
+    if source is not None:
+        out.source = source
+    return out
+
+
+def _resolve(text: CodeText) -> None:
+    """Fill a pending CodeText (registered with the model at import): the listing, and the source or
+    the problem unless the source is known already."""
+    try:
+        code = marshal.loads(base64.b64decode(text.code))
+    except (ValueError, EOFError, TypeError) as e:  # not this Python's marshal format, or damaged
+        text.dis = f"<not listed: the kept bytecode does not load here: {type(e).__name__}: {e}>"
+        if not text.source:
+            text.problem = f"{text.name}: not decompiled, the kept bytecode does not load here"
+        return
+    if text.source:
+        text.dis = _dis(code)
+        return
+    filled = code_text(code)
+    text.source, text.dis, text.problem = filled.source, filled.dis, filled.problem
+
+
+set_resolver(_resolve)
+
+
+def _user_source(code: types.CodeType) -> Optional[str]:
+    if code.co_name.startswith(RESUME_PREFIX):
+        return None
+    try:
+        return inspect.getsource(code)
+    except (OSError, TypeError):
+        return None  # no source file (exec'd code): decompile it like Dynamo's own code
+
+
 def code_text(code: types.CodeType, *, original: bool = False) -> CodeText:
-    """``code`` as text: the user's own source when ``original`` and it is user code, else depyf's
-    decompilation; on failure the problem, with the ``dis`` listing always kept."""
+    """``code`` as text now: the user's own source when ``original`` and it is user code, else
+    depyf's decompilation; on failure the problem, with the ``dis`` listing always kept."""
     listing = _dis(code)
-    if original and not code.co_name.startswith(RESUME_PREFIX):
-        try:
-            return CodeText(name=code.co_name, source=inspect.getsource(code), dis=listing)
-        except (OSError, TypeError):
-            pass  # no source file (exec'd code): decompile it like Dynamo's own code
+    source = _user_source(code) if original else None
+    if source is not None:
+        return CodeText(name=code.co_name, source=source, dis=listing)
     import depyf
     from depyf.decompiler import Decompiler
 

@@ -32,7 +32,10 @@ __all__ = ["compile_inductor", "inductor_graphs", "provenance_tracking"]
 #   artifact "inductor_provenance_tracking_kernel_stack_traces"  {"kernel:handle": [traceback text]}
 # (torch/_inductor/debug.py ``set_kernel_post_grad_provenance_tracing`` names each kernel
 # "name:handle"; ``create_mapping_pre_post_grad_nodes`` keeps the from_node ancestors that live in
-# the pre-grad graph.) A new post-grad graph starts a new InductorGraph; the rest attach to it.
+# the pre-grad graph.) A new post-grad graph starts a new InductorGraph; the rest attach to it. For a
+# backward graph Inductor maps kernels to post-grad nodes only because the capture runs its compile
+# in ``reset_provenance_globals()``, and the Dynamo nodes come from autograd's seq_nr: see Note
+# [Backward kernels and their Dynamo nodes] in tracer/_torch/inductor_backward.py.
 #
 # Note [No compile caches during an Inductor capture]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -71,8 +74,11 @@ def compile_inductor(gm: Any, example_inputs: list[Any]) -> Any:
     return lookup_backend("inductor")(gm, example_inputs)
 
 
-def inductor_graphs(events: list[Event], problems: list[str]) -> list[InductorGraph]:
-    """The InductorGraphs of one attempt from its kept events (Note [What Inductor tells us])."""
+def inductor_graphs(events: list[Event], problems: list[str],
+                    backward: list[dict[str, list[str]]] = ()) -> list[InductorGraph]:
+    """The InductorGraphs of one attempt from its kept events (Note [What Inductor tells us]);
+    ``backward``: per backward compile, in order, its post-grad nodes' Dynamo origins (Note [Backward
+    kernels and their Dynamo nodes] in tracer/_torch/inductor_backward.py)."""
     graphs: list[InductorGraph] = []
     traces: dict[str, list[str]] = {}
     for name, _meta, payload in events:
@@ -99,14 +105,33 @@ def inductor_graphs(events: list[Event], problems: list[str]) -> list[InductorGr
             g.kernels = _kernels(mapping)
             for k in g.kernels:
                 k.source_lines = lines.get((k.name, k.handle), k.source_lines)
+    origins = list(backward)
     for g in graphs:
+        if g.aot_id.endswith("_backward") and origins:
+            _backward_origins(g, origins.pop(0), problems)
         unmapped = [k.name for k in g.kernels if not k.post_grad_nodes]
-        if g.provenance and unmapped:  # e.g. a backward graph: Inductor names its kernels but maps no nodes
+        if g.provenance and unmapped:
             problems.append(f"inductor {g.aot_id}: Inductor mapped no post-grad nodes for kernel(s) {unmapped}")
         if not g.provenance:
             problems.append(f"inductor {g.aot_id or 'graph'}: Inductor logged no provenance mapping; "
                             "its kernels are not mapped to nodes")
     return graphs
+
+
+def _backward_origins(g: InductorGraph, origins: dict[str, list[str]], problems: list[str]) -> None:
+    """A backward graph's kernels: the Dynamo nodes they differentiate, from their post-grad nodes'
+    seq_nr; a post-grad node without a recorded origin is named in a problem, never guessed. The
+    ``postToPre`` Inductor logs for a backward is not used: a backward graph has no pre-grad graph,
+    and under the id -1 that ``reset_provenance_globals`` sets it matches the empty NodeSource a
+    pattern replacement leaves (``{"addmm_default": [""]}``)."""
+    for k in g.kernels:
+        k.dynamo_nodes = []
+        for p in k.post_grad_nodes:
+            k.dynamo_nodes.extend(n for n in origins.get(p, []) if n not in k.dynamo_nodes)
+        unknown = [p for p in k.post_grad_nodes if p not in origins]
+        if unknown:
+            problems.append(f"inductor {g.aot_id}: kernel {k.name} computes post-grad node(s) {unknown} whose forward "
+                            "node torch did not record (no seq_nr shared with a forward node of the Dynamo graph)")
 
 
 def _kernels(mapping: dict[str, Any]) -> list[Kernel]:

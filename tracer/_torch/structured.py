@@ -26,7 +26,9 @@ __all__ = ["TraceReader", "GRAPH_TEXTS", "METRIC_FIELDS", "AttemptKey", "Structu
 #   graph dumps (GRAPH_TEXTS)           see Note [Graph text torch already rendered]
 # Everything else (chromium events, tensor descriptions) is ignored. Note that attaching any handler makes
 # ``trace_structured`` format every payload (it checks ``trace_log.handlers``), which is why we
-# take what we can from those payloads instead of formatting the same text a second time.
+# take what we can from those payloads instead of formatting the same text a second time, and why
+# the payloads no reader keeps are not formatted (Note [Formatting only what we read] in
+# tracer/_torch/trace_filter.py).
 #
 # Note [Graph text torch already rendered]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -54,7 +56,12 @@ METRIC_FIELDS = ("co_name", "co_filename", "co_firstlineno", "fail_type", "fail_
 class TraceReader(logging.Handler):
     """A handler on torch's structured-trace logger for one capture: ``with reader:`` attaches it,
     leaving detaches it (also on error). A subclass implements ``_read(record)``; whatever it raises
-    is kept in ``errors``, never raised into torch."""
+    is kept in ``errors``, never raised into torch. ``EVENTS`` (event names) and ``ARTIFACTS``
+    (artifact names) are what it reads: other events reach it without metadata or payload
+    (Note [Formatting only what we read] in tracer/_torch/trace_filter.py)."""
+
+    EVENTS: tuple[str, ...] = ()
+    ARTIFACTS: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         super().__init__(level=logging.DEBUG)
@@ -91,13 +98,19 @@ class StructuredTraceHandler(TraceReader):
     stack torch logs there, frames as dicts with an interned ``filename``),
     ``on_recompile(key, reasons)`` for the ``recompile_reasons`` artifact, and
     ``on_metrics(attempt_key, metrics)`` for ``compilation_metrics`` (emitted once per compile, when
-    it ends, under its last attempt; ``metrics`` holds METRIC_FIELDS).
+    it ends, under its last attempt; ``metrics`` holds METRIC_FIELDS). ``graph_texts``: the
+    GRAPH_TEXTS kept (Inductor captures record no AOT graphs, so they keep the Dynamo graph's only).
     """
+
+    ARTIFACTS = ("recompile_reasons",)
 
     def __init__(self, on_start: Callable[[tuple[int, int], list[Any]], None], on_recompile: Callable[[tuple[int, int], list[str]], None],
                  on_attempt: Callable[[AttemptKey], None] | None = None,
-                 on_metrics: Callable[[AttemptKey, dict[str, Any]], None] | None = None) -> None:
+                 on_metrics: Callable[[AttemptKey, dict[str, Any]], None] | None = None,
+                 graph_texts: tuple[str, ...] = GRAPH_TEXTS) -> None:
         super().__init__()
+        self.graph_texts = graph_texts  # the GRAPH_TEXTS the capture's recorders will ask for
+        self.EVENTS = ("dynamo_start", "compilation_metrics", *graph_texts)
         self.on_start = on_start
         self.on_recompile = on_recompile
         self.on_attempt = on_attempt
@@ -124,7 +137,7 @@ class StructuredTraceHandler(TraceReader):
         metrics = meta.get("compilation_metrics")
         if isinstance(metrics, dict) and self.on_metrics is not None:
             self.on_metrics(akey, {k: metrics.get(k) for k in METRIC_FIELDS})
-        for name in GRAPH_TEXTS:
+        for name in self.graph_texts:
             if name in meta:
                 payload = getattr(record, "payload", None)
                 if isinstance(payload, str):

@@ -30,6 +30,9 @@ AttemptKey = tuple[int, int, int]
 class TraceEvents(TraceReader):
     """``events[(frame_id, frame_compile_id, attempt)]`` -> the kept events of that attempt, in order."""
 
+    EVENTS = EVENTS
+    ARTIFACTS = ARTIFACTS
+
     def __init__(self) -> None:
         super().__init__()
         self.events: dict[AttemptKey, list[Event]] = {}

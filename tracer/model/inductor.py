@@ -22,7 +22,9 @@ class Kernel:
     name: str  # as in the output code, "cpp_fused_add_mul_0"
     handle: int  # Inductor's provenance debug handle ("cpp_fused_add_mul_0:1" in its mappings)
     post_grad_nodes: list[str] = field(default_factory=list)  # nodes of InductorGraph.post_grad_graph
-    dynamo_nodes: list[str] = field(default_factory=list)  # nodes of Frame.graph (Inductor's pre-grad graph)
+    # nodes of Frame.graph (Inductor's pre-grad graph): those it computes; for a backward graph's
+    # kernel, those whose derivative it computes (by autograd seq_nr, tracer/_torch/inductor_backward.py)
+    dynamo_nodes: list[str] = field(default_factory=list)
     source_lines: list[SourceLine] = field(default_factory=list)  # user lines, from Inductor's kernel stack traces
 
     def __repr__(self) -> str:

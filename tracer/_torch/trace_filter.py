@@ -1,0 +1,96 @@
+"""Only the structured-trace payloads a capture reads get formatted, while nobody else listens.
+
+Invariant: installed (through :class:`~tracer._torch.patching.Patches`) for one capture and removed
+after it, also on error, and only when the capture's own readers are the only handlers on torch's
+trace logger; while any other handler is on it (``TORCH_TRACE``, a user's), every event is formatted
+as torch formats it. See Note [Formatting only what we read].
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable, Iterable
+
+from tracer._torch.patching import Patches
+
+__all__ = ["install_payload_filter"]
+
+# Note [Formatting only what we read]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``trace_structured`` (torch/_logging/_internal.py) formats an event's metadata and payload whenever
+# ``trace_log.handlers`` is non-empty: a single reader makes torch JSON-encode ~100 chromium events,
+# render the pre/post-grad graphs a second time, write ``fx_graph_runnable`` (a whole runnable
+# script), describe every fake tensor, ... per compile. Measured on the Inductor mlp bench model
+# (0.27 s compile): +23 ms, 8 %, for payloads no reader of ours looks at (bench/RESULTS.md).
+#
+# So, while the only handlers on the logger are this capture's readers, ``trace_structured`` is
+# wrapped: an event a reader keeps (``TraceReader.EVENTS``, or an ``"artifact"`` whose name is in
+# ``TraceReader.ARTIFACTS``) goes through unchanged; any other event still goes through — every
+# record keeps its compile id and attempt, which the readers use to learn the order attempts ran —
+# but with empty metadata and no payload, so torch formats nothing for it. The same function object
+# is reached three ways, so it is replaced in each: ``torch._logging.trace_structured`` (callers
+# that write ``torch._logging.trace_structured(...)`` or import it inside a function),
+# ``torch._logging._internal.trace_structured`` (``trace_structured_artifact``, ``intern_string``),
+# and every loaded module that bound the name with ``from torch._logging import trace_structured``
+# (compile_fx, graph_compile, meta_utils, ...). A module first imported during the capture keeps
+# the original function: it formats everything, which is slower, never wrong.
+#
+# Not installed at all when another handler is already on the logger at the start: torch's
+# ``TORCH_TRACE`` formatter writes the caller's file and line into every log line, which would then
+# name this module. (torch's ``LazyTraceHandler`` sits on the logger until the first event of the
+# process is logged and removes itself when ``TORCH_TRACE`` is unset, so a process's first capture
+# formats everything.) A handler added during the capture gets every payload, since the wrapper
+# checks the handlers at each call.
+
+
+def _empty() -> None:
+    return None
+
+
+_SCANNED: set[str] = set()  # names of the modules looked at by earlier captures
+_BINDERS: list[Any] = []  # those among them that bound ``trace_structured``
+
+
+def _binders(fn: Any) -> list[Any]:
+    """Loaded modules other than torch._logging(._internal) whose global ``trace_structured`` is ``fn``.
+    Only modules imported since the last capture are looked at (each Inductor compile imports its
+    output code as a module, so the whole of sys.modules would be scanned at every capture)."""
+    for name in sys.modules.keys() - _SCANNED:
+        _SCANNED.add(name)
+        m = sys.modules.get(name)
+        if name not in ("torch._logging", "torch._logging._internal") and m is not None \
+                and getattr(m, "__dict__", {}).get("trace_structured") is fn:
+            _BINDERS.append(m)
+    return [m for m in _BINDERS if m.__dict__.get("trace_structured") is fn]
+
+
+def install_payload_filter(patches: Patches, readers: Iterable[Any]) -> bool:
+    """Wrap ``trace_structured`` for this capture so only events some reader of ``readers`` keeps are
+    formatted (Note [Formatting only what we read]); ``patches`` undoes it. False (nothing installed)
+    when a handler other than ``readers`` is on torch's trace logger."""
+    import torch._logging
+    import torch._logging._internal as internal
+
+    readers = list(readers)
+    if any(h not in readers for h in internal.trace_log.handlers):
+        return False
+    events = frozenset(e for r in readers for e in r.EVENTS)
+    artifacts = frozenset(a for r in readers for a in r.ARTIFACTS)
+    original: Callable[..., None] = internal.trace_structured
+    trace_log = internal.trace_log
+    ours = tuple(readers)
+
+    def trace_structured(name: str, metadata_fn: Callable[[], Any] = dict, **kwargs: Any) -> None:
+        if name in events or not trace_log.handlers or not all(h in ours for h in trace_log.handlers):
+            return original(name, metadata_fn, **kwargs)
+        if name == "artifact":
+            meta = metadata_fn()
+            if isinstance(meta, dict) and meta.get("name") in artifacts:
+                return original(name, lambda: meta, **kwargs)
+        # no stack either: torch logs one only for a record without a compile id, which no reader keeps
+        return original(name, dict, **{**kwargs, "payload_fn": _empty, "expect_trace_id": False})
+
+    trace_structured.__wrapped__ = original  # type: ignore[attr-defined]
+    for owner in [torch._logging, internal, *_binders(original)]:
+        patches.set(owner, "trace_structured", trace_structured)
+    return True
