@@ -1,0 +1,69 @@
+"""Dataclass fields that run registered work on their first read (a loaded log's graphs parse then).
+
+Invariant: a lazy field reads and writes like the plain dataclass field it replaces (``__init__``,
+``dataclasses.fields``, msgspec decoding, ``==`` and JSON see its value); work registered with
+:func:`on_first_read` runs once, before the first read of that field returns, and an assignment
+drops work still pending for it (the assigned value wins).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+__all__ = ["lazy_fields", "on_first_read", "pending"]
+
+# Note [Fields filled on first read]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``lazy_fields(cls, "nodes")`` replaces the class attribute of dataclass field ``nodes`` with a
+# property over the instance attribute ``_nodes``. The dataclass machinery is untouched: the
+# generated ``__init__`` assigns ``self.nodes`` (the setter), ``dataclasses.fields`` still lists
+# it, msgspec's ``convert`` sets it through the setter, ``==`` and ``to_plain`` read it through
+# the getter. The getter first runs whatever :func:`on_first_read` registered for that field of
+# that instance (kept in the instance's ``_pending`` dict, absent on every object nobody deferred,
+# so a plain read costs one dict lookup). The work runs with its entry removed first, so it may
+# read or assign the field itself. A copy (``copy``, ``deepcopy``) runs pending work first: the
+# work's closures name the original object, so a copy must not inherit it.
+
+
+def lazy_fields(cls: type, *names: str) -> type:
+    """Make dataclass fields ``names`` of ``cls`` lazy (Note [Fields filled on first read]); returns ``cls``."""
+    for name in names:
+        setattr(cls, name, _property(name, getattr(cls, "__dataclass_fields__")[name]))
+    cls.__getstate__ = _getstate  # type: ignore[attr-defined]
+    return cls
+
+
+def _getstate(self: Any) -> dict[str, Any]:
+    """``copy``/``deepcopy`` state: pending work done first (its closures name this very object)."""
+    for name in list(self.__dict__.get("_pending") or ()):
+        getattr(self, name)
+    return {k: v for k, v in self.__dict__.items() if k != "_pending"}
+
+
+def _property(name: str, spec: Any) -> property:
+    slot = "_" + name
+
+    def get(self: Any) -> Any:
+        todo = self.__dict__.get("_pending")
+        if todo and name in todo:  # See Note [Fields filled on first read]
+            for work in todo.pop(name):
+                work()
+        return self.__dict__[slot]
+
+    def set_(self: Any, value: Any) -> None:
+        todo = self.__dict__.get("_pending")
+        if todo:
+            todo.pop(name, None)
+        self.__dict__[slot] = value
+
+    return property(get, set_, doc=f"dataclass field {name!r} ({spec.type}), read through Note [Fields filled on first read]")
+
+
+def on_first_read(obj: Any, name: str, work: Callable[[], None]) -> None:
+    """Run ``work()`` before the next read of lazy field ``name`` of ``obj`` returns (after earlier work)."""
+    obj.__dict__.setdefault("_pending", {}).setdefault(name, []).append(work)
+
+
+def pending(obj: Any, name: str) -> bool:
+    """Whether work is still waiting for the first read of ``obj.name``."""
+    return bool(obj.__dict__.get("_pending", {}).get(name))
