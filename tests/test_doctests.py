@@ -26,7 +26,7 @@ MODULES = [
     "tracer.session",
     "tracer.trace_log.graph_text",
     "viz",
-    "viz.canvas",
+    "viz.drawing",
     "viz.dot",
     "viz.explorer",
     "viz.graph_layout",
