@@ -37,9 +37,17 @@ def drawing(layout: Layout, *, highlight: Iterable[str] = ()) -> dict[str, Any]:
     (['l_x_', 'linear_0', 'output'], ['l_x_'], ['dst', 'pts', 'src'])
     """
     boxes = []
+    seen: dict[float, float | int] = {}  # a layout repeats few coordinates (columns, rows, sizes): round each once
+
+    def num(v: float) -> float | int:
+        r = seen.get(v)
+        if r is None:
+            r = seen[v] = _num(v)
+        return r
+
     for b in layout.boxes:
         box: dict[str, Any] = {"id": b.id, "label": b.label, "sub": b.sublabel, "role": b.role,
-                               "x": _num(b.x), "y": _num(b.y), "w": _num(b.w), "h": _num(b.h)}
+                               "x": num(b.x), "y": num(b.y), "w": num(b.w), "h": num(b.h)}
         if b.group is not None:
             box["group"] = b.group
         if b.partition:
@@ -47,7 +55,7 @@ def drawing(layout: Layout, *, highlight: Iterable[str] = ()) -> dict[str, Any]:
         if b.source:
             box["src"] = b.source
         boxes.append(box)
-    edges = [{"src": e.src, "dst": e.dst, "pts": [_num(c) for p in e.points for c in p]} for e in layout.edges]
+    edges = [{"src": e.src, "dst": e.dst, "pts": [num(c) for p in e.points for c in p]} for e in layout.edges]
     ids = {b.id for b in layout.boxes}
     found = {b.id: b.members for b in layout.boxes if b.members}
     return {"w": _num(max(layout.width, 1.0)), "h": _num(max(layout.height, 1.0)), "engine": layout.engine,
