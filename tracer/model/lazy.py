@@ -8,9 +8,13 @@ drops work still pending for it (the assigned value wins).
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable
 
 __all__ = ["lazy_fields", "on_first_read", "pending"]
+
+_LOCK = threading.RLock()  # held while work runs (Note [Fields filled on first read])
+_RUNNING = object()  # the entry of a field whose work is running
 
 # Note [Fields filled on first read]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -20,9 +24,11 @@ __all__ = ["lazy_fields", "on_first_read", "pending"]
 # it, msgspec's ``convert`` sets it through the setter, ``==`` and ``to_plain`` read it through
 # the getter. The getter first runs whatever :func:`on_first_read` registered for that field of
 # that instance (kept in the instance's ``_pending`` dict, absent on every object nobody deferred,
-# so a plain read costs one dict lookup). The work runs with its entry removed first, so it may
-# read or assign the field itself. A copy (``copy``, ``deepcopy``) runs pending work first: the
-# work's closures name the original object, so a copy must not inherit it.
+# so a plain read costs one dict lookup). While the work runs its entry says so: a read of the
+# field from within the work returns the value as it is (the work may read or assign its own
+# field), and a read from another thread waits on the lock until the work is done, so no thread
+# ever sees the empty value a deferred field starts with. A copy (``copy``, ``deepcopy``) runs
+# pending work first: the work's closures name the original object, so a copy must not inherit it.
 
 
 def lazy_fields(cls: type, *names: str) -> type:
@@ -46,8 +52,15 @@ def _property(name: str, spec: Any) -> property:
     def get(self: Any) -> Any:
         todo = self.__dict__.get("_pending")
         if todo and name in todo:  # See Note [Fields filled on first read]
-            for work in todo.pop(name):
-                work()
+            with _LOCK:
+                works = todo.get(name)
+                if works is not None and works is not _RUNNING:
+                    todo[name] = _RUNNING
+                    try:
+                        for work in works:
+                            work()
+                    finally:
+                        todo.pop(name, None)
         return self.__dict__[slot]
 
     def set_(self: Any, value: Any) -> None:
@@ -65,5 +78,5 @@ def on_first_read(obj: Any, name: str, work: Callable[[], None]) -> None:
 
 
 def pending(obj: Any, name: str) -> bool:
-    """Whether work is still waiting for the first read of ``obj.name``."""
-    return bool(obj.__dict__.get("_pending", {}).get(name))
+    """Whether work is still waiting for (or running for) the first read of ``obj.name``."""
+    return name in (obj.__dict__.get("_pending") or ())
