@@ -110,6 +110,22 @@ def test_the_first_reader_may_be_a_view(log_path, tmp_path):
     tracer.validate(cap)
 
 
+def test_reading_one_graph_parses_only_that_graph_and_problems_parse_all(log_path, tmp_path):
+    text = open(log_path, encoding="utf-8").read()
+    no_metrics = tmp_path / "no_metrics.log"  # the loader then appends a problem to each frame itself
+    no_metrics.write_text("".join(ln for ln in text.splitlines(keepends=True) if '{"compilation_metrics"' not in ln),
+                          encoding="utf-8")
+    for path in (log_path, str(no_metrics)):
+        cap = load_trace(path)
+        f = next(f for f in cap.frames if f.aot is not None and f.aot.mode == "training")
+        assert not f.graph.parsed and not f.aot.forward.parsed, "nothing parsed at load"
+        f.aot.forward.nodes  # noqa: B018
+        assert f.aot.forward.parsed and not f.aot.joint.parsed and not f.aot.backward.parsed
+        problems = f.problems
+        assert f.graph.parsed and f.aot.joint.parsed and f.aot.backward.parsed
+        assert any("no compilation metrics" in p for p in problems) == (path != log_path)
+
+
 def test_json_round_trip_keeps_parsed_nodes_and_the_guards(log_path):
     cap = load_trace(log_path)
     back = tracer.Capture.from_json(cap.to_json())

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
-__all__ = ["lazy_fields", "on_first_read", "pending"]
+__all__ = ["lazy_fields", "on_first_read", "peek", "pending"]
 
 _LOCK = threading.RLock()  # held while work runs (Note [Fields filled on first read])
 _RUNNING = object()  # the entry of a field whose work is running
@@ -80,3 +80,9 @@ def on_first_read(obj: Any, name: str, work: Callable[[], None]) -> None:
 def pending(obj: Any, name: str) -> bool:
     """Whether work is still waiting for (or running for) the first read of ``obj.name``."""
     return name in (obj.__dict__.get("_pending") or ())
+
+
+def peek(obj: Any, name: str) -> Any:
+    """The value of lazy field ``name`` of ``obj`` as it is now, running no work (for the work itself:
+    a graph's parse appends to its frame's problems without parsing the frame's other graphs)."""
+    return obj.__dict__["_" + name]

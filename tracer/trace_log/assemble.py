@@ -18,7 +18,7 @@ from tracer.model.guards import Guard, Recompile
 from tracer.model.lazy import on_first_read
 from tracer.model.subgraph import CallSite, Subgraph, SubgraphInput
 from tracer.trace_log.events import AttemptKey, AttemptLog, LogState
-from tracer.trace_log.deferred import deferred_graph, has_bodies, parse_logged
+from tracer.trace_log.deferred import deferred_graph, has_bodies, parse_logged, problems_wait_for_graphs
 from tracer.trace_log.graph_text import ParsedModule
 
 __all__ = ["assemble", "LOG_LIMITS"]
@@ -73,6 +73,7 @@ def assemble(st: LogState, fn: str = "") -> Capture:
         if frame.status == "no_graph" and frame.aot is not None:
             frame.aot = None
             frame.problems.append("AOT graphs logged for a compile that produced no Dynamo graph: not kept")
+        problems_wait_for_graphs(frame)
         cap.frames.append(frame)
     for key, gb in st.breaks:
         gb.compile_id = local.get(key, "") if key else ""
@@ -119,7 +120,7 @@ def _fill_graphs(frame: Frame, a: AttemptLog) -> None:
         if not has_bodies(text):
             frame.graph = deferred_graph(frame, text, line, "", finish=_root_roles)
         else:
-            parsed = parse_logged(frame, text, line, "")
+            parsed = parse_logged(frame.problems, text, line, "")
             frame.graph = parsed.graph if parsed is not None else Graph(code=text)
             _root_roles(frame.graph)
             if parsed is not None:
@@ -133,7 +134,7 @@ def _fill_graphs(frame: Frame, a: AttemptLog) -> None:
         if not has_bodies(text):
             graphs[k] = deferred_graph(frame, text, line, k)
             continue
-        parsed = parse_logged(frame, text, line, k)
+        parsed = parse_logged(frame.problems, text, line, k)
         graphs[k] = parsed.graph if parsed is not None else Graph(code=text, name=k)
         if parsed is not None:
             children.update(_flat_children(parsed, k))

@@ -11,10 +11,10 @@ from typing import Callable, Optional
 
 from tracer.model.frame import Frame
 from tracer.model.graph import Graph, Node
-from tracer.model.lazy import on_first_read
+from tracer.model.lazy import on_first_read, peek
 from tracer.trace_log.graph_text import ParsedModule, parse_readable
 
-__all__ = ["has_bodies", "parse_logged", "deferred_graph"]
+__all__ = ["deferred_graph", "has_bodies", "parse_logged", "problems_wait_for_graphs"]
 
 # Note [Which logged graphs wait]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -41,14 +41,14 @@ def has_bodies(text: str) -> bool:
     return False
 
 
-def parse_logged(frame: Frame, text: str, line: int, name: str) -> Optional[ParsedModule]:
-    """Parse one logged graph text; what it cannot read goes to ``frame.problems`` (None: not parsed)."""
+def parse_logged(problems: list[str], text: str, line: int, name: str) -> Optional[ParsedModule]:
+    """Parse one logged graph text; what it cannot read goes to ``problems`` (None: not parsed)."""
     try:
         parsed = parse_readable(text, name)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
-        frame.problems.append(f"line {line}: {name or 'output'} graph text not parsed ({type(e).__name__}: {e})"[:300])
+        problems.append(f"line {line}: {name or 'output'} graph text not parsed ({type(e).__name__}: {e})"[:300])
         return None
-    frame.problems.extend(f"line {line}: {e}" for e in _errors(parsed))
+    problems.extend(f"line {line}: {e}" for e in _errors(parsed))
     parsed.graph.code = text
     return parsed
 
@@ -60,27 +60,41 @@ def _errors(p: ParsedModule) -> list[str]:
 def deferred_graph(frame: Frame, text: str, line: int, name: str,
                    finish: Optional[Callable[[Graph], None]] = None) -> Graph:
     """A Graph of ``text`` (which ``has_bodies`` said has none) whose nodes are parsed on first read,
-    then passed to ``finish`` (e.g. setting roles); problems go to ``frame.problems`` at that moment."""
+    then passed to ``finish`` (e.g. setting roles); problems go to ``frame.problems`` at that moment
+    (appended to the list as it is: parsing one graph does not parse its frame's other graphs)."""
     g = Graph(code=text, name=name)
 
     def parse() -> list[Node]:
+        problems = peek(frame, "problems")
         try:
-            parsed = parse_logged(frame, text, line, name)
+            parsed = parse_logged(problems, text, line, name)
             if parsed is not None and finish is not None:
                 finish(parsed.graph)
         except Exception as e:  # parsing runs inside whatever view reads the graph first: record, never raise
-            frame.problems.append(f"line {line}: {name or 'output'} graph text not parsed ({type(e).__name__}: {e})"[:300])
+            problems.append(f"line {line}: {name or 'output'} graph text not parsed ({type(e).__name__}: {e})"[:300])
             return []
         if parsed is None:
             return []
         if parsed.children:  # ruled out by Note [Which logged graphs wait]; said, not dropped silently
-            frame.problems.append(f"line {line}: {name or 'output'} graph has bodies {sorted(parsed.children)} "
-                                  "that were not read")
+            problems.append(f"line {line}: {name or 'output'} graph has bodies {sorted(parsed.children)} that were not read")
         return parsed.graph.nodes
 
     def fill() -> None:
         g.nodes = parse()
 
     on_first_read(g, "nodes", fill)
-    on_first_read(frame, "problems", lambda: g.nodes)  # See Note [Problems of deferred parses]
     return g
+
+
+def problems_wait_for_graphs(frame: Frame) -> None:
+    """Once ``frame`` is assembled: each of its graphs still waiting is parsed before ``frame.problems``
+    is first read (Note [Problems of deferred parses]). Registered last, so that the loader's own
+    appends to ``frame.problems`` do not parse anything."""
+    aot = [] if frame.aot is None else [frame.aot.joint, frame.aot.forward, frame.aot.backward, frame.aot.inference]
+    waiting = {id(g): g for g in [frame.graph, *aot] if g is not None and not g.parsed}  # inference is forward
+    for g in waiting.values():
+        on_first_read(frame, "problems", _reader(g))
+
+
+def _reader(g: Graph) -> Callable[[], None]:
+    return lambda: g.nodes  # noqa: B018 (the read runs the parse)
