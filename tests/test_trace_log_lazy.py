@@ -140,7 +140,7 @@ def test_guards_are_read_on_first_access(log_path):
     trees = [_payload(text, start, end) for _, start, end in _records(text, "dynamo_cpp_guards_str")]
     guarded = [f for f in cap.frames if "_pending" in f.__dict__ and "guards" in f.__dict__["_pending"]]
     assert len(guarded) == len(trees) > 0
-    for f, tree in zip(guarded, trees):
+    for f, tree in zip(guarded, trees, strict=True):
         leaves = [ln for ln in tree.split("\n") if re.match(r"^[| ]*\+- [A-Z_]+(: |$)", ln)]
         assert len(f.guards) == len(leaves) > 0
         assert f.guards == _cpp_tree(tree)

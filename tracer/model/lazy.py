@@ -34,7 +34,7 @@ _RUNNING = object()  # the entry of a field whose work is running
 def lazy_fields(cls: type, *names: str) -> type:
     """Make dataclass fields ``names`` of ``cls`` lazy (Note [Fields filled on first read]); returns ``cls``."""
     for name in names:
-        setattr(cls, name, _property(name, getattr(cls, "__dataclass_fields__")[name]))
+        setattr(cls, name, _property(name, cls.__dataclass_fields__[name]))  # type: ignore[attr-defined]
     cls.__getstate__ = _getstate  # type: ignore[attr-defined]
     return cls
 

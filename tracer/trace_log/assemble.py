@@ -7,7 +7,7 @@ Invariant: ids, statuses, reasons and times come from the same code a live captu
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from tracer.model.aot import Aot
 from tracer.model.attempts import AttemptInfo, format_id, local_ids, location, settle_status
@@ -17,8 +17,8 @@ from tracer.model.graph import Graph
 from tracer.model.guards import Guard, Recompile
 from tracer.model.lazy import on_first_read
 from tracer.model.subgraph import CallSite, Subgraph, SubgraphInput
-from tracer.trace_log.events import AttemptKey, AttemptLog, LogState
 from tracer.trace_log.deferred import deferred_graph, has_bodies, parse_logged, problems_wait_for_graphs
+from tracer.trace_log.events import AttemptKey, AttemptLog, LogState
 from tracer.trace_log.graph_text import ParsedModule
 
 __all__ = ["assemble", "LOG_LIMITS"]
