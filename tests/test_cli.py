@@ -71,3 +71,15 @@ def test_show_opens_the_report(trace_dir, tmp_path):
     assert os.path.exists(path) and path.endswith(".html")
     assert marker.read_text().endswith(os.path.basename(path))
     os.unlink(path)
+
+
+def test_a_report_imports_no_widget_stack_and_no_torch(trace_dir, tmp_path):
+    """Note [Lazy public names]: writing a static report needs neither the widgets nor graphviz."""
+    log = glob.glob(os.path.join(trace_dir, "*.log"))[0]
+    code = ("import sys, viz.cli; viz.cli.main(['report', sys.argv[1], '-o', sys.argv[2]]); "
+            "print(sorted(m for m in ('torch', 'ipywidgets', 'anywidget', 'IPython', 'graphviz') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code, log, str(tmp_path / "r.html")], capture_output=True, text=True,
+                       timeout=120, env=ENV, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == "[]"
+    assert (tmp_path / "r.html").stat().st_size > 0

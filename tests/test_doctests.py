@@ -28,7 +28,7 @@ MODULES = [
     "tracer.trace_log.body_feeds",
     "tracer.trace_log.graph_text",
     "viz",
-    "viz.canvas",
+    "viz.drawing",
     "viz.dot",
     "viz.explorer",
     "viz.graph_layout",

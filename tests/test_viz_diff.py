@@ -12,7 +12,8 @@ import torch
 import tracer
 import viz  # noqa: F401  (registers the FrameDiff renderer)
 from tracer.model import Capture, Frame, Graph, Guard, Node
-from viz.diff_view import DiffView, diff_html, graph_diff_svg, recompiles_html, recompiles_tab
+from viz.diff_view import diff_html, graph_diff_svg, recompiles_html
+from viz.diff_widget import DiffView, recompiles_tab
 from viz.explorer import Explorer
 from viz.html import capture_html
 

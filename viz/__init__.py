@@ -8,14 +8,47 @@ Invariant: nothing here imports torch; a Capture loaded from JSON renders exactl
 'digraph root {'
 """
 
-from viz.dot import to_dot
-from viz.explorer import Explorer, show
-from viz.graph_layout import Box, Edge, Layout, layout
-from viz.html import capture_html, export_html
-from viz.info import node_info
-from viz.job_view import JobView, export_job_html, job_html
-from viz.mimebundle import mimebundle
-from viz.svg import to_svg
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+# Note [Lazy public names]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# ``import viz`` (and so every ``import viz.<module>``, the ``dynascope`` CLI included) must not pay
+# for the widget stack (ipywidgets, IPython, anywidget) or graphviz when it only writes a static
+# report: those imports were most of the CLI's start-up. So the public names below are loaded on
+# first attribute access (PEP 562 module ``__getattr__``), and the renderers registered with
+# tracer's display hook import their module on first display.
+_PUBLIC = {
+    "to_dot": "viz.dot", "Explorer": "viz.explorer", "show": "viz.explorer", "Box": "viz.graph_layout",
+    "Edge": "viz.graph_layout", "Layout": "viz.graph_layout", "layout": "viz.graph_layout",
+    "capture_html": "viz.html", "export_html": "viz.html", "node_info": "viz.info", "JobView": "viz.job_view",
+    "export_job_html": "viz.job_view", "job_html": "viz.job_view", "mimebundle": "viz.mimebundle",
+    "to_svg": "viz.svg",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'viz' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_PUBLIC])
+
+
+def _deferred(module: str) -> Callable[..., dict[str, Any]]:
+    """``module.mimebundle``, imported at the first display. See Note [Lazy public names]."""
+
+    def render(obj: Any, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        return importlib.import_module(module).mimebundle(obj, include=include, exclude=exclude)
+
+    return render
 
 
 def _register_views() -> None:
@@ -24,13 +57,12 @@ def _register_views() -> None:
     from tracer.model import Capture, FrameDiff, Job
     from tracer.paused import PausedState
     from tracer.session import Session
-    from viz import diff_view, job_view, session_panel
 
-    display.register(Capture, mimebundle)
-    display.register(FrameDiff, diff_view.mimebundle)
-    display.register(Job, job_view.mimebundle)
-    display.register(PausedState, session_panel.mimebundle)
-    display.register(Session, session_panel.mimebundle)
+    display.register(Capture, _deferred("viz.mimebundle"))
+    display.register(FrameDiff, _deferred("viz.diff_view"))
+    display.register(Job, _deferred("viz.job_view"))
+    display.register(PausedState, _deferred("viz.session_panel"))
+    display.register(Session, _deferred("viz.session_panel"))
 
 
 _register_views()

@@ -17,7 +17,7 @@ import ipywidgets as W
 from tracer.model import TIME_PHASES, Capture, Frame, Graph
 from viz import code_view, panels
 from viz.canvas import GraphCanvas
-from viz.diff_view import recompiles_tab
+from viz.diff_widget import recompiles_tab
 from viz.info import node_info
 from viz.inspector import inspector_html
 from viz.layout_cache import Layouts

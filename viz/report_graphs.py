@@ -14,7 +14,7 @@ import pathlib
 from typing import Any
 
 from tracer.model import Frame, Graph
-from viz.canvas import drawing
+from viz.drawing import drawing
 from viz.graph_layout import layout
 from viz.grouping import first_expanded
 from viz.markup import json_block

@@ -93,7 +93,7 @@ def settle_status(frame: Frame, attempt: int, info: AttemptInfo, restarted_attem
     running then (Note [Interrupted compiles]).
     """
     m = info.metrics
-    has_graph = bool(frame.graph.nodes)
+    has_graph = frame.has_graph
     if info.final_attempt is not None and attempt < info.final_attempt:
         frame.status = "restarted"
         reasons = info.break_reasons.get(attempt) or []

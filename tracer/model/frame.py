@@ -14,6 +14,7 @@ from tracer.model.bytecode import Bytecode
 from tracer.model.graph import Graph
 from tracer.model.guards import Guard
 from tracer.model.inductor import InductorGraph
+from tracer.model.lazy import lazy_fields
 from tracer.model.shapes import ShapeGuard, ShapeSymbol, Specialization
 from tracer.model.subgraph import Speculation, Subgraph
 
@@ -66,8 +67,9 @@ class Frame:
 
     @property
     def has_graph(self) -> bool:
-        """True when this attempt produced a Dynamo graph (status "compiled")."""
-        return bool(self.graph.nodes)
+        """True when this attempt produced a Dynamo graph (status "compiled"): it has nodes, or (a
+        graph loaded from a log) its logged text, whose parse problems ``problems`` lists."""
+        return bool(self.graph.code) or bool(self.graph.nodes)
 
     def __repr__(self) -> str:
         status = "" if self.status == "compiled" else f", {self.status}"
@@ -75,6 +77,19 @@ class Frame:
             f"Frame({self.compile_id}{status}, {self.code!r}, {len(self.graph.nodes)} nodes, "
             f"{len(self.subgraphs)} subgraphs, {len(self.guards)} guards)"
         )
+
+
+# Note [Problems of deferred parses]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A graph loaded from a log parses its text on first access (Note [Graphs parsed on first access]
+# in tracer/model/graph.py) and appends what it could not read to its frame's ``problems``. So that
+# no reader sees a frame's problems without them, ``problems`` is a lazy field (Note [Fields filled
+# on first read] in tracer/model/lazy.py) and the loader registers each deferred graph's parse as
+# work for the first read of its frame's ``problems`` too. ``Capture.all_problems()``,
+# ``validate()``, ``==`` and JSON all read ``problems``, so each sees every parse problem, as when
+# the loader parsed eagerly. ``guards`` is lazy as well: a log's C++ guard tree text (often its
+# largest payload) is read into Guards on first access (tracer/trace_log/assemble.py).
+lazy_fields(Frame, "problems", "guards")
 
 
 @dataclass
@@ -87,7 +102,6 @@ class GraphPass:
 
     def __repr__(self) -> str:
         return f"GraphPass({self.name}, {self.nodes_before} -> {self.nodes_after} nodes)"
-
 
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tracer.model.lazy import lazy_fields, pending
+
 __all__ = ["Graph", "Node", "format_meta"]
 
 
@@ -85,6 +87,11 @@ class Graph:
     def __post_init__(self) -> None:
         self._index: dict[str, tuple[int, Node]] | None = None  # See Note [Graph node index]
 
+    @property
+    def parsed(self) -> bool:
+        """False while ``nodes`` wait for their first read (Note [Graphs parsed on first access]); else True."""
+        return not pending(self, "nodes")
+
     def __repr__(self) -> str:
         return f"Graph({self.name or 'root'!r}, {len(self.nodes)} nodes)"
 
@@ -126,6 +133,21 @@ class Graph:
         if not isinstance(other, Graph):
             return NotImplemented
         return (self.nodes, self.code, self.name) == (other.nodes, other.code, other.name)
+
+
+# Note [Graphs parsed on first access]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A graph loaded from a TORCH_TRACE log is known first as text (``code``, fx's print_readable
+# output as torch logged it); turning that text into ``Node``s is most of a log's load time and
+# memory, and most graphs of a big log are never looked at. So ``nodes`` is a lazy field (Note
+# [Fields filled on first read] in tracer/model/lazy.py): the loader registers the parse, and the
+# first read of ``nodes`` runs it. Every reader (views, ``validate``, ``diff``, ``==``, JSON) goes
+# through ``nodes`` and sees what an eager parse gives. The parse never raises: what it cannot
+# read goes to the owning frame's ``problems``, which runs its frame's pending parses before
+# answering (Note [Problems of deferred parses] in tracer/model/frame.py), so a failure is never
+# silent. JSON writes the parsed nodes (``to_plain`` reads ``nodes``): a saved capture is the
+# parsed record and loads without a parser, and its problems already hold every parse problem.
+lazy_fields(Graph, "nodes")
 
 
 def format_meta(meta: dict[str, Any]) -> str:

@@ -102,9 +102,10 @@ def _check_frame(f: Frame, problems: list[str]) -> None:
         problems.append(f"{where}: compile id {f.compile_id!r} is not of the form 'F/C' or 'F/C_A'")
     if f.status not in FRAME_STATUSES:
         problems.append(f"{where}: status {f.status!r} (must be one of {list(FRAME_STATUSES)})")
-    elif f.status == "no_graph" and (f.graph.nodes or f.aot is not None):
+    elif f.status == "no_graph" and (f.has_graph or f.aot is not None):
         problems.append(f"{where}: status 'no_graph' but it has a graph")
-    elif f.status == "compiled" and not f.graph.nodes:
+    elif f.status == "compiled" and not f.graph.nodes and not (f.graph.code and f.problems):
+        # a logged graph whose text could not be parsed keeps its text and says why in problems
         problems.append(f"{where}: status 'compiled' without a graph")
     if f.status in ("restarted", "failed") and not f.status_reason:
         problems.append(f"{where}: status {f.status!r} without a reason")

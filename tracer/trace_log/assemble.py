@@ -7,7 +7,7 @@ Invariant: ids, statuses, reasons and times come from the same code a live captu
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from tracer.model.aot import Aot
 from tracer.model.attempts import AttemptInfo, format_id, local_ids, location, settle_status
@@ -15,10 +15,12 @@ from tracer.model.capture import Capture
 from tracer.model.frame import Frame
 from tracer.model.graph import Graph
 from tracer.model.guards import Guard, Recompile
+from tracer.model.lazy import on_first_read
 from tracer.model.subgraph import CallSite, Subgraph, SubgraphInput
 from tracer.trace_log.body_feeds import LogCalls
+from tracer.trace_log.deferred import deferred_graph, has_bodies, parse_logged, problems_wait_for_graphs
 from tracer.trace_log.events import AttemptKey, AttemptLog, LogState
-from tracer.trace_log.graph_text import ParsedModule, parse_readable
+from tracer.trace_log.graph_text import ParsedModule
 
 __all__ = ["assemble", "LOG_LIMITS"]
 
@@ -73,6 +75,7 @@ def assemble(st: LogState, fn: str = "") -> Capture:
         if frame.status == "no_graph" and frame.aot is not None:
             frame.aot = None
             frame.problems.append("AOT graphs logged for a compile that produced no Dynamo graph: not kept")
+        problems_wait_for_graphs(frame)
         cap.frames.append(frame)
     for key, gb in st.breaks:
         gb.compile_id = local.get(key, "") if key else ""
@@ -111,40 +114,39 @@ def _local_reason(reason: str, local: dict[AttemptKey, str]) -> str:
     return reason
 
 
-def _parse(frame: Frame, text: str, line: int, name: str) -> Optional[ParsedModule]:
-    try:
-        parsed = parse_readable(text, name)
-    except (SyntaxError, ValueError, RecursionError) as e:
-        frame.problems.append(f"line {line}: {name or 'output'} graph text not parsed ({type(e).__name__}: {e})"[:300])
-        return None
-    frame.problems.extend(f"line {line}: {e}" for e in _errors(parsed))
-    parsed.graph.code = text
-    return parsed
-
-
-def _errors(p: ParsedModule) -> list[str]:
-    return [*p.errors, *(e for c in p.children.values() for e in _errors(c))]
-
-
 def _fill_graphs(frame: Frame, a: AttemptLog) -> None:
+    """The Dynamo and AOT graphs; each waits for its first read unless its bodies are needed now
+    (Note [Which logged graphs wait] in deferred.py)."""
     if "dynamo" in a.texts:
-        parsed = _parse(frame, *a.texts["dynamo"], "")
-        if parsed is not None:
-            frame.graph = parsed.graph
+        text, line = a.texts["dynamo"]
+        if not has_bodies(text):
+            frame.graph = deferred_graph(frame, text, line, "", finish=_root_roles)
+        else:
+            parsed = parse_logged(frame.problems, text, line, "")
+            frame.graph = parsed.graph if parsed is not None else Graph(code=text)
             _root_roles(frame.graph)
-            frame.subgraphs = _bodies(parsed, "", frame.problems)
-    aot = {k: _parse(frame, *a.texts[k], k) for k in ("joint", "forward", "backward", "inference") if k in a.texts}
-    graphs = {k: p.graph for k, p in aot.items() if p is not None}
+            if parsed is not None:
+                frame.subgraphs = _bodies(parsed, "", frame.problems)
+    graphs: dict[str, Graph] = {}
+    children: dict[str, Graph] = {}
+    for k in ("joint", "forward", "backward", "inference"):
+        if k not in a.texts:
+            continue
+        text, line = a.texts[k]
+        if not has_bodies(text):
+            graphs[k] = deferred_graph(frame, text, line, k)
+            continue
+        parsed = parse_logged(frame.problems, text, line, k)
+        graphs[k] = parsed.graph if parsed is not None else Graph(code=text, name=k)
+        if parsed is not None:
+            children.update(_flat_children(parsed, k))
     if "inference" in graphs:
         frame.aot = Aot(mode="inference", forward=graphs["inference"], inference=graphs["inference"])
     elif graphs:
         frame.aot = Aot(mode="training", joint=graphs.get("joint"), forward=graphs.get("forward"),
                         backward=graphs.get("backward"), backward_ran="backward" in graphs)
     if frame.aot is not None:
-        for k, p in aot.items():
-            if p is not None:
-                for qn, g in _flat_children(p, k).items():
-                    frame.aot.subgraphs[qn] = g
+        frame.aot.subgraphs.update(children)
 
 
 def _flat_children(p: ParsedModule, prefix: str) -> dict[str, Graph]:
@@ -224,8 +226,9 @@ def _fill_guards(frame: Frame, a: AttemptLog) -> None:
             if isinstance(g, dict):
                 frame.guards.append(_guard_json(g))
         return
-    if a.cpp_guards:
-        frame.guards = _cpp_tree(a.cpp_guards)
+    if a.cpp_guards:  # read on first access, like the graphs (Note [Problems of deferred parses])
+        text = a.cpp_guards
+        on_first_read(frame, "guards", lambda: frame.guards.extend(_cpp_tree(text)))
 
 
 def _guard_json(g: dict[str, Any]) -> Guard:

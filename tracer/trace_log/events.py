@@ -109,19 +109,16 @@ def _count(v: Any) -> bool:
 
 @dataclass(frozen=True)
 class Parser:
-    """One row of the table: ``concerns(record)`` then ``parse(record, state, attempt key)``."""
+    """One row of the table: a record of event ``event`` for which ``concerns(record)`` holds (always,
+    when it is None) goes to ``parse(record, state, attempt key)``."""
 
-    concerns: Callable[[Record], bool]
+    event: str
     parse: Callable[[Record, LogState, Optional[AttemptKey]], None]
-
-
-def _event(name: str) -> Callable[[Record], bool]:
-    return lambda rec: rec.event == name
+    concerns: Optional[Callable[[Record], bool]] = None
 
 
 def _artifact(name: str) -> Callable[[Record], bool]:
-    return lambda rec: rec.event == "artifact" and isinstance(rec.meta["artifact"], dict) \
-        and rec.meta["artifact"].get("name") == name
+    return lambda rec: isinstance(rec.meta["artifact"], dict) and rec.meta["artifact"].get("name") == name
 
 
 def _need(key: Optional[AttemptKey]) -> AttemptKey:
@@ -239,28 +236,30 @@ def _dump_file(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
 
 
 PARSERS: list[Parser] = [
-    Parser(_event("dynamo_start"), _dynamo_start),
-    Parser(_event("compilation_metrics"), _metrics),
-    *(Parser(_event(name), _graph) for name in GRAPH_EVENTS),
-    Parser(_event("dynamo_guards"), _guards),
-    Parser(_event("dynamo_cpp_guards_str"), _cpp_guards),
-    Parser(_artifact("dynamo_graph_break_reason"), _break),
-    Parser(_artifact("recompile_reasons"), _recompile),
-    Parser(_artifact("torch_version"), _version),
-    *(Parser(_event(name), _symbol) for name in ("create_symbol", "create_unbacked_symbol",
-                                                   "symbolic_shape_specialization")),
-    Parser(_event("optimize_ddp_split_graph"), _ddp),
-    Parser(_event("optimize_ddp_split_child"), _ddp),
-    Parser(_event("dump_file"), _dump_file),
+    Parser("dynamo_start", _dynamo_start),
+    Parser("compilation_metrics", _metrics),
+    *(Parser(name, _graph) for name in GRAPH_EVENTS),
+    Parser("dynamo_guards", _guards),
+    Parser("dynamo_cpp_guards_str", _cpp_guards),
+    Parser("artifact", _break, _artifact("dynamo_graph_break_reason")),
+    Parser("artifact", _recompile, _artifact("recompile_reasons")),
+    Parser("artifact", _version, _artifact("torch_version")),
+    *(Parser(name, _symbol) for name in ("create_symbol", "create_unbacked_symbol", "symbolic_shape_specialization")),
+    Parser("optimize_ddp_split_graph", _ddp),
+    Parser("optimize_ddp_split_child", _ddp),
+    Parser("dump_file", _dump_file),
 ]
+_BY_EVENT: dict[str, list[Parser]] = {}  # the table's rows by event, in table order (one dict lookup per record)
+for _p in PARSERS:
+    _BY_EVENT.setdefault(_p.event, []).append(_p)
 
 
 def apply(rec: Record, st: LogState) -> None:
     """Hand ``rec`` to the first parser it concerns; count it as ignored or unknown otherwise."""
     try:
         key = st.attempt(rec)
-        for p in PARSERS:
-            if p.concerns(rec):
+        for p in _BY_EVENT.get(rec.event, ()):
+            if p.concerns is None or p.concerns(rec):
                 p.parse(rec, st, key)
                 return
     except Exception as e:  # a damaged record: keep going, say which line was not read

@@ -7,6 +7,7 @@ library is used (gzip, json): a log loads on a machine without torch.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import json
@@ -28,6 +29,18 @@ __all__ = ["Record", "Reader", "open_text", "NotATrace"]
 _PREFIX = re.compile(r"^(?:\[rank\d+\]:)?[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\n]*?:\d+\](?: \[[^\]]*\])* ")
 
 
+# Note [Reading a log in blocks]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Most of a log's bytes are payload lines (graph texts, guard trees), so the reader does not walk
+# lines in Python: it reads blocks of characters and cuts them into *units*, one line plus the tab
+# lines after it, at each newline not followed by a tab (one C-speed regex search). A unit's payload
+# is its text after the first line with the tab after every newline removed, which is exactly the
+# lines joined by "\n" with their leading tab dropped. A unit that reaches the end of a block waits
+# for the next block. Line numbers are counted per unit, so every skipped line is still named.
+_UNIT_END = re.compile("\n(?!\t)")
+_CHUNK = 1 << 22  # characters read at a time
+
+
 class NotATrace(ValueError):
     """The file is not a TORCH_TRACE structured log."""
 
@@ -40,7 +53,7 @@ class Record:
     payload: Optional[str]  # the payload lines joined by "\n" (tabs removed); None when there is none
     line: int  # 1-based line number of the metadata line
 
-    @property
+    @functools.cached_property
     def event(self) -> str:
         """The event name: the first key that is not a context key ("dynamo_start", "artifact", ...)."""
         for k in self.meta:
@@ -73,37 +86,53 @@ class Reader:
     chars: int = 0
 
     def __iter__(self) -> Iterator[Record]:
-        pending: Optional[Record] = None
-        chunks: list[str] = []
+        """Records in file order. See Note [Reading a log in blocks]."""
+        buf, pos, scan, final = "", 0, 0, False
         next_report = 8 << 20
-        for lineno, line in enumerate(self.fh, 1):
-            self.lines = lineno
-            self.chars += len(line)
-            if self.progress is not None and self.chars >= next_report:
-                self.progress(self.chars)
-                next_report += 8 << 20
-            if line.startswith("\t"):
-                if pending is None:
-                    self._skip(lineno, "payload line without a record before it")
-                else:
-                    chunks.append(line[1:].rstrip("\n"))
+        while True:
+            end = _UNIT_END.search(buf, scan)
+            if not final and (end is None or end.start() == len(buf) - 1):  # the unit may go on: read more
+                chunk = self.fh.read(_CHUNK)
+                final = not chunk
+                buf, scan, pos = buf[pos:] + chunk, max(len(buf) - pos - 1, 0), 0
+                self.chars += len(chunk)
+                if self.progress is not None and self.chars >= next_report:
+                    self.progress(self.chars)
+                    next_report = (self.chars // (8 << 20) + 1) * (8 << 20)
                 continue
-            if pending is not None:
-                pending.payload = "\n".join(chunks) if chunks else pending.payload
-                yield pending
-                pending, chunks = None, []
-            rec = self._record(line, lineno)
-            if rec is not None:
-                if "str" in rec.meta and len(rec.meta) == 1:
-                    self._intern(rec, lineno)
-                    continue
-                pending = rec
-        if pending is not None:
-            pending.payload = "\n".join(chunks) if chunks else pending.payload
-            yield pending
+            stop = len(buf) if end is None else end.start()
+            if pos < stop or end is not None:
+                rec = self._unit(buf[pos:stop])
+                if rec is not None:
+                    yield rec
+            if end is None:
+                return
+            pos = scan = stop + 1
 
-    def _record(self, line: str, lineno: int) -> Optional[Record]:
-        text = line.rstrip("\n")
+    def _unit(self, unit: str) -> Optional[Record]:
+        """One line and the payload lines after it (Note [Reading a log in blocks]); counts its lines."""
+        first = self.lines + 1
+        nl = unit.find("\n")
+        self.lines += 1 if nl < 0 else unit.count("\n") + 1
+        if unit.startswith("\t"):
+            self._orphans(first, self.lines)
+            return None
+        rec = self._record(unit if nl < 0 else unit[:nl], first)
+        if rec is not None and "str" in rec.meta and len(rec.meta) == 1:
+            self._intern(rec, first)
+            rec = None
+        if nl >= 0:  # unit[nl + 1] is the tab of the first payload line
+            if rec is None:
+                self._orphans(first + 1, self.lines)
+            else:
+                rec.payload = unit[nl + 2:].replace("\n\t", "\n")
+        return rec
+
+    def _orphans(self, first: int, last: int) -> None:
+        for lineno in range(first, last + 1):
+            self._skip(lineno, "payload line without a record before it")
+
+    def _record(self, text: str, lineno: int) -> Optional[Record]:
         if not text.strip():
             return None
         m = _PREFIX.match(text)

@@ -1,0 +1,63 @@
+"""What the graph canvas draws: a Layout as JSON-friendly data (boxes, edges, labels), for the widget and the report.
+
+Invariant: plain strings and numbers only (no markup: ``canvas.js`` sets every string with
+``textContent`` / ``setAttribute``); no widget import, so the static report draws without the
+widget stack (Note [Lazy public names] in viz/__init__.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from viz.graph_layout import Layout
+
+__all__ = ["drawing"]
+
+
+def _num(v: float) -> float | int:
+    """A coordinate as JSON sends it: 0.1 px precision, integral values without ``.0``."""
+    r = round(float(v), 1)
+    return int(r) if r.is_integer() else r
+
+
+def drawing(layout: Layout, *, highlight: Iterable[str] = ()) -> dict[str, Any]:
+    """The JSON state that ``canvas.js`` draws: ``layout`` minus what the browser does not need.
+
+    A box is ``{"id", "label", "sub", "role", "x", "y", "w", "h"}`` plus ``"group"`` (a collapsed
+    module box's path) and ``"part"`` (a joint graph's half) when set; an edge is ``{"src", "dst",
+    "pts": [x0, y0, x1, y1, ...]}`` (bezier points as in :class:`viz.graph_layout.Edge`); ``"hi"`` lists
+    highlighted box ids (edges between two of them are highlighted too); ``"src"`` is a node's user line,
+    ``"find"`` maps a module box to the node names folded in it and ``"nodes"`` counts the graph's
+    nodes (the search box and the minimap use them).
+
+    >>> from viz.synthetic import chain_graph
+    >>> from viz.graph_layout import layout
+    >>> d = drawing(layout(chain_graph(3, layers=1), engine="linear"), highlight=["l_x_"])
+    >>> [b["id"] for b in d["boxes"]], d["hi"], sorted(d["edges"][0])
+    (['l_x_', 'linear_0', 'output'], ['l_x_'], ['dst', 'pts', 'src'])
+    """
+    boxes = []
+    seen: dict[float, float | int] = {}  # a layout repeats few coordinates (columns, rows, sizes): round each once
+
+    def num(v: float) -> float | int:
+        r = seen.get(v)
+        if r is None:
+            r = seen[v] = _num(v)
+        return r
+
+    for b in layout.boxes:
+        box: dict[str, Any] = {"id": b.id, "label": b.label, "sub": b.sublabel, "role": b.role,
+                               "x": num(b.x), "y": num(b.y), "w": num(b.w), "h": num(b.h)}
+        if b.group is not None:
+            box["group"] = b.group
+        if b.partition:
+            box["part"] = b.partition
+        if b.source:
+            box["src"] = b.source
+        boxes.append(box)
+    edges = [{"src": e.src, "dst": e.dst, "pts": [num(c) for p in e.points for c in p]} for e in layout.edges]
+    ids = {b.id for b in layout.boxes}
+    found = {b.id: b.members for b in layout.boxes if b.members}
+    return {"w": _num(max(layout.width, 1.0)), "h": _num(max(layout.height, 1.0)), "engine": layout.engine,
+            "nodes": layout.nodes, "boxes": boxes, "edges": edges, "find": found,
+            "hi": [h for h in dict.fromkeys(highlight) if h in ids]}
