@@ -66,3 +66,17 @@ def _no_capture_problems(request):
     if request.node.get_closest_marker("problems_expected") is None:
         bad = [(cap.fn, cap.all_problems()) for cap in finished if cap.all_problems()]
         assert bad == [], f"captures recorded problems: {bad}"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium (tests/chromium.py) for one test module; each test opens its own page (context)."""
+    from chromium import CHROMIUM, CHROMIUM_ARGS
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=60_000)
+        try:
+            yield b
+        finally:
+            b.close()

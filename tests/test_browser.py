@@ -24,14 +24,12 @@ import urllib.request
 from typing import Iterator
 
 import pytest
+from chromium import CHROMIUM
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 ARTIFACTS = pathlib.Path(__file__).resolve().parent / "artifacts"
-CHROMIUM = os.environ.get("DYNASCOPE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 
 EVIL = "<img src=x onerror=alert(1)>"
 
@@ -160,18 +158,6 @@ def serving(root: pathlib.Path, name: str, notebook: dict) -> Iterator[Lab]:
 def lab(tmp_path):
     with serving(tmp_path, "explorer.ipynb", _notebook()) as server:
         yield server
-
-
-@pytest.fixture
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=60_000)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 def _run_all(page, attempts: int = 4) -> None:

@@ -48,19 +48,6 @@ def lab(tmp_path, ddp_job_dir):
         yield server
 
 
-@pytest.fixture
-def browser():
-    from playwright.sync_api import sync_playwright
-    from test_browser import CHROMIUM, CHROMIUM_ARGS
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=60_000)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
 def _shown_frame(out) -> str:
     """The compile id the explorer's frame selector shows (its entry starts with the id)."""
     sel = out.locator(".widget-dropdown select").first

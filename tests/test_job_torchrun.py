@@ -65,27 +65,22 @@ def test_load_job_on_the_torch_trace_directory(job_dir):
 
 
 @pytest.mark.browser
-def test_job_page_in_chromium(job_dir, tmp_path):
-    from playwright.sync_api import sync_playwright
-    from test_browser import CHROMIUM, CHROMIUM_ARGS
-
+def test_job_page_in_chromium(job_dir, tmp_path, browser):
     job = tracer.load_job(str(job_dir))
     (whole,) = _forward(job.ranks[0], "compiled")
     page_file = viz.export_job_html(job, tmp_path / "job.html")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=60_000)
-        try:
-            page = b.new_page()
-            page.goto(page_file.as_uri())
-            cell = page.locator(f'td.ds-divergent[data-rank="1"][data-frame="{whole.compile_id}"]')
-            assert cell.count() == 1
-            assert cell.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(255, 235, 233)"
-            cell.locator("a").click()
-            assert page.evaluate("location.hash") == f"#ds-rank-1-{whole.compile_id}"
-            target = page.locator(f'[id="ds-rank-1-{whole.compile_id}"]')
-            assert target.is_visible() and "restarted" in target.inner_text()
-            page.locator('a.ds-rank[href="#ds-rank-0"]').click()
-            assert page.locator("#ds-rank-0").is_visible()
-            assert "2 pieces" in page.locator(f'td[data-rank="0"][data-frame="{whole.compile_id}"]').inner_text()
-        finally:
-            b.close()
+    page = browser.new_page()
+    try:
+        page.goto(page_file.as_uri())
+        cell = page.locator(f'td.ds-divergent[data-rank="1"][data-frame="{whole.compile_id}"]')
+        assert cell.count() == 1
+        assert cell.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(255, 235, 233)"
+        cell.locator("a").click()
+        assert page.evaluate("location.hash") == f"#ds-rank-1-{whole.compile_id}"
+        target = page.locator(f'[id="ds-rank-1-{whole.compile_id}"]')
+        assert target.is_visible() and "restarted" in target.inner_text()
+        page.locator('a.ds-rank[href="#ds-rank-0"]').click()
+        assert page.locator("#ds-rank-0").is_visible()
+        assert "2 pieces" in page.locator(f'td[data-rank="0"][data-frame="{whole.compile_id}"]').inner_text()
+    finally:
+        page.close()

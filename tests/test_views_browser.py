@@ -9,9 +9,7 @@ view folds and filters; the Code tab opens; the page never scrolls sideways. Scr
 
 from __future__ import annotations
 
-import os
 import pathlib
-import shutil
 
 import pytest
 import torch
@@ -22,8 +20,6 @@ import viz
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
 
 ARTIFACTS = pathlib.Path(__file__).resolve().parent / "artifacts"
-CHROMIUM = os.environ.get("DYNASCOPE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 WIDTH, HEIGHT = 1440, 900
 
 
@@ -65,18 +61,6 @@ MEASURE = """() => {
   }
   return out;
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=60_000)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 @pytest.mark.parametrize("name", ["transformer12", "cnn", "gpt2"])
