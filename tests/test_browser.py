@@ -175,6 +175,33 @@ def _run_all(page, attempts: int = 4) -> None:
     raise TimeoutError(f"Run All Cells did not start the notebook after {attempts} attempts")
 
 
+def watch_kernel(page) -> list[bool]:
+    """A list that gets an entry once the kernel answers the page's kernel_info request.
+
+    Cells run before the page's widget manager is attached to the kernel display "model not found",
+    so a test waits for this before running the notebook (:func:`open_and_run`).
+    """
+    kernel_ready: list[bool] = []
+
+    def on_ws(ws) -> None:
+        if "/api/kernels/" in ws.url:
+            ws.on("framereceived", lambda payload: kernel_ready.append(
+                "kernel_info_reply" in (payload if isinstance(payload, str) else payload.decode("latin-1"))))
+    page.on("websocket", on_ws)
+    return kernel_ready
+
+
+def open_and_run(page, lab, name: str, kernel_ready: list[bool]) -> None:
+    """Open notebook ``name`` of ``lab``, wait until its kernel answered (``watch_kernel``), Run All."""
+    page.goto(f"{lab.base}/lab/tree/{name}?token={lab.token}", timeout=90_000)
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+    end = time.monotonic() + 120
+    while not any(kernel_ready) and time.monotonic() < end:
+        page.wait_for_timeout(250)
+    assert any(kernel_ready), "the kernel never answered kernel_info"
+    _run_all(page)
+
+
 def test_explorer_in_jupyterlab(lab, browser):
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": 1500, "height": 1000})
@@ -183,23 +210,9 @@ def test_explorer_in_jupyterlab(lab, browser):
     page.on("pageerror", lambda e: errors.append(str(e)))
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    # Note: cells run before the page's widget manager is attached to the kernel display
-    # "model not found"; so wait until the kernel has answered the page's kernel_info request.
-    kernel_ready: list[bool] = []
-
-    def on_ws(ws) -> None:
-        if "/api/kernels/" in ws.url:
-            ws.on("framereceived", lambda payload: kernel_ready.append(
-                "kernel_info_reply" in (payload if isinstance(payload, str) else payload.decode("latin-1"))))
-    page.on("websocket", on_ws)
+    kernel_ready = watch_kernel(page)
     try:
-        page.goto(f"{lab.base}/lab/tree/explorer.ipynb?token={lab.token}", timeout=90_000)
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-        end = time.monotonic() + 120
-        while not any(kernel_ready) and time.monotonic() < end:
-            page.wait_for_timeout(250)
-        assert any(kernel_ready), "the kernel never answered kernel_info"
-        _run_all(page)
+        open_and_run(page, lab, "explorer.ipynb", kernel_ready)
         # The anywidget ESM ran in JupyterLab 4: its toolbar and the SVG with real nodes are there.
         out = page.locator(".jp-Notebook .jp-Cell").nth(2)
         canvas = out.locator(".ds-canvas").first

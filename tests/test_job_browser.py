@@ -10,10 +10,9 @@ server is the one of tests/test_browser.py (its own port, token, root and settin
 from __future__ import annotations
 
 import shutil
-import time
 
 import pytest
-from test_browser import ARTIFACTS, serving
+from test_browser import ARTIFACTS, open_and_run, serving, watch_kernel
 from torchrun_job import forward_frames
 
 import tracer
@@ -59,8 +58,6 @@ def _active_rank(out) -> str:
 
 
 def test_job_view_in_jupyterlab(lab, browser, ddp_job_dir):
-    from test_browser import _run_all
-
     job = tracer.load_job(str(lab.root / "job"))  # what the notebook loads, to know what to expect
     (whole,) = forward_frames(job.ranks[0], "compiled")  # rank 0's forward; rank 1 broke the graph there
     cid = whole.compile_id
@@ -77,21 +74,9 @@ def test_job_view_in_jupyterlab(lab, browser, ddp_job_dir):
     page.set_default_timeout(60_000)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    kernel_ready: list[bool] = []
-
-    def on_ws(ws) -> None:  # see test_browser.py: wait until the kernel answered the page's kernel_info
-        if "/api/kernels/" in ws.url:
-            ws.on("framereceived", lambda payload: kernel_ready.append(
-                "kernel_info_reply" in (payload if isinstance(payload, str) else payload.decode("latin-1"))))
-    page.on("websocket", on_ws)
+    kernel_ready = watch_kernel(page)
     try:
-        page.goto(f"{lab.base}/lab/tree/job.ipynb?token={lab.token}", timeout=90_000)
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-        end = time.monotonic() + 120
-        while not any(kernel_ready) and time.monotonic() < end:
-            page.wait_for_timeout(250)
-        assert any(kernel_ready), "the kernel never answered kernel_info"
-        _run_all(page)
+        open_and_run(page, lab, "job.ipynb", kernel_ready)
         out = page.locator(".jp-Notebook .jp-Cell").nth(2)
         grid = out.locator(".ds-job table.ds-grid")
         grid.wait_for(timeout=240_000)
