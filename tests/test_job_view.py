@@ -10,6 +10,7 @@ import re
 
 import pytest
 import torch
+from test_job import _step
 
 import tracer
 import viz
@@ -20,16 +21,6 @@ _SIDE = '<details class="ds-sidebyside" id="ds-side-'
 _FRAME = '<div class="ds-side-frame" data-frame="'
 _BLOCK = re.compile(r'<script type="application/json" class="ds-drawings">(.*?)</script>', re.S)
 _BOX = re.compile(r'class="ds-graphbox" data-graph="(\d+)"')
-
-
-def _step(brk: bool):
-    def f(x):
-        y = x.sin()
-        if brk:
-            torch._dynamo.graph_break()
-        return y.cos()
-
-    return f
 
 
 def _scaled(x, n):
