@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from test_browser import ARTIFACTS, browser, serving  # noqa: F401 (browser is a fixture)
+from test_browser import ARTIFACTS, serving
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
@@ -57,7 +57,7 @@ def run_cells(page) -> None:
         page.keyboard.press("Control+Enter")
 
 
-def test_session_panel_buttons_in_jupyterlab(lab, browser):  # noqa: F811
+def test_session_panel_buttons_in_jupyterlab(lab, browser):
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": 1400, "height": 1200})
     page.set_default_timeout(60_000)
