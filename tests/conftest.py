@@ -40,6 +40,19 @@ def ddp_job_dir(tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="session")
+def child_trace_dir(tmp_path_factory):
+    """The TORCH_TRACE directory of one real run of tests/trace_log_child.py (one ``*.log``: a wrap body, a
+    graph break, a recompile, ...), written by torch in a child process once per session. Read it, do not write."""
+    import subprocess
+
+    out = tmp_path_factory.mktemp("child_trace") / "trace"
+    here = os.path.dirname(os.path.abspath(__file__))
+    subprocess.run([sys.executable, os.path.join(here, "trace_log_child.py")], check=True, timeout=300,
+                   capture_output=True, env=dict(os.environ, TORCH_TRACE=str(out)))
+    return out
+
+
 # Note [No capture has problems]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # A supported case must be recorded exactly, so every capture any test makes (tracer.capture,

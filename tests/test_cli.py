@@ -16,11 +16,8 @@ ENV = dict(os.environ, PYTHONPATH=ROOT)
 
 
 @pytest.fixture(scope="module")
-def trace_dir(tmp_path_factory) -> str:
-    out = tmp_path_factory.mktemp("cli") / "trace"
-    subprocess.run([sys.executable, os.path.join(HERE, "trace_log_child.py")], check=True, timeout=300,
-                   capture_output=True, env=dict(os.environ, TORCH_TRACE=str(out)))
-    return str(out)
+def trace_dir(child_trace_dir) -> str:
+    return str(child_trace_dir)
 
 
 def _run(*args: str, env=None) -> subprocess.CompletedProcess:

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import glob
 import gzip
-import os
 import random
-import subprocess
-import sys
 
 import pytest
 
@@ -20,16 +17,12 @@ import tracer
 from tracer.trace_log import load_trace
 from viz.html import capture_html
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 N_DOCS = 600
 
 
 @pytest.fixture(scope="module")
-def real_log(tmp_path_factory) -> bytes:
-    out = tmp_path_factory.mktemp("fuzz")
-    subprocess.run([sys.executable, os.path.join(HERE, "trace_log_child.py")], check=True, timeout=300,
-                   capture_output=True, env=dict(os.environ, TORCH_TRACE=str(out / "trace")))
-    (path,) = glob.glob(str(out / "trace" / "*.log"))
+def real_log(child_trace_dir) -> bytes:
+    (path,) = glob.glob(str(child_trace_dir / "*.log"))
     with open(path, "rb") as fh:
         return fh.read()
 

@@ -11,10 +11,7 @@ from __future__ import annotations
 import copy
 import glob
 import io
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 from hypothesis import given
@@ -27,15 +24,10 @@ from tracer.trace_log.deferred import has_bodies
 from tracer.trace_log.graph_text import parse_readable
 from viz.html import capture_html
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
 
 @pytest.fixture(scope="module")
-def log_path(tmp_path_factory) -> str:
-    out = tmp_path_factory.mktemp("lazy")
-    subprocess.run([sys.executable, os.path.join(HERE, "trace_log_child.py")], check=True, timeout=300,
-                   capture_output=True, env=dict(os.environ, TORCH_TRACE=str(out / "trace")))
-    (path,) = glob.glob(str(out / "trace" / "*.log"))
+def log_path(child_trace_dir) -> str:
+    (path,) = glob.glob(str(child_trace_dir / "*.log"))
     return path
 
 
