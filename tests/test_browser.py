@@ -62,12 +62,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _notebook() -> dict:
+def notebook(cells: list[str]) -> dict:
+    """An nbformat-4 notebook of code ``cells``, unexecuted."""
     return {
         "nbformat": 4, "nbformat_minor": 5,
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}},
         "cells": [{"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None, "outputs": [],
-                   "source": src} for i, src in enumerate(CELLS)],
+                   "source": src} for i, src in enumerate(cells)],
     }
 
 
@@ -156,7 +157,7 @@ def serving(root: pathlib.Path, name: str, notebook: dict) -> Iterator[Lab]:
 
 @pytest.fixture
 def lab(tmp_path):
-    with serving(tmp_path, "explorer.ipynb", _notebook()) as server:
+    with serving(tmp_path, "explorer.ipynb", notebook(CELLS)) as server:
         yield server
 
 

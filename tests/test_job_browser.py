@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from test_browser import ARTIFACTS, open_and_run, serving, watch_kernel
+from test_browser import ARTIFACTS, notebook, open_and_run, serving, watch_kernel
 from torchrun_job import forward_frames
 
 import tracer
@@ -29,21 +29,12 @@ CELLS = [
 ]
 
 
-def _notebook() -> dict:
-    return {
-        "nbformat": 4, "nbformat_minor": 5,
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}},
-        "cells": [{"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None, "outputs": [],
-                   "source": src} for i, src in enumerate(CELLS)],
-    }
-
-
 @pytest.fixture
 def lab(tmp_path, ddp_job_dir):
     (tmp_path / "job").mkdir()
     for r in (0, 1):
         shutil.copy(ddp_job_dir / f"rank{r}.json", tmp_path / "job" / f"rank{r}.json")
-    with serving(tmp_path, "job.ipynb", _notebook()) as server:
+    with serving(tmp_path, "job.ipynb", notebook(CELLS)) as server:
         yield server
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from test_browser import ARTIFACTS, serving
+from test_browser import ARTIFACTS, notebook, serving
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
@@ -28,13 +28,7 @@ SETUP = 2  # the cells run_cells runs
 
 @pytest.fixture
 def lab(tmp_path):
-    nb = {
-        "nbformat": 4, "nbformat_minor": 5,
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}},
-        "cells": [{"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None, "outputs": [],
-                   "source": src} for i, src in enumerate(CELLS)],
-    }
-    with serving(tmp_path, "session.ipynb", nb) as server:
+    with serving(tmp_path, "session.ipynb", notebook(CELLS)) as server:
         yield server
 
 
