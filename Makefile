@@ -50,9 +50,18 @@ test: install chromium
 notebooks: install
 	@$(BIN)/python notebooks/_build.py
 
-bench: install
+# Benchmarks need tlparse (the reference report) and Chromium (first paints). Each figure is printed when
+# measured; the last stdout line is the JSON of everything measured, then one summary line of targets met
+# and missed (exit 1 when a benchmark failed). `make bench` takes about half an hour, `make bench-quick`
+# (tiny models, no browser figures) a few minutes. Results: bench/RESULTS.md.
+bench-install: install chromium
 	@$(PIP) install -e '.[bench]' 2>&1 | grep -v '^WARNING: Location' || true
+
+bench: bench-install
 	@$(BIN)/python -m bench
+
+bench-quick: bench-install
+	@$(BIN)/python -m bench --quick
 
 # Mutation testing of tracer/model and the HOP feed table with its adapters ([tool.mutmut] in pyproject.toml);
 # CPU heavy (two workers), results in mutants/ (git-ignored). Kill rate and survivors: bench/RESULTS.md.
