@@ -53,7 +53,7 @@ notebooks: install
 # Benchmarks need tlparse (the reference report) and Chromium (first paints). Each figure is printed when
 # measured; the last stdout line is the JSON of everything measured, then one summary line of targets met
 # and missed (exit 1 when a benchmark failed). `make bench` takes about half an hour, `make bench-quick`
-# (tiny models, no browser figures) a few minutes. Results: bench/RESULTS.md.
+# (tiny models, one browser figure: the explorer's first paint) a few minutes. Results: bench/RESULTS.md.
 bench-install: install chromium
 	@$(PIP) install -e '.[bench]' 2>&1 | grep -v '^WARNING: Location' || true
 

@@ -95,9 +95,10 @@ def _steps(quick: bool, out: dict[str, Any], held: dict[str, Any]) -> list[Step]
         return res
 
     def memory_step() -> dict[str, Any]:
-        res = memory.run(32 * 2**20 if quick else 256 * 2**20, transformer=cap())
-        held.pop("cap", None)  # the rest measure their own models
-        return res
+        try:
+            return memory.run(32 * 2**20 if quick else 256 * 2**20, transformer=cap())
+        finally:
+            held.pop("cap", None)  # the rest measure their own models
 
     # Single compiles of one model vary by +-30% round to round on this 2-core VM even when idle, so the
     # overhead ratio takes more rounds than the rest to settle (5 rounds: 1.06 and 1.15 for the same code).
@@ -105,7 +106,7 @@ def _steps(quick: bool, out: dict[str, Any], held: dict[str, Any]) -> list[Step]
         ("capture overhead", lambda: capture_overhead.run(repeat=repeat if quick else 11, size=size)),
         ("transformer12 capture for the explorer, memory and notebook benchmarks", capture_transformer),
         ("explorer scaling", scaling),
-        ("canvas payload, load time, canvas draw/pan/zoom in Chromium",
+        ("canvas payload, load time" + ("" if quick else ", canvas draw/pan/zoom in Chromium"),
          lambda: canvas_payload.run(cap(), browser=not quick)),
         ("memory", memory_step),
         ("pause latency", lambda: pause_latency.run(repeat=repeat, size=size)),
@@ -116,12 +117,12 @@ def _steps(quick: bool, out: dict[str, Any], held: dict[str, Any]) -> list[Step]
         ("inductor capture overhead",
          lambda: inductor_overhead.run(("mlp", "cnn") if quick else inductor_overhead.NAMES, size=size)),
         ("report size, write time and first paint vs tlparse",
-         lambda: report_size.run(repeat=repeat, size=size, browser=not quick, tlparse=not quick)),
+         lambda: report_size.run(repeat=repeat, size=size, browser=True, tlparse=not quick)),
     ]
 
 
 def run(quick: bool = False, figures: Optional[Callable[[dict[str, Any]], None]] = None) -> dict[str, Any]:
-    """Every benchmark; ``quick`` uses tiny models, 3 repeats, a 10 s dot cap and no browser (smoke-level
+    """Every benchmark; ``quick`` uses tiny models, 3 repeats, a 10 s dot cap and one browser figure (smoke-level
     numbers). ``figures(new)`` gets each benchmark's results as soon as it ends. A benchmark that raises
     is recorded in ``errors`` (name -> "Type: message") and the next one runs."""
     out: dict[str, Any] = {
@@ -212,7 +213,7 @@ def summary(res: dict[str, Any]) -> str:
 
 def main(argv: Optional[list[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="tiny models, 3 repeats, no browser: a smoke run of a few minutes")
+    p.add_argument("--quick", action="store_true", help="tiny models, 3 repeats, one browser figure: a smoke run of a few minutes")
     a = p.parse_args(argv)
     print(row_text(HEADER), flush=True)
 

@@ -118,6 +118,6 @@ def test_a_step_needing_a_failed_capture_says_so():
     out = {"repeat": 1}
     steps = dict(bench_main._steps(True, out, {}))
     with pytest.raises(RuntimeError, match="needs the transformer12 capture"):
-        steps["canvas payload, load time, canvas draw/pan/zoom in Chromium"]()
+        steps["canvas payload, load time"]()
     with pytest.raises(RuntimeError, match="compile time from the capture overhead step"):
         steps["explorer scaling"]()
