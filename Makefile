@@ -1,17 +1,20 @@
 # dynascope: two commands on a fresh machine.
 #   make lab   install into .venv (torch 2.13.0 CPU, graphviz's dot) and open JupyterLab on the quickstart
 #   make test  install, then run every test (unit, capture, viz, notebooks via nbval, browser end-to-end)
-# Both are idempotent and quiet when everything is already installed.
+# Both are idempotent and quiet when everything is already installed. They work as root (containers,
+# cloud notebooks) and as a normal user: apt runs through sudo only for a normal user, and JupyterLab
+# gets --allow-root only for root. `make lab LAB_ARGS="--no-browser --port=8888"` adds JupyterLab options.
 
 PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 PIP     := $(BIN)/pip -q --disable-pip-version-check
 STAMP   := $(VENV)/.stamp-install
-SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+IS_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo yes)
+SUDO    := $(if $(IS_ROOT),,sudo)
 APT     := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get -o DPkg::Lock::Timeout=300
 
-.PHONY: lab test bench notebooks install dot chromium clean mutants
+.PHONY: lab test bench bench-quick bench-install notebooks install dot chromium clean mutants
 
 install: $(STAMP) dot
 
@@ -32,11 +35,13 @@ dot:
 		$(APT) update -qq >/dev/null && $(APT) install -y -qq graphviz >/dev/null; }
 
 chromium:
-	@command -v chromium >/dev/null 2>&1 || { echo "installing chromium with apt (browser tests)..."; \
+	@command -v chromium >/dev/null 2>&1 || { echo "installing chromium with apt (browser tests, benchmarks)..."; \
 		$(APT) update -qq >/dev/null && $(APT) install -y -qq chromium >/dev/null; }
 
+# JupyterLab refuses to run as root unless told --allow-root; a normal user must not need it.
+LAB_ARGS ?=
 lab: install
-	@$(BIN)/jupyter lab notebooks/00_quickstart.ipynb
+	@$(BIN)/jupyter lab $(if $(IS_ROOT),--allow-root) $(LAB_ARGS) notebooks/00_quickstart.ipynb
 
 test: install chromium
 	@$(BIN)/python -m pytest -q -p no:cacheprovider tests notebooks --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
@@ -45,9 +50,18 @@ test: install chromium
 notebooks: install
 	@$(BIN)/python notebooks/_build.py
 
-bench: install
+# Benchmarks need tlparse (the reference report) and Chromium (first paints). Each figure is printed when
+# measured; the last stdout line is the JSON of everything measured, then one summary line of targets met
+# and missed (exit 1 when a benchmark failed). `make bench` takes about half an hour, `make bench-quick`
+# (tiny models, one browser figure: the explorer's first paint) a few minutes. Results: bench/RESULTS.md.
+bench-install: install chromium
 	@$(PIP) install -e '.[bench]' 2>&1 | grep -v '^WARNING: Location' || true
+
+bench: bench-install
 	@$(BIN)/python -m bench
+
+bench-quick: bench-install
+	@$(BIN)/python -m bench --quick
 
 # Mutation testing of tracer/model and the HOP feed table with its adapters ([tool.mutmut] in pyproject.toml);
 # CPU heavy (two workers), results in mutants/ (git-ignored). Kill rate and survivors: bench/RESULTS.md.

@@ -141,7 +141,9 @@ def run(cap: Capture, *, browser: bool = True) -> dict[str, Any]:
     out["canvas_joint_nodes"] = len(joint.nodes)
     out["canvas_payload_first_view"] = payloads(joint)
     out["canvas_payload_ungrouped"] = payloads(joint, threshold=UNGROUPED)
-    if browser and Path(CHROMIUM).exists():
+    if browser:  # asked for and absent is an error naming the fix, never a silently shorter result
+        if not Path(CHROMIUM).exists():
+            raise RuntimeError(f"Chromium not found at {CHROMIUM} (run `make chromium`, or set DYNASCOPE_CHROMIUM)")
         out["canvas_browser_first_view"] = browser_steps(joint)
         out["canvas_browser_ungrouped"] = browser_steps(joint, threshold=UNGROUPED)
     return out

@@ -82,12 +82,42 @@ def test_saved_split_adds_up():
 
 def test_table_and_json_line(monkeypatch, capsys):
     res = {"capture_overhead": {"mlp": 1.05}, "trace_file_overhead": {"mlp": 1.2},
-           "explorer_scaling_16k_over_4k": 5.0, "pause_step_ratio": 1.5}
+           "explorer_scaling_16k_over_4k": 5.0, "pause_step_ratio": 1.5, "errors": {}}
     text = bench_main.table(res)
     assert "MISS" in text.splitlines()[3] and "ok" in text.splitlines()[1]
     # main() prints the table, then the JSON object as the very last line (what `tail -1` reads).
-    monkeypatch.setattr(bench_main, "run", lambda quick=False: res)
+    monkeypatch.setattr(bench_main, "run", lambda quick=False, figures=None: (figures(res), res)[1])
     assert bench_main.main([]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
     assert json.loads(lines[-1]) == res
     assert lines[:-1] == text.splitlines()
+    assert captured.err.splitlines()[-1] == "bench: 1 of 2 targets met; missed: explorer_scaling_16k_over_4k"
+
+
+def test_a_failing_benchmark_is_named_and_the_rest_still_run(monkeypatch, capsys):
+    # Three steps, the middle one raises: the others' figures are printed as each ends, the JSON names
+    # the failure, the summary line says it, and the exit status is 1.
+    steps = [("first", lambda: {"pause_step_ratio": 1.5, "diff_seconds_transformer12": 0.01}),
+             ("broken", lambda: {}["missing"]),
+             ("last", lambda: {"report_bytes": 2_000_000})]
+    monkeypatch.setattr(bench_main, "_steps", lambda quick, out, held: steps)
+    assert bench_main.main(["--quick"]) == 1
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    res = json.loads(lines[-1])
+    assert res["errors"] == {"broken": "KeyError: 'missing'"} and res["quick"] is True
+    assert res["pause_step_ratio"] == 1.5 and res["report_bytes"] == 2_000_000
+    assert lines[:-1] == bench_main.table(res).splitlines()  # every figure measured, in the order measured
+    assert captured.err.splitlines()[-1] == ("bench --quick: 1 of 2 targets met; missed: report_bytes; "
+                                             "1 benchmark(s) FAILED: broken (KeyError: 'missing')")
+    assert "FAILED: broken" in captured.err  # the progress log names it when it happens
+
+
+def test_a_step_needing_a_failed_capture_says_so():
+    out = {"repeat": 1}
+    steps = dict(bench_main._steps(True, out, {}))
+    with pytest.raises(RuntimeError, match="needs the transformer12 capture"):
+        steps["canvas payload, load time"]()
+    with pytest.raises(RuntimeError, match="compile time from the capture overhead step"):
+        steps["explorer scaling"]()

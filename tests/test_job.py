@@ -156,12 +156,18 @@ def test_unloadable_directories_are_errors(caps, tmp_path):
         tracer.load_job(_write(tmp_path / "b", **{"rank0.json": "{}"}))
 
 
-def test_torch_trace_directory_needs_load_trace(tmp_path):
-    (tmp_path / "dedicated_log_torch_trace_rank_0_x.log").write_text("", encoding="utf-8")
-    if hasattr(tracer, "load_trace"):
-        pytest.skip("tracer.load_trace exists: the TORCH_TRACE path is tested with the torchrun job")
-    with pytest.raises(NotImplementedError, match="tracer.load_trace"):
-        tracer.load_job(str(tmp_path))
+def test_torch_trace_directory_loads_each_rank_with_load_trace(tmp_path, child_trace_dir):
+    # One real TORCH_TRACE log, named as torch names a rank's log, twice: two ranks that did the same.
+    (log,) = child_trace_dir.glob("*.log")
+    for rank in (0, 1):
+        (tmp_path / f"dedicated_log_torch_trace_rank_{rank}_x.log").write_bytes(log.read_bytes())
+    job = tracer.load_job(str(tmp_path))
+    assert job.meta["loaded_from"] == "TORCH_TRACE" and sorted(job.ranks) == [0, 1]
+    expected = [(f.compile_id, f.status, f.graph.code) for f in tracer.load_trace(str(log)).frames]
+    assert len(expected) >= 3 and any(status == "compiled" for _, status, _ in expected)
+    for cap in job.ranks.values():
+        assert [(f.compile_id, f.status, f.graph.code) for f in cap.frames] == expected
+    assert job.divergence == [] and job.problems == []
 
 
 def test_collectives_read_from_the_graphs():

@@ -81,11 +81,13 @@ def test_grouped_breaks_fold_same_reason_and_location():
 def test_all_problems_and_repr():
     cap = _cap()
     assert cap.all_problems() == ["capture problem", "frame 0/0: a problem"]
-    assert repr(cap) == "Capture(f: 2 frames, 5 graph breaks, 1 recompiles, 2 problems)"
+    assert repr(cap) == "Capture(f: 2 frames, 5 graph breaks, 1 recompile, 2 problems)"
     assert repr(Capture()) == "Capture(?: 0 frames, 0 graph breaks, 0 recompiles)"
     assert repr(cap.frames[0]) == "Frame(0/0, 'f.py:1 in f', 0 nodes, 0 subgraphs, 0 guards)"
     cap.frames[1].status = "no_graph"
     assert repr(cap.frames[1]) == "Frame(1/0, no_graph, 'f.py:9 in g', 0 nodes, 0 subgraphs, 0 guards)"
+    one = Capture(cap.frames[:1], cap.graph_breaks[:1], cap.recompiles, fn="f")  # exactly one of each: singular
+    assert repr(one) == "Capture(f: 1 frame, 1 graph break, 1 recompile, 1 problem)"
 
 
 def test_a_float_shows_its_value():
@@ -115,7 +117,7 @@ def test_graph_node_error_names_the_choices():
     assert info.value.args[0] == f"no node 'zz' in Graph('root', 25 nodes) (nodes: {shown})"
     with pytest.raises(KeyError) as info:
         Graph([Node("x", "placeholder", "x")]).node("y")
-    assert info.value.args[0] == "no node 'y' in Graph('root', 1 nodes) (nodes: ['x'])"
+    assert info.value.args[0] == "no node 'y' in Graph('root', 1 node) (nodes: ['x'])"
 
 
 def test_save_load_json_indent_and_times(tmp_path):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tracer.model import Capture, Frame, Subgraph
 
-__all__ = ["capture_tree", "frame_lines", "headline", "human_bytes", "seconds", "times_table"]
+__all__ = ["capture_tree", "frame_lines", "headline", "human_bytes", "plural", "seconds", "times_table"]
 
 _GENERIC = ("Encountered graph break when attempting to trace",)
 
@@ -36,6 +36,15 @@ def _inputs(sg: Subgraph) -> str:
     if lifted:
         parts.append("lifted: " + ", ".join(lifted))
     return ("  " + "  ".join(parts)) if parts else ""
+
+
+def plural(n: int, noun: str, nouns: str = "") -> str:
+    """A count and its noun, singular for exactly one (``nouns`` when adding "s" is wrong).
+
+    >>> plural(1, "compile attempt"), plural(0, "graph break"), plural(2, "op"), plural(2, "body", "bodies")
+    ('1 compile attempt', '0 graph breaks', '2 ops', '2 bodies')
+    """
+    return f"{n} {noun if n == 1 else (nouns or noun + 's')}"
 
 
 def human_bytes(n: int) -> str:
@@ -76,12 +85,12 @@ def frame_lines(f: Frame) -> list[str]:
         lines.extend(f"  ? {p}" for p in f.problems)
         return lines
     ops = sum(1 for n in f.graph.nodes if n.op not in ("placeholder", "output"))
-    counts = [f"{ops} ops"]
+    counts = [plural(ops, "op")]
     if f.subgraphs:
-        counts.append(f"{len(f.subgraphs)} subgraphs")
+        counts.append(plural(len(f.subgraphs), "subgraph"))
     if f.speculations:
-        counts.append(f"{len(f.speculations)} speculations")
-    counts.append(f"{len(f.guards)} guards")
+        counts.append(plural(len(f.speculations), "speculation"))
+    counts.append(plural(len(f.guards), "guard"))
     took = f"  compile {seconds(f.times['total'])}" if "total" in f.times else ""
     lines = [f"frame {f.compile_id}  {f.code}  ({', '.join(counts)}){took}"]
 

@@ -12,12 +12,11 @@ silently taken for equality. Divergences name ranks and per-rank compile ids
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
 import re
 from typing import Optional
 
-from tracer._text import headline
+from tracer._text import headline, plural
 from tracer.diffing import diff
 from tracer.graph_align import align
 from tracer.model import Capture, Divergence, Frame, FrameDiff, GraphDiff, Job
@@ -87,19 +86,9 @@ def _load_capture(file: str) -> Capture:
 
 
 def _trace_loader():
-    """``load_trace`` (TORCH_TRACE log -> Capture) from the log reader ``tracer.trace_log``, imported
-    only when a TORCH_TRACE directory is loaded: the reader is optional here and imports no job code."""
-    try:
-        reader = importlib.import_module("tracer.trace_log")
-    except ModuleNotFoundError as e:
-        if e.name not in ("tracer.trace_log",):
-            raise
-        reader = None
-    load_trace = getattr(reader, "load_trace", None)
-    if load_trace is None:
-        raise NotImplementedError("load_job on a TORCH_TRACE directory needs tracer.load_trace (the TORCH_TRACE "
-                                  "log reader, tracer/trace_log/), which this build does not have; load the "
-                                  "per-rank capture JSON files (cap.save in each rank) instead")
+    """``load_trace`` (TORCH_TRACE log -> Capture), imported only when a TORCH_TRACE directory is loaded."""
+    from tracer.trace_log import load_trace
+
     return load_trace
 
 
@@ -131,7 +120,7 @@ def _compare_captures(ra: int, a: Capture, rb: int, b: Capture) -> tuple[list[Di
         only_b = [c for c in ids_b if c not in ids_a]
         first_a, first_b = (only_a or [""])[0], (only_b or [""])[0]
         out.append(Divergence("frames", [ra, rb], {ra: first_a, rb: first_b},
-                              f"rank {ra} made {len(ids_a)} compile attempts, rank {rb} {len(ids_b)}"
+                              f"rank {ra} made {plural(len(ids_a), 'compile attempt')}, rank {rb} {len(ids_b)}"
                               + (f"; only on rank {ra}: {', '.join(only_a)}" if only_a else "")
                               + (f"; only on rank {rb}: {', '.join(only_b)}" if only_b else "")))
     fb = {f.compile_id: f for f in b.frames}

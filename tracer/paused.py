@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from tracer import display
+from tracer._text import plural
 from tracer.model import Graph, Guard, format_meta
 from tracer.model.serialize import load_document, to_plain
 
@@ -87,7 +88,7 @@ class TracerState:
         ops = sum(1 for n in self.graph.nodes if n.op not in ("placeholder", "output"))
         head = "root" if not self.hop else f"{self.hop} ({self.description})"
         lifted = f", lifted: {', '.join(self.lifted_labels())}" if self.lifted else ""
-        return f"{'  ' * self.depth}{head}: {len(self.graph.nodes)} nodes, {ops} ops{lifted}"
+        return f"{'  ' * self.depth}{head}: {plural(len(self.graph.nodes), 'node')}, {plural(ops, 'op')}{lifted}"
 
     def lifted_labels(self) -> list[str]:
         """Lifted names, a size symbol marked "(symbol)" (output_graph.py SubgraphTracer._lift_basic_symbols, pytorch#138363)."""

@@ -18,6 +18,7 @@ from typing import Optional
 
 from markupsafe import Markup, escape
 
+from tracer._text import plural
 from tracer.model.capture import Capture
 from tracer.trace_log import load_trace
 from viz.html import capture_html, export_html
@@ -50,7 +51,7 @@ def _load(paths: list[str]) -> list[Capture]:
         _progress(f"loading {p} ({size / 2**20:.1f} MB)")
         t0 = time.perf_counter()
         cap = load_trace(p, progress=lambda n: _progress(f"  {n / 2**20:.0f} MB read"))
-        _progress(f"  {len(cap.frames)} compile attempts, {len(cap.graph_breaks)} graph breaks "
+        _progress(f"  {plural(len(cap.frames), 'compile attempt')}, {plural(len(cap.graph_breaks), 'graph break')} "
                   f"in {time.perf_counter() - t0:.2f}s")
         caps.append(cap)
     return caps

@@ -18,6 +18,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 from pygments.styles.default import DefaultStyle
 
+from tracer._text import plural
 from tracer.paused import PausedState
 from tracer.session import Session
 from viz import panels
@@ -64,7 +65,7 @@ def _stack_html(state: PausedState) -> str:
             pairs = ", ".join(f"{esc(a)} \u2190 {esc(b)}"
                               for a, b in zip(t.lifted_labels(), t.lifted_from, strict=False))
             lifted = f"; lifted: {pairs}"
-        items.append(f"<li>{esc(head)}: {len(t.graph.nodes)} nodes, {ops} ops{lifted}</li>")
+        items.append(f"<li>{esc(head)}: {plural(len(t.graph.nodes), 'node')}, {plural(ops, 'op')}{lifted}</li>")
     return f"<ol class='ds-stack' start='0'>{''.join(items)}</ol>"
 
 

@@ -93,4 +93,6 @@ class Bytecode:
     guard_function: str = ""  # the guard manager tree, as Dynamo logs it (dynamo_cpp_guards_str)
 
     def __repr__(self) -> str:
-        return f"Bytecode({self.original.name}, {len(self.resume_functions)} resume functions)"
+        from tracer._text import plural
+
+        return f"Bytecode({self.original.name}, {plural(len(self.resume_functions), 'resume function')})"

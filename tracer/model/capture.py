@@ -59,10 +59,12 @@ class Capture:
         return [*self.problems, *(f"frame {f.compile_id}: {p}" for f in self.frames for p in f.problems)]
 
     def __repr__(self) -> str:
-        problems = f", {len(self.all_problems())} problems" if self.all_problems() else ""
+        from tracer._text import plural
+
+        problems = f", {plural(len(self.all_problems()), 'problem')}" if self.all_problems() else ""
         return (
-            f"Capture({self.fn or '?'}: {len(self.frames)} frames, {len(self.graph_breaks)} graph breaks, "
-            f"{len(self.recompiles)} recompiles{problems})"
+            f"Capture({self.fn or '?'}: {plural(len(self.frames), 'frame')}, "
+            f"{plural(len(self.graph_breaks), 'graph break')}, {plural(len(self.recompiles), 'recompile')}{problems})"
         )
 
     def __str__(self) -> str:

@@ -72,10 +72,12 @@ class Frame:
         return bool(self.graph.code) or bool(self.graph.nodes)
 
     def __repr__(self) -> str:
+        from tracer._text import plural
+
         status = "" if self.status == "compiled" else f", {self.status}"
         return (
-            f"Frame({self.compile_id}{status}, {self.code!r}, {len(self.graph.nodes)} nodes, "
-            f"{len(self.subgraphs)} subgraphs, {len(self.guards)} guards)"
+            f"Frame({self.compile_id}{status}, {self.code!r}, {plural(len(self.graph.nodes), 'node')}, "
+            f"{plural(len(self.subgraphs), 'subgraph')}, {plural(len(self.guards), 'guard')})"
         )
 
 
@@ -114,4 +116,6 @@ class GraphPiece:
     aot: Optional[Aot] = None  # the piece's own AOTAutograd record
 
     def __repr__(self) -> str:
-        return f"GraphPiece({len(self.graph.nodes)} nodes)"
+        from tracer._text import plural
+
+        return f"GraphPiece({plural(len(self.graph.nodes), 'node')})"

@@ -93,7 +93,9 @@ class Graph:
         return not pending(self, "nodes")
 
     def __repr__(self) -> str:
-        return f"Graph({self.name or 'root'!r}, {len(self.nodes)} nodes)"
+        from tracer._text import plural
+
+        return f"Graph({self.name or 'root'!r}, {plural(len(self.nodes), 'node')})"
 
     def __str__(self) -> str:
         return self.code or "\n".join(str(n) for n in self.nodes)

@@ -49,4 +49,6 @@ class InductorGraph:
         raise KeyError(f"no kernel {name!r} (kernels: {[k.name for k in self.kernels]})")
 
     def __repr__(self) -> str:
-        return f"InductorGraph({self.aot_id}, {len(self.kernels)} kernels)"
+        from tracer._text import plural
+
+        return f"InductorGraph({self.aot_id}, {plural(len(self.kernels), 'kernel')})"

@@ -70,7 +70,10 @@ class Job:
         return [d for d in self.divergence if d.compile_ids.get(rank) == compile_id and rank in d.ranks]
 
     def __repr__(self) -> str:
-        return f"Job({len(self.ranks)} ranks, {len(self.divergence)} divergences{', problems' if self.problems else ''})"
+        from tracer._text import plural
+
+        problems = f", {plural(len(self.problems), 'problem')}" if self.problems else ""
+        return f"Job({plural(len(self.ranks), 'rank')}, {plural(len(self.divergence), 'divergence')}{problems})"
 
     def __str__(self) -> str:
         lines = [repr(self)]

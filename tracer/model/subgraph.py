@@ -69,7 +69,9 @@ class Subgraph:
         raise KeyError(f"no input {name!r} in subgraph {self.name!r} (inputs: {[i.name for i in self.inputs]})")
 
     def __repr__(self) -> str:
-        return f"Subgraph({self.name!r}, hop={self.hop!r}, {len(self.inputs)} inputs, {len(self.lifted)} lifted)"
+        from tracer._text import plural
+
+        return f"Subgraph({self.name!r}, hop={self.hop!r}, {plural(len(self.inputs), 'input')}, {len(self.lifted)} lifted)"
 
 
 @dataclass
