@@ -63,7 +63,7 @@ def _damage(data: bytes, rnd: random.Random) -> tuple[str, bytes, list[int]]:
 @pytest.mark.slow
 def test_damaged_logs_have_only_defined_outcomes(real_log, tmp_path):
     original = load_trace(_write(tmp_path / "orig.log", real_log))
-    assert _summary(original) and len(original.problems) == 4
+    assert _summary(original) and original.problems == [] and len(original.limits) == 4
     rnd = random.Random(12)
     outcomes = {"capture": 0, "not a trace": 0}
     for i in range(N_DOCS):
@@ -75,7 +75,7 @@ def test_damaged_logs_have_only_defined_outcomes(real_log, tmp_path):
         try:
             cap = load_trace(_write(path, data))
         except ValueError as e:
-            assert "not a TORCH_TRACE structured log" in str(e), (how, i)
+            assert "not a TORCH_TRACE structured log" in str(e) or "nothing could be read" in str(e), (how, i, e)
             outcomes["not a trace"] += 1
             continue
         outcomes["capture"] += 1

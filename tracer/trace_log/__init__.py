@@ -50,8 +50,8 @@ def load_trace(path: str, progress: Optional[Callable[[int], None]] = None) -> C
                 apply(last, st)
                 records += 1
             last = rec
-        cut = _cut_off(last, reader)
-        if last is not None and cut is None:
+        cut, drop_last = _cut_off(last, reader)
+        if last is not None and not drop_last:
             apply(last, st)
             records += 1
     damage = _damage(src, reader, cut)
@@ -81,19 +81,20 @@ def load_trace(path: str, progress: Optional[Callable[[int], None]] = None) -> C
 # record that is whole but only lacks its newline is kept. A last line without newline that is no
 # record in a file without records before it is just not a trace (NotATrace), not a cut log. A log cut exactly between two records
 # is a shorter log: nothing in the file tells the difference.
-def _cut_off(last: Optional[Record], reader: Reader) -> Optional[str]:
-    """How the end of the text is cut off (Note [A log cut off at the end]), or None if it is whole."""
+def _cut_off(last: Optional[Record], reader: Reader) -> tuple[Optional[str], bool]:
+    """How the end of the text is cut off (Note [A log cut off at the end]), or None if it is whole;
+    and whether that makes the last record read a cut one (to drop)."""
     end = reader.unterminated
     if end is not None and (last is None or last.line < end) and \
             (last is not None or looks_like_trace(reader.unterminated_head)):
         del reader.skipped[reader.skipped_before_end:]  # the cut line is said once, as the cut
-        return f"in the middle of line {reader.lines}"
+        return f"in the middle of line {reader.lines}", False
     if last is not None and last.payload is not None and isinstance(last.meta.get("has_payload"), str):
         if hashlib.md5(last.payload.encode("utf-8"), usedforsecurity=False).hexdigest() != last.meta["has_payload"]:
             if end is not None:
-                return f"in the middle of line {reader.lines}, in the payload of the record at line {last.line}"
-            return f"within the payload of the record at line {last.line} (its md5 is not the record's has_payload)"
-    return None
+                return f"in the middle of line {reader.lines}, in the payload of the record at line {last.line}", True
+            return f"within the payload of the record at line {last.line} (its md5 is not the record's has_payload)", True
+    return None, False
 
 
 def _damage(src: LogText, reader: Reader, cut: Optional[str]) -> Optional[str]:
@@ -104,7 +105,8 @@ def _damage(src: LogText, reader: Reader, cut: Optional[str]) -> Optional[str]:
                     f"some of its {reader.lines} lines may be damaged")
         if src.bytes == 0:
             return f"the gzip data breaks before any text ({src.broken})"
-        return f"the gzip data breaks in line {reader.lines}, after {src.bytes} decompressed bytes ({src.broken})"
+        line = reader.lines + (0 if reader.unterminated is not None else 1)  # mid-line, or the next line
+        return f"the gzip data breaks in line {line}, after {src.bytes} decompressed bytes ({src.broken})"
     if cut is not None:
         return f"cut off: the file ends (byte {src.size}) {cut}"
     return None
