@@ -78,9 +78,9 @@ def load_trace(path: str, progress: Optional[Callable[[int], None]] = None) -> C
 # copied in part, shows it at the end: either the text ends without a newline and its last line
 # is not a whole record, or the last record's payload does not match its md5 (cut at a line
 # boundary). That record is dropped and the cut is said once (not as a skipped line); a last
-# record that is whole but only lacks its newline is kept. A last line without newline that is no
-# record in a file without records before it is just not a trace (NotATrace), not a cut log. A log cut exactly between two records
-# is a shorter log: nothing in the file tells the difference.
+# record that is whole but only lacks its newline is kept. A last line without a newline and
+# without the glog prefix, in a file with no record before it, is no cut log but no trace at all
+# (NotATrace). A log cut exactly between two records is a shorter log: nothing in it tells.
 def _cut_off(last: Optional[Record], reader: Reader) -> tuple[Optional[str], bool]:
     """How the end of the text is cut off (Note [A log cut off at the end]), or None if it is whole;
     and whether that makes the last record read a cut one (to drop)."""
@@ -128,7 +128,8 @@ def _nothing_read(file: str, src: LogText, reader: Reader, damage: Optional[str]
         return DamagedTrace(f"{file}: {damage}; nothing could be read before it")
     if src.size == 0:
         return NotATrace(f"{file}: empty file, not a TORCH_TRACE structured log")
-    what = "binary data" if sniff_binary(file) else f"no structured-trace record in {reader.lines} line{'s' if reader.lines != 1 else ''}"
+    n = reader.lines
+    what = "binary data" if sniff_binary(file) else f"no structured-trace record in {n} line{'s' if n != 1 else ''}"
     return NotATrace(f"{file}: not a TORCH_TRACE structured log ({what}; expected lines like "
                      "'V1123 11:43:51.297000 22811 file.py:28] {\"dynamo_start\": ...}' as torch's "
                      "trace_structured writes them)")
