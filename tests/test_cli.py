@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import gzip
 import os
 import shutil
 import subprocess
@@ -80,3 +81,62 @@ def test_a_report_imports_no_widget_stack_and_no_torch(trace_dir, tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[-1] == "[]"
     assert (tmp_path / "r.html").stat().st_size > 0
+
+
+def test_a_damaged_log_is_reported_with_one_warning_line(trace_dir, tmp_path):
+    """A log cut off mid-stream (as a job killed while writing leaves it): the report of what was read,
+    one warning line on stderr naming the file, where it broke and what was kept, exit status 0."""
+    from tracer.trace_log import load_trace
+
+    (log,) = glob.glob(os.path.join(trace_dir, "*.log"))
+    with open(log, "rb") as fh:
+        gz = gzip.compress(fh.read(), mtime=0)
+    cut = tmp_path / "cut.log.gz"
+    cut.write_bytes(gz[:len(gz) // 2])
+    want = load_trace(str(cut)).meta["not_read"]
+    assert want.startswith("cut.log.gz: the gzip data breaks in line ")
+    r = _run("report", str(cut), "-o", str(tmp_path / "r.html"))
+    assert r.returncode == 0, r.stderr
+    assert [ln for ln in r.stderr.splitlines() if "warning" in ln] == [f"dynascope: warning: {want}"]
+    assert "Traceback" not in r.stderr and r.stdout.strip() == str(tmp_path / "r.html")
+    assert want in (tmp_path / "r.html").read_text()  # and in the report's problems
+
+
+def test_nothing_readable_is_one_error_line_and_exit_2(trace_dir, tmp_path):
+    (log,) = glob.glob(os.path.join(trace_dir, "*.log"))
+    head = tmp_path / "head.log.gz"
+    with open(log, "rb") as fh:
+        head.write_bytes(gzip.compress(fh.read(), mtime=0)[:20])
+    r = _run("report", str(head), "-o", str(tmp_path / "r.html"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr and r.stdout == ""
+    assert r.stderr.splitlines()[-1] == (f"dynascope: error: {head}: the gzip data breaks before any text (Compressed "
+                                         "file ended before the end-of-stream marker was reached); nothing could be "
+                                         "read before it")
+    assert not (tmp_path / "r.html").exists()
+    # in a directory, an unreadable log is a warning while another one can be read
+    d = tmp_path / "ranks"
+    d.mkdir()
+    shutil.copy(log, d / "rank_0.log")
+    shutil.copy(head, d / "rank_1.log.gz")
+    r = _run("report", str(d), "-o", str(tmp_path / "job.html"))
+    assert r.returncode == 0, r.stderr
+    assert [ln for ln in r.stderr.splitlines() if "warning" in ln] == [
+        f"dynascope: warning: {d / 'rank_1.log.gz'}: the gzip data breaks before any text (Compressed file ended "
+        "before the end-of-stream marker was reached); nothing could be read before it"]
+    shutil.copy(head, d / "rank_0.log.gz")
+    os.unlink(d / "rank_0.log")
+    r = _run("report", str(d), "-o", str(tmp_path / "job.html"))
+    assert r.returncode == 2 and r.stderr.splitlines()[-1].startswith("dynascope: error: none of the 2 logs could be read: ")
+
+
+def test_show_without_a_browser_says_so_and_where_the_report_is(trace_dir, tmp_path):
+    env = {k: v for k, v in ENV.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env["BROWSER"] = "false"  # a browser command that fails, as where no browser can run
+    r = _run("show", trace_dir, env=env)
+    assert r.returncode == 1, r.stderr
+    path = r.stdout.strip()
+    assert os.path.exists(path) and path.endswith(".html") and "Traceback" not in r.stderr
+    assert r.stderr.splitlines()[-1] == (
+        f"dynascope: no browser could be opened (no display, or $BROWSER failed); the report is {path}: open that "
+        f"file in a browser, or write it where you want with 'dynascope report {trace_dir} -o report.html'")
+    os.unlink(path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 
@@ -158,9 +159,10 @@ def test_unloadable_directories_are_errors(caps, tmp_path):
 
 def test_torch_trace_directory_loads_each_rank_with_load_trace(tmp_path, child_trace_dir):
     # One real TORCH_TRACE log, named as torch names a rank's log, twice: two ranks that did the same.
+    # Rank 1's log is gzip-compressed, as jobs often keep them: load_job reads .log and .log.gz alike.
     (log,) = child_trace_dir.glob("*.log")
-    for rank in (0, 1):
-        (tmp_path / f"dedicated_log_torch_trace_rank_{rank}_x.log").write_bytes(log.read_bytes())
+    (tmp_path / "dedicated_log_torch_trace_rank_0_x.log").write_bytes(log.read_bytes())
+    (tmp_path / "dedicated_log_torch_trace_rank_1_x.log.gz").write_bytes(gzip.compress(log.read_bytes()))
     job = tracer.load_job(str(tmp_path))
     assert job.meta["loaded_from"] == "TORCH_TRACE" and sorted(job.ranks) == [0, 1]
     expected = [(f.compile_id, f.status, f.graph.code) for f in tracer.load_trace(str(log)).frames]

@@ -84,6 +84,17 @@ def test_from_json_rejects_foreign_text():
         Capture.from_json("[1, 2]")
 
 
+def test_load_of_a_binary_file_is_the_documented_error(tmp_path):
+    path = tmp_path / "picture.json"
+    path.write_bytes(bytes(range(128, 256)) + bytes(range(128)))
+    with pytest.raises(ValueError) as e:
+        Capture.load(str(path))
+    assert str(e.value) == "not a dynascope capture: binary data, not JSON text (byte 0x80 at offset 0 is not UTF-8)"
+    cap = _tiny()
+    cap.save(str(path))
+    assert Capture.load(str(path)) == cap
+
+
 def test_result_is_not_serialized():
     cap = tracer.capture(lambda x: x * 2, torch.ones(2))
     assert torch.equal(cap.result, torch.full((2,), 2.0))

@@ -42,6 +42,24 @@ def test_round_trip():
     assert json.loads(dumps(_capture()))["schema"] == SCHEMA_VERSION == 2
 
 
+def test_limits_round_trip_apart_from_problems():
+    """Note [Limits of the source]: limits are their own list in the document, typed like problems."""
+    cap = _capture()
+    cap.problems, cap.limits = ["line 3: metadata is not JSON"], ["loaded from a log: no speculations", "x"]
+    doc = json.loads(dumps(cap))
+    assert doc["capture"]["problems"] == ["line 3: metadata is not JSON"]
+    assert doc["capture"]["limits"] == ["loaded from a log: no speculations", "x"]
+    back = loads(dumps(cap), Capture)
+    assert back == cap and back.limits == cap.limits and back.problems == cap.problems
+    assert loads(dumps(_capture()), Capture).limits == []
+    doc["capture"]["limits"] = ["ok", 3]
+    assert _error(doc) == "invalid capture file: $.limits[1]: Expected `str`, got `int`"
+    doc["capture"]["limits"] = "not a list"
+    assert _error(doc) == "invalid capture file: $.limits: Expected `array`, got `str`"
+    del doc["capture"]["limits"]  # a capture saved before limits existed: none
+    assert loads(json.dumps(doc), Capture).limits == []
+
+
 def test_another_schema_is_refused_with_what_this_version_reads():
     doc = _doc()
     doc["schema"] = 1
@@ -88,3 +106,18 @@ def test_not_json_and_not_an_object():
         load_document("[1", key="k", cls=Capture, what="thing")
     with pytest.raises(ValueError, match=r"^not a dynascope thing: expected a JSON object with a 'k' key$"):
         load_document("[]", key="k", cls=Capture, what="thing")
+
+
+def test_bytes_are_utf8_json_or_one_error_saying_binary():
+    text = dumps(_capture())
+    assert loads(text.encode(), Capture) == _capture() == loads(bytearray(text.encode()), Capture)
+    assert loads(b"\xef\xbb\xbf" + text.encode(), Capture) == _capture()  # a BOM is not part of the document
+    png = b"\x89PNG\r\n\x1a\n\x00\x00"
+    with pytest.raises(ValueError) as e:
+        load_document(png, key="k", cls=Capture, what="thing")
+    assert str(e.value) == "not a dynascope thing: binary data, not JSON text (byte 0x89 at offset 0 is not UTF-8)"
+    latin1 = b'{"schema": 2, "capture": {"fn": "caf\xe9"}}'
+    with pytest.raises(ValueError) as e:
+        loads(latin1, Capture)
+    assert str(e.value) == ("not a dynascope capture: binary data, not JSON text "
+                            f"(byte 0xe9 at offset {latin1.index(0xe9)} is not UTF-8)")

@@ -134,6 +134,7 @@ BROKEN = [
     ("output alias", lambda c: setattr(c.frames[1].aot.outputs[0], "alias", "view"), "frame 0/0_1: output 'sin' alias 'view' (must be one of ['none', 'alias_of_input', 'is_input', 'alias_of_intermediate', 'alias_of_intermediate_save_as_output', 'alias_of_intermediate_base_is_user_output', 'custom_function_view', 'unsafe_view_alias'])"),
     ("synthetic base index", lambda c: c.frames[1].aot.synthetic_bases.append([0, 5]), "frame 0/0_1: synthetic base groups input indices [5] out of 1 inputs"),
     ("problems are strings", lambda c: c.problems.append(3), "problems must be strings"),
+    ("limits are strings", lambda c: c.limits.append(3), "limits must be strings"),
     ("failed without reason", lambda c: (setattr(c.frames[2], "status", "failed"), setattr(c.frames[2], "status_reason", "")),
      "frame 0/1: status 'failed' without a reason"),
     ("inference with a backward", lambda c: (setattr(c.frames[1].aot, "mode", "inference"),
@@ -199,6 +200,7 @@ def test_each_broken_invariant_is_reported(what, breakit, message):
                                                           setattr(c.frames[1].aot, "saved", []),
                                                           setattr(c.frames[1].aot, "inference", c.frames[1].aot.forward))),
     ("a failed attempt with its reason", lambda c: setattr(c.frames[2], "status", "failed")),
+    ("limits of the source, as strings", lambda c: c.limits.extend(["the source has no speculations", ""])),
     ("bytecode that says why it has no source", lambda c: setattr(c.frames[1], "bytecode", Bytecode(
         CodeText("f", source="def f(x): ..."), CodeText("f", problem="depyf could not decompile f")))),
     ("a recompile diff of two frames of the capture", lambda c: setattr(c.recompiles[0], "diff", FrameDiff(

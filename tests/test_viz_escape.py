@@ -134,7 +134,8 @@ def test_new_fields_are_escaped_in_html_svg_and_dot(tmp_path):
     report, everything = pages["report"], "".join(pages.values())
     # each user string of the new fields is shown, escaped, in the report
     for text in (f"Unsupported: print() {shown}", f"no tensor ops {shown}", f"user.py:12 in torch_dynamo_resume_in_f_at_9 {shown}",
-                 f"frame 2/0 was compiled before the capture started {shown}", f"guards of L[&#39;x&#39;] {shown} not recorded",
+                 f"frame 2/0 was compiled before the capture started {shown}",
+                 f"the source does not record speculations {shown}", f"guards of L[&#39;x&#39;] {shown} not recorded",
                  f"Unsupported: input() {shown}", f"user.py:11 {shown}", f"input() {shown}", f"score {shown}",
                  f"primals_2{shown}"):
         assert text in report, text

@@ -213,6 +213,12 @@ def test_report_shows_what_the_fidelity_work_records():
     probs = section(over, '<div class="ds-problems">', "</div>")
     assert "Problems (2)" in probs and "<li>frame 2/0 was compiled before the capture started</li>" in probs
     assert "<li>frame 0/0: guards of L[&#39;x&#39;] not recorded</li>" in probs
+    # limits of the source: a quiet folded note after the problems, never in the red box nor counted
+    assert "speculations" not in probs and "4 frame(s) (2 not compiled)" in over and ", 2 problem(s)</div>" in over
+    assert over.count('<details class="ds-limits ds-muted"><summary>Limits of the source (1): what the source cannot '
+                      'contain, not problems of this run</summary><ul><li>the source does not record speculations</li>'
+                      '</ul></details>') == 1
+    assert over.index("ds-problems") < over.index("ds-limits")
     # graph breaks grouped: 3 breaks in 2 places, the repeated one counted with both attempts
     assert "<h4>Graph breaks (3 in 2 place(s))</h4>" in over
     assert "<tr><td>&times;2</td><td>user.py:9<br><code>print(&#34;&amp;&lt;&gt;&#34;)</code></td>" in over
@@ -231,6 +237,7 @@ def test_report_shows_what_the_fidelity_work_records():
 
 def test_no_problems_box_when_there_are_none(cap):
     assert cap.all_problems() == [] and "ds-problems\">" not in viz.capture_html(cap)
+    assert cap.limits == [] and "ds-limits" not in viz.capture_html(cap)  # a live capture has no limits
 
 
 def test_explorer_opens_the_largest_graph_and_labels_attempts():

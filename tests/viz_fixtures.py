@@ -151,6 +151,7 @@ def fidelity_capture(hostile: str = "") -> Capture:
                      status_reason=f"no tensor ops{h}")
     cap.frames = [restarted, f0, f1, no_graph]
     cap.problems = [f"frame 2/0 was compiled before the capture started{h}"]
+    cap.limits = [f"the source does not record speculations{h}"]  # Note [Limits of the source]
     brk = cap.graph_breaks[0]
     cap.graph_breaks = [brk, GraphBreak(brk.reason, brk.location, list(brk.user_stack), "0/1", brk.code_line),
                         GraphBreak(f"Unsupported: input(){h}", f"user.py:11{h}", [], "0/1", f"input(){h}")]

@@ -133,6 +133,8 @@ def capture_tree(cap: Capture) -> str:
     for r in cap.recompiles:
         lines.append(f"recompile {r.compile_id}: {headline(r.reason)}")
     lines.extend(f"problem: {p}" for p in cap.problems)
+    if cap.limits:  # Note [Limits of the source]: one quiet line, not problems
+        lines.append(f"limits of the source: {len(cap.limits)} (what it cannot contain; see cap.limits)")
     return "\n".join(lines)
 
 

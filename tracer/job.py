@@ -40,7 +40,7 @@ def load_job(path: str) -> Job:
         raise ValueError(f"load_job: {path!r} is not a directory (expected per-rank capture JSON files or a TORCH_TRACE directory)")
     names = sorted(os.listdir(path))
     jsons = [n for n in names if n.endswith(".json")]
-    logs = [n for n in names if n.endswith(".log")]
+    logs = [n for n in names if n.endswith((".log", ".log.gz"))]  # trace_log.source.LOG_SUFFIXES
     job = Job(source=path)
     if jsons:
         job.meta["loaded_from"] = "capture json"
@@ -50,7 +50,7 @@ def load_job(path: str) -> Job:
         named = _read_ranks(job, path, logs, _trace_loader())
     else:
         raise ValueError(f"load_job: no rank files in {path!r} (expected rank<N>.json capture files or "
-                         f"TORCH_TRACE logs *rank_<N>*.log; found {names[:10]})")
+                         f"TORCH_TRACE logs *rank_<N>*.log or .log.gz; found {names[:10]})")
     if not job.ranks:
         raise ValueError(f"load_job: no rank of {path!r} could be read: " + "; ".join(job.problems))
     present = sorted(job.ranks)

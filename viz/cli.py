@@ -3,6 +3,8 @@ file, or ``show`` it in the browser.
 
 Invariant: the HTML is the same static report ``viz.export_html`` writes for a live capture (a
 loaded log renders exactly like one); progress goes to stderr, only the output path to stdout.
+What could not be read is one ``warning:`` line per log on stderr; the exit status is 2 only when
+nothing could be read (one ``error:`` line, no traceback), 1 when ``show`` found no browser.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from markupsafe import Markup, escape
 
 from tracer._text import plural
 from tracer.model.capture import Capture
-from tracer.trace_log import load_trace
+from tracer.trace_log import load_trace, log_files
 from viz.html import capture_html, export_html
 from viz.markup import fragment, render
 
@@ -31,35 +33,34 @@ def _progress(msg: str) -> None:
     print(f"dynascope: {msg}", file=sys.stderr, flush=True)
 
 
-def _logs(path: str) -> list[str]:
-    """The log files of ``path``: itself, or every ``*.log``/``*.log.gz`` in it (one per rank), sorted."""
-    if os.path.isdir(path):
-        found = sorted(str(p) for p in pathlib.Path(path).iterdir()
-                       if p.is_file() and (p.name.endswith(".log") or p.name.endswith(".log.gz")))
-        if not found:
-            raise ValueError(f"{path}: no TORCH_TRACE logs in this directory (expected *.log or *.log.gz files)")
-        return found
-    if not os.path.exists(path):
-        raise ValueError(f"{path}: no such file or directory")
-    return [path]
-
-
 def _load(paths: list[str]) -> list[Capture]:
-    caps = []
+    """Every log that can be read; one that cannot is a warning while another one could be read."""
+    caps, errors = [], []
     for p in paths:
         size = os.path.getsize(p)
         _progress(f"loading {p} ({size / 2**20:.1f} MB)")
         t0 = time.perf_counter()
-        cap = load_trace(p, progress=lambda n: _progress(f"  {n / 2**20:.0f} MB read"))
+        try:
+            cap = load_trace(p, progress=lambda n: _progress(f"  {n / 2**20:.0f} MB read"))
+        except ValueError as e:
+            if len(paths) == 1:
+                raise
+            errors.append(str(e))
+            _progress(f"warning: {e}")
+            continue
         _progress(f"  {plural(len(cap.frames), 'compile attempt')}, {plural(len(cap.graph_breaks), 'graph break')} "
                   f"in {time.perf_counter() - t0:.2f}s")
+        if cap.meta.get("not_read"):
+            _progress(f"warning: {cap.meta['not_read']}")
         caps.append(cap)
+    if not caps:
+        raise ValueError(f"none of the {len(paths)} logs could be read: " + "; ".join(errors))
     return caps
 
 
 def write_report(path: str, out: str) -> pathlib.Path:
     """Load the log(s) at ``path`` and write one self-contained HTML report to ``out``."""
-    caps = _load(_logs(path))
+    caps = _load(log_files(path))
     _progress(f"rendering {out}")
     t0 = time.perf_counter()
     if len(caps) == 1:
@@ -90,7 +91,12 @@ def main(argv: Optional[list[str]] = None) -> int:
             fd, tmp = tempfile.mkstemp(prefix="dynascope-", suffix=".html")
             os.close(fd)
             out = write_report(a.log, tmp)
-            webbrowser.open(out.resolve().as_uri())
+            if not webbrowser.open(out.resolve().as_uri()):
+                print(out)
+                _progress(f"no browser could be opened (no display, or $BROWSER failed); the report is {out}: "
+                          f"open that file in a browser, or write it where you want with "
+                          f"'dynascope report {a.log} -o report.html'")
+                return 1
     except (ValueError, OSError) as e:
         print(f"dynascope: error: {e}", file=sys.stderr)
         return 2

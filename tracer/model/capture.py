@@ -16,6 +16,14 @@ from tracer.model.guards import BreakGroup, GraphBreak, Recompile
 
 __all__ = ["Capture"]
 
+# Note [Limits of the source]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``problems`` are what went wrong or stayed unknown in *this* record: a line of a log that could
+# not be read, a body input whose source torch did not say. A clean run has none, and views show
+# them in red. ``limits`` are what the source can never contain, the same for every record from it
+# (a TORCH_TRACE log has no speculations, Note [What a log does not contain]): said once, shown as
+# a quiet folded note, never counted as problems. A live capture has no limits.
+
 
 @dataclass
 class Capture:
@@ -25,7 +33,8 @@ class Capture:
     graph_breaks: list[GraphBreak] = field(default_factory=list)
     recompiles: list[Recompile] = field(default_factory=list)
     fn: str = ""  # qualified name of the captured function or module class
-    problems: list[str] = field(default_factory=list)  # what the record could not know exactly (all frames' too)
+    problems: list[str] = field(default_factory=list)  # what this record could not know exactly (all frames' too)
+    limits: list[str] = field(default_factory=list)  # what its source cannot contain (a log's limits): not problems of this run
     meta: dict[str, Any] = field(default_factory=dict)  # torch version, options, notes
     result: Any = field(default=None, compare=False, repr=False)  # the function's own return value (tensors detached); never serialized
 
@@ -98,8 +107,9 @@ class Capture:
 
     @classmethod
     def load(cls, path: str) -> Capture:
-        """Read a file written by :meth:`save`."""
-        with open(path, encoding="utf-8") as fh:
+        """Read a file written by :meth:`save`; any other file is one ``ValueError`` ("not a dynascope
+        capture: ..."), a binary one included."""
+        with open(path, "rb") as fh:
             return cls.from_json(fh.read())
 
 

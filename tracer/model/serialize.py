@@ -55,9 +55,15 @@ def loads(text: str | bytes, cls: type[Capture]) -> Capture:
 def load_document(text: str | bytes, *, key: str, cls: type, what: str, schema: int | None = None) -> Any:
     """Decode ``{"schema": .., key: {...}}`` JSON text into ``cls`` with msgspec's typed ``convert``.
 
-    Every way the text can be wrong is one ``ValueError`` saying what was expected: not JSON, not
-    an object with ``key``, another schema, or a field of the wrong type (named by its path).
+    Every way the text can be wrong is one ``ValueError`` saying what was expected: not UTF-8 (bytes),
+    not JSON, not an object with ``key``, another schema, or a field of the wrong type (named by its path).
     """
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = text.decode("utf-8-sig")  # a BOM is not part of the document
+        except UnicodeDecodeError as e:
+            raise ValueError(f"not a dynascope {what}: binary data, not JSON text (byte {e.object[e.start]:#04x} "
+                             f"at offset {e.start} is not UTF-8)") from None
     try:
         data = json.loads(text)
     except (ValueError, TypeError) as e:

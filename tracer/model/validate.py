@@ -68,6 +68,8 @@ def validate(cap: Capture) -> None:
                 problems += diff_problems(r.diff, cap.frame(r.diff.a), cap.frame(r.diff.b))
     if not all(isinstance(p, str) for p in cap.problems):
         problems.append("problems must be strings")
+    if not all(isinstance(p, str) for p in cap.limits):
+        problems.append("limits must be strings")
     if problems:
         raise ValidationError("invalid capture:\n  " + "\n  ".join(problems))
 

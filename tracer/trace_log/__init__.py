@@ -1,52 +1,135 @@
 """TORCH_TRACE structured logs -> the same ``Capture`` a live ``tracer.capture`` makes, without torch.
 
+- :mod:`tracer.trace_log.source`      a file or directory -> the log's text (plain or gzip), where it broke
 - :mod:`tracer.trace_log.reader`      lines -> records (metadata + payload), interned strings
 - :mod:`tracer.trace_log.events`      one parser per event kind, a table (Note [Events read from a log])
 - :mod:`tracer.trace_log.graph_text`  ``print_readable`` text -> Graph nodes with edges, via ``ast``
 - :mod:`tracer.trace_log.assemble`    the parsed state -> Capture (ids and statuses as live captures)
 
 Invariant: nothing here imports torch; every line of the file is loaded or named in
-``Capture.problems``, and what a log cannot contain is said there once (Note [What a log does not
-contain] in assemble.py). A file that is not a trace raises one ``ValueError`` naming what was expected.
+``Capture.problems``, and what a log cannot contain is said once in ``Capture.limits`` (Note [What
+a log does not contain] in assemble.py). A file of which nothing can be read raises one
+``ValueError`` (``NotATrace``, ``DamagedTrace``) naming the file and what was expected.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from typing import Callable, Optional
 
 from tracer.model.capture import Capture
 from tracer.trace_log.assemble import LOG_LIMITS, assemble
 from tracer.trace_log.events import LogState, apply
-from tracer.trace_log.reader import NotATrace, Reader, open_text
+from tracer.trace_log.reader import Reader, Record, looks_like_trace
+from tracer.trace_log.source import DamagedTrace, LogText, NotATrace, log_files, single_log, sniff_binary
 
-__all__ = ["LOG_LIMITS", "NotATrace", "load_trace"]
+__all__ = ["LOG_LIMITS", "DamagedTrace", "NotATrace", "load_trace", "log_files"]
 
 _SKIPPED_SHOWN = 200  # skipped lines listed one by one; more are summed up in one problem
 
 
 def load_trace(path: str, progress: Optional[Callable[[int], None]] = None) -> Capture:
-    """The Capture of one TORCH_TRACE structured log (``.log``, or gzip-compressed).
+    """The Capture of one TORCH_TRACE structured log (``.log``, or gzip-compressed), or of the only
+    log in a directory (``TORCH_TRACE=<dir>``).
 
-    ``progress(chars_read)`` is called every few MB. Raises ``NotATrace`` (a ValueError) when not
-    one line of the file is a structured-trace record.
+    A directory with several logs is a ``ValueError`` listing them (``tracer.load_job`` reads
+    per-rank logs). A damaged file (cut off, broken gzip data, unreadable lines) loads what can be
+    read and says so in one problem, also in ``cap.meta["not_read"]``: the file, the line where it
+    broke and what was kept. ``NotATrace`` (a ValueError) when not one line is a structured-trace
+    record; ``DamagedTrace`` (a ValueError) when the file breaks before its first record.
+    ``progress(chars_read)`` is called every few MB.
     """
-    with open_text(path) as fh:
-        reader = Reader(fh, progress=progress)
+    file = single_log(os.fspath(path))
+    with LogText(file) as src:
+        reader = Reader(src.text, progress=progress)
         st = LogState(reader.strings)
-        records = 0
-        for rec in reader:
+        records, last = 0, None
+        for rec in reader:  # one record behind, so that a cut-off last record is not applied
+            if last is not None:
+                apply(last, st)
+                records += 1
+            last = rec
+        cut, drop_last = _cut_off(last, reader)
+        if last is not None and not drop_last:
+            apply(last, st)
             records += 1
-            apply(rec, st)
+    damage = _damage(src, reader, cut)
     if records == 0 and not reader.strings:
-        raise NotATrace(f"{path}: not a TORCH_TRACE structured log (expected lines like "
-                        "'V1123 11:43:51.297000 22811 file.py:28] {\"dynamo_start\": ...}' as torch's "
-                        "trace_structured writes them, found none in "
-                        f"{reader.lines} lines)")
-    cap = assemble(st, fn=os.path.basename(path))
+        raise _nothing_read(file, src, reader, damage)
+    name = os.path.basename(file)
+    cap = assemble(st, fn=name)
     skipped = reader.skipped
+    summary = _summary(name, damage, skipped, records, len(cap.frames))
+    if summary:
+        cap.problems.append(summary)
+        cap.meta["not_read"] = summary
     cap.problems.extend(skipped[:_SKIPPED_SHOWN])
     if len(skipped) > _SKIPPED_SHOWN:
         cap.problems.append(f"... and {len(skipped) - _SKIPPED_SHOWN} more lines skipped")
     cap.meta["log_lines"] = reader.lines
     return cap
+
+
+# Note [A log cut off at the end]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# torch ends every record with a newline and puts the md5 of its payload in ``has_payload``
+# (torch/_logging/_internal.py ``trace_structured``). So a log cut off while it was written, or
+# copied in part, shows it at the end: either the text ends without a newline and its last line
+# is not a whole record, or the last record's payload does not match its md5 (cut at a line
+# boundary). That record is dropped and the cut is said once (not as a skipped line); a last
+# record that is whole but only lacks its newline is kept. A last line without a newline and
+# without the glog prefix, in a file with no record before it, is no cut log but no trace at all
+# (NotATrace). A log cut exactly between two records is a shorter log: nothing in it tells.
+def _cut_off(last: Optional[Record], reader: Reader) -> tuple[Optional[str], bool]:
+    """How the end of the text is cut off (Note [A log cut off at the end]), or None if it is whole;
+    and whether that makes the last record read a cut one (to drop)."""
+    end = reader.unterminated
+    if end is not None and (last is None or last.line < end) and \
+            (last is not None or looks_like_trace(reader.unterminated_head)):
+        del reader.skipped[reader.skipped_before_end:]  # the cut line is said once, as the cut
+        return f"in the middle of line {reader.lines}", False
+    if last is not None and last.payload is not None and isinstance(last.meta.get("has_payload"), str):
+        if hashlib.md5(last.payload.encode("utf-8"), usedforsecurity=False).hexdigest() != last.meta["has_payload"]:
+            if end is not None:
+                return f"in the middle of line {reader.lines}, in the payload of the record at line {last.line}", True
+            return f"within the payload of the record at line {last.line} (its md5 is not the record's has_payload)", True
+    return None, False
+
+
+def _damage(src: LogText, reader: Reader, cut: Optional[str]) -> Optional[str]:
+    """Where and how the text breaks, or None; the gzip error says it when there is one."""
+    if src.broken is not None:
+        if src.broken.startswith(("CRC check failed", "Incorrect length")):  # checked after the last byte
+            return (f"the gzip checksum does not match the decompressed text ({src.broken}): "
+                    f"some of its {reader.lines} lines may be damaged")
+        if src.bytes == 0:
+            return f"the gzip data breaks before any text ({src.broken})"
+        line = reader.lines + (0 if reader.unterminated is not None else 1)  # mid-line, or the next line
+        return f"the gzip data breaks in line {line}, after {src.bytes} decompressed bytes ({src.broken})"
+    if cut is not None:
+        return f"cut off: the file ends (byte {src.size}) {cut}"
+    return None
+
+
+def _summary(name: str, damage: Optional[str], skipped: list[str], records: int, frames: int) -> Optional[str]:
+    """One line: the file, where it broke, the lines not read, and what was kept."""
+    parts = [damage] if damage else []
+    if skipped:
+        parts.append(f"{len(skipped)} line{'s' if len(skipped) != 1 else ''} not read (first: {skipped[0]})")
+    if not parts:
+        return None
+    return (f"{name}: {'; '.join(parts)}; kept {records} record{'s' if records != 1 else ''} "
+            f"({frames} compile attempt{'s' if frames != 1 else ''})")
+
+
+def _nothing_read(file: str, src: LogText, reader: Reader, damage: Optional[str]) -> ValueError:
+    if damage is not None:
+        return DamagedTrace(f"{file}: {damage}; nothing could be read before it")
+    if src.size == 0:
+        return NotATrace(f"{file}: empty file, not a TORCH_TRACE structured log")
+    n = reader.lines
+    what = "binary data" if sniff_binary(file) else f"no structured-trace record in {n} line{'s' if n != 1 else ''}"
+    return NotATrace(f"{file}: not a TORCH_TRACE structured log ({what}; expected lines like "
+                     "'V1123 11:43:51.297000 22811 file.py:28] {\"dynamo_start\": ...}' as torch's "
+                     "trace_structured writes them)")

@@ -2,7 +2,7 @@
 
 Invariant: ids, statuses, reasons and times come from the same code a live capture uses
 (:mod:`tracer.model.attempts`); what a log cannot tell is left empty and said once in
-``Capture.problems`` (Note [What a log does not contain]), never guessed.
+``Capture.limits`` (Note [What a log does not contain]), never guessed.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ LOG_LIMITS = [
 
 
 def assemble(st: LogState, fn: str = "") -> Capture:
-    cap = Capture(fn=fn, problems=list(LOG_LIMITS))
+    cap = Capture(fn=fn, limits=list(LOG_LIMITS))
     local = local_ids(st.order)
     for key in st.order:
         a = st.attempts[key]

@@ -2,20 +2,20 @@
 
 Invariant: every line of the file is either part of a record that is returned or named in
 ``Reader.skipped`` (line number and why); nothing raises for a damaged line. Only the standard
-library is used (gzip, json): a log loads on a machine without torch.
+library is used (json): a log loads on a machine without torch.
 """
 
 from __future__ import annotations
 
 import functools
-import gzip
-import io
 import json
 import re
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Iterator, Optional
 
-__all__ = ["Record", "Reader", "open_text", "NotATrace"]
+from tracer.trace_log.source import NotATrace
+
+__all__ = ["Record", "Reader", "NotATrace"]
 
 # Note [Structured trace line format]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -41,10 +41,6 @@ _UNIT_END = re.compile("\n(?!\t)")
 _CHUNK = 1 << 22  # characters read at a time
 
 
-class NotATrace(ValueError):
-    """The file is not a TORCH_TRACE structured log."""
-
-
 @dataclass
 class Record:
     """One ``trace_structured`` call as the file holds it."""
@@ -66,14 +62,6 @@ _CONTEXT_KEYS = frozenset(("rank", "compiled_autograd_id", "frame_id", "frame_co
                            "has_payload", "stack", "severity", "timestamp", "pathname", "thread"))
 
 
-def open_text(path: str) -> IO[str]:
-    """The file as text (UTF-8, undecodable bytes replaced), gunzipped when it starts with gzip's magic."""
-    with open(path, "rb") as fh:
-        magic = fh.read(2)
-    raw: IO[bytes] = gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")  # noqa: SIM115
-    return io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="\n")
-
-
 @dataclass
 class Reader:
     """Iterate the records of one open log; ``skipped`` lists what could not be read, by line."""
@@ -84,6 +72,11 @@ class Reader:
     strings: dict[int, str] = field(default_factory=dict)  # interned file names by index
     lines: int = 0
     chars: int = 0
+    # the text ends without a newline: the first line of that last unit, and len(skipped) before it
+    # (a cut-off log; see Note [A log cut off at the end] in tracer/trace_log/__init__.py)
+    unterminated: Optional[int] = None
+    skipped_before_end: int = 0
+    unterminated_head: str = ""  # the start of that unit's first line
 
     def __iter__(self) -> Iterator[Record]:
         """Records in file order. See Note [Reading a log in blocks]."""
@@ -101,6 +94,9 @@ class Reader:
                     next_report = (self.chars // (8 << 20) + 1) * (8 << 20)
                 continue
             stop = len(buf) if end is None else end.start()
+            if end is None and pos < stop:
+                self.unterminated, self.skipped_before_end = self.lines + 1, len(self.skipped)
+                self.unterminated_head = buf[pos:min(stop, pos + 200)]
             if pos < stop or end is not None:
                 rec = self._unit(buf[pos:stop])
                 if rec is not None:
