@@ -114,10 +114,23 @@ assert any(n.target == "operator.mul" for n in second.graph.nodes)  # the branch
 # %%
 x_guard = next(g for g in first.guards if g.source == "L['x']")
 print(x_guard.kind, x_guard.source)
-print(sorted({g.kind for g in first.guards}))
+print(sorted({g.kind for g in first.guards if g.kind != "BACKEND_MATCH"}))
+backend = next(g for g in first.guards if g.kind == "BACKEND_MATCH")
+print(backend.code)
+
+# %% [markdown]
+# One entry of `first.guards` is not a guard Dynamo installed: `BACKEND_MATCH`. In torch 2.13 the
+# backend is not checked by a guard: each cache entry stores the backend that compiled it, and the
+# cache lookup compares it (a mismatch is reported as a "BACKEND_MATCH failure" recompile reason,
+# `get_guard_fail_reason_helper` in `torch/_dynamo/guards.py`). dynascope reads that backend from
+# the frame's real cache entry and lists it with the guards, under the name of that reason, so the
+# guards view shows everything a cache hit depends on; the guard counts printed with each frame
+# include it. Notebook 06 has more on guards.
 
 # %%
 assert x_guard.kind == "TENSOR_MATCH"
+assert [g.kind for g in first.guards].count("BACKEND_MATCH") == 1
+assert backend.source == "" and "cache entry" in backend.code[0]  # read from the cache entry, not a guard
 
 # %% [markdown]
 # In the resume frame the tensor crossing the break, `h`, is an ordinary input, guarded the same way:

@@ -261,19 +261,24 @@ assert body.input("l_x_").kind == "operand"
 # %% [markdown]
 # ## When a body cannot be a graph: fall back, or raise
 #
-# What happens when speculation fails depends on the HOP. Every HOP's `VariableTracker` class says it
-# with `_ALLOW_FALLBACK_TO_EAGER`, and `add_hop_context` (in
+# What happens when speculation fails depends on the HOP. Each HOP's `VariableTracker` class has an
+# `_ALLOW_FALLBACK_TO_EAGER` switch, and `add_hop_context` (in
 # `torch/_dynamo/variables/higher_order_ops.py`) acts on it when the body graph-breaks:
 #
-# - **fall back** (`True`): `wrap`, checkpoint and `autograd.Function`. The graph break is raised on
-#   the HOP call, so the HOP runs eagerly — body included — and Dynamo graphs around it.
-# - **raise** (`False`): the control-flow HOPs (`torch.cond`, `torch.while_loop`, `scan`,
-#   `associative_scan`, `map`), `hints_wrapper`, `strict_mode`, and `invoke_subgraph`, which is
-#   what `torch.compiler.nested_compile_region` calls. These must be captured whole, and the failure
-#   becomes a `torch._dynamo.exc.UncapturedHigherOrderOpError` — compilation fails.
+# - **fall back** is the default: `TorchHigherOrderOperatorVariable._ALLOW_FALLBACK_TO_EAGER` is
+#   `True`, and every handler that does not override it inherits it — `wrap`, checkpoint,
+#   `flex_attention`, `wrap_with_set_grad_enabled`, `wrap_with_autocast`, `out_dtype` and others
+#   (`AutogradFunctionApplyVariable`, which is not a subclass, sets `True` itself). The graph
+#   break is raised on the HOP call, so the HOP runs eagerly — body included — and Dynamo graphs
+#   around it.
+# - **raise** is the exception, set to `False` by the handlers of HOPs that must be captured whole:
+#   the control-flow HOPs (`torch.cond`, `torch.while_loop`, `scan`, `associative_scan`, `map`),
+#   `hints_wrapper`, `strict_mode`, and `invoke_subgraph`, which is what
+#   `torch.compiler.nested_compile_region` calls. The failure becomes a
+#   `torch._dynamo.exc.UncapturedHigherOrderOpError` — compilation fails.
 #
 # Note [HigherOrderOperator tracing design] still says a failed introspection always makes Dynamo
-# "graph break on the HigherOrderOperator": in torch 2.13 that is only the first family. Both
+# "graph break on the HigherOrderOperator": in torch 2.13 that holds for the default only. Both
 # behaviours, with a body that calls `torch._dynamo.graph_break()`:
 
 # %%
@@ -306,17 +311,14 @@ assert failed[0].hop == "wrap" and cap.graph_breaks and torch.equal(cap.result, 
 assert isinstance(err, torch._dynamo.exc.UncapturedHigherOrderOpError)
 assert [sp.hop for f in err.capture.frames for sp in f.speculations if not sp.ok] == ["cond"]
 
-from tracer._torch.hop_facts import flags  # noqa: E402  each HOP handler's switches, read from torch
-
-hop_flags = flags()  # {"wrap": {"fallback_to_eager": True, ...}, ...} from each handler's _ALLOW_FALLBACK_TO_EAGER
-assert [hop for hop, f in hop_flags.items() if f["fallback_to_eager"]] == ["wrap", "checkpoint", "autograd.Function"]
-
 # %% [markdown]
 # ## What the fallback costs: compile attempts
 #
 # The fallback is not free. When `wrap`'s speculation fails, Dynamo abandons the whole trace of
-# `with_wrap` and **restarts analysis** of the frame (`_compile` in
-# `torch/_dynamo/convert_frame.py` collects `restart_reasons`), this time stopping at the HOP call.
+# `with_wrap` and **restarts analysis** of the frame: the failure is raised as a
+# `RestartAnalysis` (a `SpeculationRestartAnalysis`), and the loop in `compile_frame`
+# (`torch/_dynamo/convert_frame.py`) catches it, adds its reason to `restart_reasons` and traces the
+# frame again, this time stopping at the HOP call.
 # `TORCH_LOGS` and tlparse name the attempts `0/0` and `0/0_1`; dynascope keeps one frame per
 # attempt, with what became of it. Here the second attempt traced nothing before the call, so it
 # hands no graph to the backend at all: the frame runs eagerly with Dynamo's bytecode around it.
@@ -333,32 +335,35 @@ assert cap.graph_breaks[0].compile_id == "0/0"  # the break belongs to the attem
 # %% [markdown]
 # ## Inputs the HOP supplies
 #
-# Not every body input comes from a parent node. `scan` calls its `combine_fn` once per step with
-# the **carry** (the initial value on the first step, the previous step's output after that) and a
-# **slice** of each scanned tensor (`torch/_higher_order_ops/scan.py`). Those placeholders are
-# neither operands nor lifted free variables: dynascope marks them `hop_supplied` and says what the
-# HOP passes, keeping the parent node they are made from as `source`. flex_attention's `score, b,
-# h, q_idx, kv_idx` and the incoming gradient of an `autograd.Function` backward are the same kind.
+# Not every body input comes from a parent node. `torch.while_loop` calls its `cond_fn` and
+# `body_fn` with the **carry**: the initial values on the first iteration, the body's previous
+# outputs after that (`torch/_higher_order_ops/while_loop.py`). Those placeholders are neither
+# operands nor lifted free variables: dynascope marks them `hop_supplied` and says what the HOP
+# passes, keeping the parent node of the initial value as `source`. A `scan` step's slice of each
+# scanned tensor, flex_attention's `score, b, h, q_idx, kv_idx` and the incoming gradient of an
+# `autograd.Function` backward are the same kind.
 
 # %%
-from tracer._torch.hop_facts import scan  # noqa: E402  torch._higher_order_ops.scan.scan (no public torch.scan)
+def double_until(i, x):
+    def cond_fn(i, x):
+        return i < 3
+
+    def body_fn(i, x):
+        return i + 1, x * 2
+
+    return torch.while_loop(cond_fn, body_fn, (i, x))
 
 
-def running_sum(init, xs):
-    def step(carry, x):
-        nxt = carry + x
-        return nxt, nxt * 2
-
-    return scan(step, init, xs)
-
-
-cap = tracer.capture(running_sum, torch.zeros(3), torch.randn(4, 3))
-(body,) = cap.frames[0].subgraphs.values()
+x0 = torch.randn(3)
+cap = tracer.capture(double_until, torch.tensor(0), x0)
+body = cap.frames[0].subgraphs["body_fn_0"]
 for i in body.inputs:
-    print(f"{i.name:8} {i.kind:13} supplied: {i.supplied:15} from parent node {i.source}")
+    print(f"{i.name:8} {i.kind:13} supplied: {i.supplied:9} from parent node {i.source}")
 
 # %%
+assert list(cap.frames[0].subgraphs) == ["cond_fn_0", "body_fn_0"]
 assert [(i.kind, i.supplied, i.source) for i in body.inputs] == [
-    ("hop_supplied", "carry[0]", "l_init_"),
-    ("hop_supplied", "slice of xs[0]", "l_xs_"),
+    ("hop_supplied", "carry[0]", "l_i_"),
+    ("hop_supplied", "carry[1]", "l_x_"),
 ]
+assert cap.result[0] == 3 and torch.equal(cap.result[1], x0 * 8)  # three iterations, as in eager

@@ -190,9 +190,6 @@ assert "side effect" in failed[0].reason.lower()
 assert brk.code_line.strip() == "count += 1"
 assert [loc.rsplit(" in ", 1)[1] for loc in brk.user_stack] == ["g", "body"]
 assert cap.result[1] == 1
-from tracer._torch.hop_facts import flags  # noqa: E402  each HOP handler's switches, read from torch
-
-assert flags()["wrap"]["allow_side_effects"] is False  # WrapHigherOrderVariable.allow_side_effects
 
 # %% [markdown]
 # In the explorer, the frame's speculations list the failed one, marked with its reason, and the
@@ -206,8 +203,15 @@ cap
 #
 # The same kind of body under `torch.compiler.nested_compile_region` — it appends an intermediate to
 # the caller's list — speculates fine: `invoke_subgraph` allows side effects. Dynamo keeps the
-# `append` as a side effect of the frame, and the body graph returns the appended tensor `s` as an
-# extra output (`return (cos, s)`), which the root graph reads for `seen[0]`. No graph break.
+# `append` as a side effect of the frame and makes the appended tensor `s` an extra output of the
+# body graph (`return (cos, s)`), which the caller reads for `seen[0]`. No graph break.
+#
+# Look at the root graph the backend got, though: there is no `invoke_subgraph` call in it. A
+# region called only once gains nothing from being a separate graph, so after tracing Dynamo
+# inlines it (`torch._dynamo.config.inline_single_use_invoke_subgraph`, default `True`; the pass is
+# `inline_single_use_invoke_subgraph` in `torch/_higher_order_ops/passes/inline_invoke_subgraph.py`).
+# The body's ops land in the root graph, whose `return (cos, s)` is the user's result and `seen[0]`;
+# the module `subgraph_0` is still printed, but nothing calls it.
 
 # %%
 @torch.compiler.nested_compile_region
@@ -227,9 +231,34 @@ cap2 = tracer.capture(uses_region, x)
 print([(sp.hop, sp.ok) for f in cap2.frames for sp in f.speculations], "| graph breaks:", cap2.graph_breaks)
 print(cap2.frames[0].graph.code)
 
+# %% [markdown]
+# Turn the inlining off for one capture and the call is there: the root graph calls
+# `invoke_subgraph` and reads the body's extra output (`getitem_1`, element 1) for `seen[0]`. A region
+# called twice keeps its calls with the flag on, since both calls share one body graph:
+
 # %%
-assert flags()["invoke_subgraph"]["allow_side_effects"] is True  # InvokeSubgraphHigherOrderVariable's
+kept = tracer.capture(uses_region, x, dynamo_config={"inline_single_use_invoke_subgraph": False})
+print(kept.frames[0].graph.code)
+
+
+def uses_region_twice(x):
+    seen = []
+    return region(x, seen) + region(x + 1, seen), seen[0], seen[1]
+
+
+twice = tracer.capture(uses_region_twice, x)
+calls = twice.frames[0].graph.find(target="invoke_subgraph")
+root = twice.frames[0].graph
+print(len(calls), "calls of", sorted({root.node(c.inputs[0]).target for c in calls}), "| returns", root.output.inputs)
+
+# %%
 assert cap2.graph_breaks == [] and all(sp.ok for f in cap2.frames for sp in f.speculations)
 assert [sp.hop for f in cap2.frames for sp in f.speculations] == ["invoke_subgraph"]
-assert "return (cos, s)" in cap2.frames[0].graph.code  # the appended tensor: an extra body output
+assert not cap2.frames[0].graph.find(target="invoke_subgraph")  # single use: inlined
+assert cap2.frames[0].graph.output.inputs == ["cos", "s"]  # the body's ops, now in the root graph
 assert torch.allclose(cap2.result[1], x.sin())
+(call,) = kept.frames[0].graph.find(target="invoke_subgraph")
+assert kept.frames[0].graph.output.inputs == ["getitem", "getitem_1"]
+assert kept.frames[0].graph.node("getitem_1").inputs == [call.name]  # seen[0]: the body's output 1
+assert len(calls) == 2 and {root.node(c.inputs[0]).target for c in calls} == {"subgraph_0"}  # one body, two calls
+assert root.output.inputs[1:] == ["getitem_1", "getitem_3"]  # seen[0], seen[1]: output 1 of each call

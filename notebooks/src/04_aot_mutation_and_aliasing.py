@@ -42,8 +42,9 @@ def outputs_of(graph):
 # (`keep_inference_input_mutations`), so AOTAutograd keeps this `copy_` **inside** the graph, at its
 # very end (`mutation_in_graph`). Whether it may is decided per input, by
 # `_check_if_mutation_can_be_in_graph` in `torch/_functorch/_aot_autograd/functional_utils.py`: a
-# data mutation stays in the graph when that input does not require grad, or when autograd cannot
-# see the mutation (done under `no_grad`, or hidden from autograd) — in training graphs too.
+# data mutation stays in the graph when that input does not require grad and its metadata is not
+# mutated too, or when autograd cannot see the mutation (done under `no_grad`, or hidden from
+# autograd) — in training graphs too.
 
 # %%
 def mutate_data(x):
@@ -139,6 +140,31 @@ assert inp.mutates_metadata and not inp.mutates_data and not inp.mutation_in_gra
 assert outputs_of(a.inference) == ["t", "add"] and [o.name for o in a.outputs] == ["add"]
 assert a.inference.node("t").target == "aten.t.default"
 assert x.shape == (3, 2)  # the caller's x is transposed, as in eager
+
+# %% [markdown]
+# Data and metadata together: an input that does not require grad, but whose data *and* metadata
+# are mutated, is not kept in the graph either — `_check_if_mutation_can_be_in_graph` keeps a data
+# mutation in the graph only when the metadata is untouched (or autograd cannot see the mutation).
+# There is no `copy_`: the graph returns the updated value `t` as an extra output, and the runtime
+# epilogue gives the real `x` its metadata (`as_strided_`) and then its data (`copy_`).
+
+# %%
+def mutate_both(x):
+    x.mul_(2)
+    torch.ops.aten.t_.default(x)
+    return x + 1
+
+
+x = torch.ones(2, 3)
+a = aot_of(tracer.capture(mutate_both, x))
+print(a.inputs[0])
+print("graph outputs:", outputs_of(a.inference), "| copy_ in graph:", bool(a.inference.find(target="aten.copy_")))
+
+# %%
+inp = a.inputs[0]
+assert inp.mutates_data and inp.mutates_metadata and not inp.requires_grad and not inp.mutation_in_graph
+assert not a.inference.find(target="aten.copy_") and outputs_of(a.inference) == ["t", "add"]
+assert x.shape == (3, 2) and torch.equal(x, torch.full((3, 2), 2.0))  # both effects reached the caller
 
 # %% [markdown]
 # ## Outputs that alias an input or an intermediate

@@ -46,14 +46,19 @@ print(by_source["L['scale']"].code)
 # - `scale` is a Python float: on this first compile Dynamo specializes on its value (it is burnt
 #   into the graph as a constant), so it is guarded by `CONSTANT_MATCH`, `L['scale'] == 0.5`. Only
 #   on the first compile: see "A float that changes" below.
-# - The guards with no source protect global state the graph depends on: grad mode, default device,
-#   deterministic algorithms, the torch function mode stack, saved-tensor hooks.
+# - Most guards with no source protect global state the graph depends on: grad mode, default
+#   device, deterministic algorithms, the torch function mode stack, saved-tensor hooks. Not all:
+#   `SHAPE_ENV` has no source either, yet it guards the inputs' sizes — the `ShapeEnv`'s conditions
+#   on size symbols, relations between the shapes of inputs included. With static shapes it is
+#   empty here; the dynamic sections below fill it. (`BACKEND_MATCH`, also without a source, is
+#   the backend check on the cache entry: next section.)
 
 # %%
 assert by_source["L['x']"].kind == "TENSOR_MATCH"
 assert by_source["L['scale']"].kind == "CONSTANT_MATCH"
 assert by_source["L['scale']"].code == ["L['scale'] == 0.5"]
 assert {"GRAD_MODE", "SHAPE_ENV"} <= {g.kind for g in frame.guards}
+assert next(g for g in frame.guards if g.kind == "SHAPE_ENV").code == []  # static shapes: nothing to check yet
 
 # %% [markdown]
 # The explorer's guards tab lists the same guards grouped by kind, with a text filter.
@@ -218,7 +223,9 @@ print(shape_env.code)
 
 # %% [markdown]
 # - `x`'s two sizes are the symbols `s77` and `s27`, each a graph input of its own, each with the
-#   source it is read from (`L['x'].size()[0]`).
+#   source it is read from (`L['x'].size()[0]`). The first line of `SHAPE_ENV` relates two of them:
+#   the stride of dim 0 must equal the size of dim 1 (`x` is contiguous) — a guard on the inputs'
+#   shapes, with no source of its own.
 # - The branch became `3 <= L['x'].size()[0]` (the integer form of `size > 2`). Taking the other
 #   branch would fail this guard and recompile.
 # - `scale` is no longer a constant: with `dynamic=True` a Python float is passed in as a 0-d
@@ -231,7 +238,8 @@ x_ph = frame.graph.node("l_x_")
 s0, s1 = x_ph.meta["shape"]
 sym_inputs = [n.meta["value"] for n in frame.graph.placeholders if n.meta["kind"] == "symint"]
 assert sym_inputs == [s0, s1]
-assert "3 <= L['x'].size()[0]" in shape_env.code
+assert "3 <= L['x'].size()[0]" in shape_env.code and shape_env.source == ""
+assert "L['x'].stride()[0] == L['x'].size()[1]" in shape_env.code  # a relation between x's sizes
 assert frame.graph.node("l_scale_").meta["dtype"] == "float64"
 assert not any(g.kind == "CONSTANT_MATCH" for g in frame.guards)
 assert [g.kind for g in frame.guards if g.source == "L['scale']"] == ["TYPE_MATCH"]
@@ -241,10 +249,11 @@ assert "not math.isnan(L['scale'])" in shape_env.code
 # ## Why did my dimension become static?
 #
 # `mark_dynamic` and automatic dynamic make a size a symbol, but user code can take it back: an
-# `if` on the exact size, a `%` on it, or an operation with a static tensor makes the `ShapeEnv`
-# replace the symbol by a constant (a *specialization*). Each frame records the symbols the
-# `ShapeEnv` created (`frame.symbols`, with their source), the shape guards it added
-# (`frame.shape_guards`), and what it made static (`frame.specializations`), all read from the
+# `if` on the exact size, or an operation with a static tensor, makes the `ShapeEnv` replace the
+# symbol by a constant (a *specialization*). A `%` on the size does not: the symbol stays, with a
+# divisibility guard on it. Each frame records the symbols the `ShapeEnv` created
+# (`frame.symbols`, with their source), the shape guards it added (`frame.shape_guards`), and
+# what narrowed a symbol (`frame.specializations`: made static, divisibility, 0/1), all read from the
 # events `torch/fx/experimental/symbolic_shapes.py` logs itself (`create_symbol`,
 # `guard_added_fast`, `symbolic_shape_specialization`) — each with the user line that caused it.
 #

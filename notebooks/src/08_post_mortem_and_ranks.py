@@ -1,8 +1,13 @@
 # %% [markdown]
 # # Post-mortem of a multi-rank job
 #
-# A `torchrun` job runs one Python process per rank, and each one compiles on its own: Dynamo has
-# no idea the other ranks exist. When one rank takes a different path — a graph break only rank 1
+# A `torchrun` job runs one Python process per rank, and each one compiles on its own. By default
+# Dynamo does not consult the other ranks while it compiles: the opt-in
+# `torch._dynamo.config.enable_compiler_collectives` (default `False`) makes ranks exchange, with
+# collectives during compilation, what automatic dynamic shapes needs, and then requires that no
+# rank diverges with a graph break. What Dynamo knows of DDP it learns from the
+# `DistributedDataParallel` module it compiles inside (DDPOptimizer, below). When one rank takes a
+# different path — a graph break only rank 1
 # hits, a different input shape — the ranks compile different frames, and a collective that one rank
 # reaches and another does not hangs the whole job. `tlparse` warns about this when the compile ids
 # of the ranks' `TORCH_TRACE` logs differ. dynascope reads the same records and says *what* differs,
@@ -14,6 +19,7 @@
 # calls `torch._dynamo.graph_break()` — the rank-dependent path.
 
 # %%
+import math
 import os
 import pathlib
 import socket
@@ -82,10 +88,17 @@ assert [f.status for f in forward1] == ["restarted", "compiled"] and forward0[0]
 # graph is cut at DDP's bucket boundaries with `split_module`, and each piece is compiled by the real
 # backend on its own, so a bucket's allreduce can start while the rest of the backward still runs.
 # dynascope keeps the attempt as one Frame and records every piece the backend got in `Frame.pieces`,
-# each with its own AOTAutograd record. The job uses 1 MB buckets: `fc3` and `fc2` (1 MB of weights,
-# counted from the output, as DDP fills buckets) fill one bucket and `fc1` starts another, so rank 0's
+# each with its own AOTAutograd record.
+#
+# The job's buckets hold 1 MiB (`bucket_cap_mb=1`: 1,048,576 bytes). `DDPOptimizer.compile_fn` walks
+# the graph from the output back, adding each node's parameters to the current bucket; a new bucket
+# is opened only when it reaches another node (not a placeholder) while the current bucket is
+# already at the cap and has a value used outside it. On rank 0, `fc3` and `fc2` (1,058,832 bytes
+# of weights and biases) fill the first bucket, and the next node back, `fc1`'s ReLU, opens another:
 # `forward` reaches the backend in two pieces, in call order: `fc1` first, then `fc2` and `fc3`.
-# Rank 1's graphs are smaller (the break cut `forward` in two) and each fits in one bucket: not split.
+# Rank 1's resume graph holds the same `fc2` and `fc3`, over the cap too, but nothing comes before
+# `fc2`'s linear in it: no node finds the bucket full, so it is one bucket and is not split. Its
+# first graph, `fc1` alone, is under the cap.
 
 # %%
 whole = forward0[0]
@@ -94,6 +107,17 @@ for i, piece in enumerate(whole.pieces):
 print("rank 1:", [len(f.pieces) for f in job.ranks[1].frames if f.has_graph])
 log0 = next((out / "trace").glob("*rank_0*.log")).read_text()
 assert log0.count('"optimize_ddp_split_child"') == len(whole.pieces) == 2  # torch's own log of the split
+
+
+def param_bytes(graph):  # float32 parameters the graph reads (its placeholders read from _parameters)
+    return sum(4 * math.prod(n.meta["shape"]) for n in graph.placeholders if "_parameters" in n.meta["graph_arg_source"])
+
+
+resume = next(f for f in job.ranks[1].frames if "resume_in_forward" in f.code)
+first_op = next(n for n in resume.graph.nodes if n.op not in ("placeholder", "output"))
+print("rank 1 resume graph:", param_bytes(resume.graph), "B of parameters; first op:", first_op.target, first_op.inputs)
+assert param_bytes(resume.graph) == 1_058_832 > 1024 * 1024 and resume.pieces == []
+assert "l_self_modules_fc2_parameters_weight_" in first_op.inputs  # nothing before fc2's linear
 
 # %% [markdown]
 # ## The same job from torch's own logs
