@@ -1,6 +1,12 @@
 # %% [markdown]
 # # Quickstart: see what `torch.compile` did
 #
+# **You are here if** you wrapped a model in `torch.compile` and want to know what it did with it:
+# how many graphs, where and why it broke the graph, what it checks before reusing its work. Torch
+# prints that as text with `TORCH_LOGS=graph_breaks,guards`, and as an HTML report with tlparse
+# (`TORCH_TRACE=dir`). PyTorch's guide: [the torch.compile programming model](https://docs.pytorch.org/docs/stable/compile/programming_model.html) and
+# [tlparse / TORCH_TRACE](https://docs.pytorch.org/docs/stable/compile/programming_model.observability.html).
+#
 # `tracer.capture(fn, *args)` runs `fn` once through the **real** `torch.compile` front half —
 # Dynamo's bytecode tracing, and AOTAutograd behind it — with a recording backend, and hands back a
 # `Capture`: plain data describing every graph Dynamo produced, why it stopped, and what it must
@@ -150,6 +156,37 @@ print(h_guard)
 loaded = tracer.Capture.from_json(cap.to_json())
 assert loaded == cap
 print(repr(loaded))
+
+# %% [markdown]
+# ## Recap
+#
+# - A capture holds every compile attempt of a call — frames, graph breaks with their user line,
+#   guards — as plain data that round-trips JSON and opens in the explorer.
+# - A branch on a tensor's value ends the graph (a graph break): the rest runs in a resume frame,
+#   and guards such as `TENSOR_MATCH` decide when compiled code is reused.
+#
+# **Try this.** Rewrite `forward` so that the model compiles into one graph with the same result:
+# replace the `if` on `h.sum()` by a tensor operation (`torch.where`). Call the fixed model `fixed`,
+# with `model`'s weights. The next cell holds one solution (collapsed; try yours first); the cell
+# after it checks your `fixed`.
+
+# %% tags=["hide-input"]
+# One solution (try your own first).
+class OneGraphMLP(TinyMLP):
+    def forward(self, x):
+        h = torch.relu(self.fc1(x))
+        h = torch.where(h.sum() > 0, h * 2, h)  # both branches as tensors: no Python `if` on a value
+        return self.fc2(h)
+
+
+fixed = OneGraphMLP()
+_ = fixed.load_state_dict(model.state_dict())
+
+# %% tags=["remove-input"]
+fixed_cap = tracer.capture(fixed, x)
+assert fixed_cap.graph_breaks == [] and [f.status for f in fixed_cap.frames] == ["compiled"]
+torch.testing.assert_close(fixed_cap.result, model(x))
+print("check passed: one graph, no graph break, the same result as the model with the `if`")
 
 # %% [markdown]
 # Next: [01 — HOP capture and lifted inputs](01_hop_capture_and_lifted_inputs.ipynb) opens up the

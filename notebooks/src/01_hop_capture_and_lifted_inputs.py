@@ -1,6 +1,11 @@
 # %% [markdown]
 # # HOP capture and lifted inputs
 #
+# **You are here if** `TORCH_LOGS=graph_code` shows a submodule such as `wrap_body_0` taking inputs
+# you never passed it, or `torch.cond` failed with `UncapturedHigherOrderOpError`. PyTorch's pages:
+# the [Dynamo Deep-Dive](https://pytorch.org/docs/main/torch.compiler_dynamo_deepdive.html) and, for control flow, [torch.cond](https://docs.pytorch.org/docs/stable/cond.html); the design is
+# Note [HigherOrderOperator tracing design] in torch's source.
+#
 # A *higher-order operator* (HOP) takes a function as an argument: `wrap(body, x)`, `torch.cond`,
 # `torch.utils.checkpoint`, `nested_compile_region`. Dynamo cannot call `body` and record whatever
 # happens, because the body must end up as **its own graph** that the HOP calls. The design
@@ -367,3 +372,33 @@ assert [(i.kind, i.supplied, i.source) for i in body.inputs] == [
     ("hop_supplied", "carry[1]", "l_x_"),
 ]
 assert cap.result[0] == 3 and torch.equal(cap.result[1], x0 * 8)  # three iterations, as in eager
+
+# %% [markdown]
+# ## Recap
+#
+# - Each HOP body is traced by a nested `SubgraphTracer` into a graph of its own; every value it
+#   reads from outside becomes an input, lifted through every body up to where it is bound.
+# - When a body cannot be a graph, most HOPs fall back to eager behind a graph break (a restart);
+#   the control-flow HOPs, `invoke_subgraph` and a few others raise `UncapturedHigherOrderOpError`.
+#
+# **Try this.** Without running it, write down the inputs of `k`'s body graph, in order, as
+# `(kind, source)` pairs like the table of the first section. The next cell holds the answer
+# (collapsed); the cell after it captures `k` and checks yours.
+
+# %% tags=["hide-input"]
+# One solution (try your own first).
+def k(x):
+    t = x.exp()
+
+    def body(a):
+        return a * t + w
+
+    return wrap(body, x)
+
+
+predicted = [("operand", "l_x_"), ("lifted_freevar", "t"), ("lifted_freevar", "g_w_")]  # first use decides the order
+
+# %% tags=["remove-input"]
+inputs = tracer.capture(k, torch.randn(3)).frames[0].subgraphs["wrap_body_0"].inputs
+assert predicted == [(i.kind, i.source) for i in inputs], [(i.kind, i.source) for i in inputs]
+print("check passed:", predicted)

@@ -1,6 +1,11 @@
 # %% [markdown]
 # # Closure cells
 #
+# **You are here if** your compiled function is a closure or writes a variable of an enclosing
+# function (`nonlocal`), and `TORCH_LOGS=graph_breaks` reports a graph break on a HOP call whose body
+# writes such a variable. PyTorch's pages: the [Dynamo Deep-Dive](https://pytorch.org/docs/main/torch.compiler_dynamo_deepdive.html) and
+# [common graph breaks](https://docs.pytorch.org/docs/main/user_guide/torch_compiler/compile/programming_model.common_graph_breaks.html).
+#
 # A *cell* is how Python shares a variable between a function and the functions nested in it: a
 # local that an inner function reads is stored in a cell (`co_cellvars`), and the inner function
 # carries that cell in its `__closure__` (`co_freevars`). Dynamo meets cells in two situations:
@@ -262,3 +267,33 @@ assert kept.frames[0].graph.output.inputs == ["getitem", "getitem_1"]
 assert kept.frames[0].graph.node("getitem_1").inputs == [call.name]  # seen[0]: the body's output 1
 assert len(calls) == 2 and {root.node(c.inputs[0]).target for c in calls} == {"subgraph_0"}  # one body, two calls
 assert root.output.inputs[1:] == ["getitem_1", "getitem_3"]  # seen[0], seen[1]: output 1 of each call
+
+# %% [markdown]
+# ## Recap
+#
+# - A cell the frame created and a cell from before tracing are both `CellVariable`s; a write to a
+#   cell is a buffered side effect, replayed after the graph runs, so the traced frame may write one.
+# - In a HOP body the HOP decides: `wrap` refuses the write and graph-breaks on the whole call,
+#   `invoke_subgraph` allows it (and a region used once is then inlined into the root graph).
+#
+# **Try this.** `g` graph-breaks because its `wrap` body writes `count`. Write `g_fixed`, which
+# returns the same two values and compiles with no graph break. The next cell holds one solution
+# (collapsed); the cell after it checks yours.
+
+# %% tags=["hide-input"]
+# One solution (try your own first).
+def g_fixed(x):
+    count = 0
+
+    def body(a):
+        return a.sin()
+
+    out = wrap(body, x)
+    count += 1  # the write moved out of the body: a side effect of the frame, not of the body
+    return out, count
+
+# %% tags=["remove-input"]
+x = torch.randn(3)
+fixed = tracer.capture(g_fixed, x)
+assert fixed.graph_breaks == [] and fixed.result[1] == 1 and torch.allclose(fixed.result[0], x.sin())
+print("check passed: no graph break, count =", fixed.result[1])

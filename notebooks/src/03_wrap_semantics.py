@@ -1,6 +1,12 @@
 # %% [markdown]
 # # Wrap semantics: body outputs vs graph outputs
 #
+# **You are here if** `TORCH_LOGS=graph_code` shows a `wrap` or `tag_activation_checkpoint` call
+# whose body graph returns more values than your function did, and you want to know which ones the
+# caller reads. PyTorch's page: the [Dynamo Deep-Dive](https://pytorch.org/docs/main/torch.compiler_dynamo_deepdive.html); the design is in torch's source,
+# the docstring of `speculate_subgraph_with_auto_output_flattening` and Note [Return subgraph
+# intermediates as subgraph outputs].
+#
 # Some HOPs just *run their body*: `wrap`, activation checkpointing
 # (`torch.utils.checkpoint.checkpoint`), `autograd.Function`, `nested_compile_region`. Control-flow
 # HOPs (`torch.cond`, `while_loop`, `map`) do something else with theirs, and are traced with
@@ -151,3 +157,35 @@ assert plain.graph_breaks
 
 # %%
 cap
+
+# %% [markdown]
+# ## Recap
+#
+# - A wrap-semantics body returns any Python object to the program, but its graph returns only the
+#   tensors (and SymInts) inside it, flattened; the root graph reads them with `getitem`.
+# - With `skip_fwd_side_effects_in_bwd_under_checkpoint`, a checkpoint body also returns the
+#   intermediates the caller reads, as extra outputs.
+#
+# **Try this.** `h`'s body returns a dict holding two tensors, an `int` and a tuple of two more
+# tensors. How many values does the body *graph* return? Write the number as `answer`; the next cell
+# holds it (collapsed), the cell after it checks yours.
+
+# %% tags=["hide-input"]
+# One solution (try your own first).
+def h(x):
+    def body(y):
+        return {"s": y.sin(), "n": 3, "c": (y.cos(), y.tan())}
+
+    d = wrap(body, x)
+    return d["s"] + d["c"][1] * d["n"]
+
+
+answer = 3  # sin, cos and tan: the int is a constant Dynamo keeps tracing with, not a graph output
+
+# %% tags=["remove-input"]
+x = torch.randn(3)
+hcap = tracer.capture(h, x)
+returned = outputs_of(hcap.frames[0].subgraphs["wrap_body_0"].graph)
+assert answer == len(returned), returned
+assert torch.allclose(hcap.result, x.sin() + x.tan() * 3)
+print("check passed: the body graph returns", returned)

@@ -1,6 +1,11 @@
 # %% [markdown]
 # # AOTAutograd: mutation and aliasing
 #
+# **You are here if** the graph AOTAutograd produced (`TORCH_LOGS=aot_graphs`) ends with a `copy_`
+# into an input, or returns more values than your function, and you want to know which mutation or
+# view caused it. PyTorch's page: the [torch.compile FAQ](https://docs.pytorch.org/docs/stable/torch.compiler_faq.html) (how training is captured with
+# AOTAutograd); the design is in the Notes of `torch/_functorch/aot_autograd.py`.
+#
 # Behind Dynamo, AOTAutograd retraces each graph down to ATen ops and **functionalizes** it: the
 # graph it hands to the compiler is functional — except for input mutations it may keep at the end
 # of the graph as `copy_`, and outputs that are views, which the graph returns and runtime wrappers
@@ -280,3 +285,34 @@ assert call.inputs[0] == token.name and token.meta["shape"] == [0]  # the token:
 
 # %%
 tracer.capture(views, torch.randn(2, 3, requires_grad=True))
+
+# %% [markdown]
+# ## Recap
+#
+# - AOTAutograd records each input mutation and output alias (`ViewAndMutationMeta`) and puts each
+#   effect back: in the graph when `_check_if_mutation_can_be_in_graph` allows, else at runtime.
+# - Aliased outputs are regenerated from their base at runtime; inputs that overlap in memory and
+#   are mutated become one synthetic base; effectful ops thread a token through the graph.
+#
+# **Try this.** For each function below, predict whether AOTAutograd keeps the input mutation inside
+# the graph (`mutation_in_graph`). Write `predicted`; the next cell holds the answer (collapsed), the
+# cell after it checks yours.
+
+# %% tags=["hide-input"]
+# One solution (try your own first).
+def add_one(x):
+    x.add_(1)
+    return x + 0
+
+
+cases = {
+    "plain input": (add_one, lambda: torch.ones(3)),
+    "input that requires grad": (add_one, lambda: torch.ones(3, requires_grad=True).clone()),
+    "data and metadata mutated": (mutate_both, lambda: torch.ones(2, 3)),
+}
+predicted = {"plain input": True, "input that requires grad": False, "data and metadata mutated": False}
+
+# %% tags=["remove-input"]
+real = {name: aot_of(tracer.capture(fn, make())).inputs[0].mutation_in_graph for name, (fn, make) in cases.items()}
+assert predicted == real, real
+print("check passed:", real)

@@ -1,6 +1,12 @@
 # %% [markdown]
 # # Partition and saved tensors
 #
+# **You are here if** training a compiled model holds more memory than you expected, or its forward
+# graph (`TORCH_LOGS=aot_graphs`) returns values your function never returned: the tensors saved for
+# the backward. PyTorch's page: the [torch.compile FAQ](https://docs.pytorch.org/docs/stable/torch.compiler_faq.html) (AOTAutograd and min-cut
+# partitioning); the partitioner is `min_cut_rematerialization_partition` in
+# `torch/_functorch/partitioners.py`.
+#
 # For a graph that needs gradients, AOTAutograd traces forward and backward together into one
 # **joint graph**, then a **partitioner** cuts it in two: a forward graph, which runs now, and a
 # backward graph, which runs at `.backward()`. Every value the backward reads from the forward
@@ -173,3 +179,24 @@ assert packed.dtype == "bfloat16" and packed.nbytes * 2 == plain_mm.nbytes
 assert hooked.saved_bytes == plain.saved_bytes - packed.nbytes
 first_bw_op = hooked.backward.find(op="call_function")[0]
 assert first_bw_op.target == "aten._to_copy.default" and first_bw_op.inputs == ["mm_hook_0"]
+
+# %% [markdown]
+# ## Recap
+#
+# - The partitioner cuts AOTAutograd's joint graph into a forward and a backward; the saved values
+#   cross the cut and stay alive until the backward runs.
+# - Count their memory with `activation_bytes` (activations, each storage once), not summed `nbytes`;
+#   min-cut recomputes cheap ops to save less, and saved-tensor hooks given as GraphModules are inlined.
+#
+# **Try this.** How many bytes of activations does min-cut keep for `f` with a batch of 128
+# (`x` of shape `[128, 32]`, `w` as before)? Write the number as `answer`; the next cell holds it
+# (collapsed), the cell after it checks yours.
+
+# %% tags=["hide-input"]
+# One solution (try your own first).
+answer = 3 * 128 * 32 * 4  # mm, sigmoid and tanh, each [128, 32] float32; t and t_1 are views of inputs
+
+# %% tags=["remove-input"]
+big = tracer.capture(f, torch.randn(128, 32, requires_grad=True), torch.randn(32, 32, requires_grad=True)).frames[0].aot
+assert answer == big.activation_bytes, big.activation_bytes
+print("check passed:", big.activation_bytes, "B of activations:", [s.name for s in big.saved if s.origin == "activation"])

@@ -1,6 +1,12 @@
 # %% [markdown]
 # # Guards, recompiles and dynamic shapes
 #
+# **You are here if** `TORCH_LOGS=recompiles` printed something like `Recompiling function
+# normalize ... triggered by the following guard failure(s): - 0/0: tensor 'v' size mismatch at
+# index 0. expected 3, actual 5`, and you want to know what the new compile did differently and how
+# to avoid it. PyTorch's pages: [Dealing with Recompilations](https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html),
+# [Dynamic Shapes](https://docs.pytorch.org/docs/main/torch.compiler_dynamic_shapes.html) and [debugging with tlparse and TORCH_LOGS=dynamic](https://docs.pytorch.org/docs/main/compile/dynamic_shapes_debugging_tlparse_torch_logs.html).
+#
 # Dynamo traces a frame once, for the inputs it saw, and caches the result. Everything it assumed
 # about those inputs — dtypes, sizes, the value of a Python number — is written down as **guards**.
 # (Which backend compiled the frame is not a guard in torch 2.13: each cache entry stores its
@@ -296,3 +302,24 @@ assert [s.source for s in frame.symbols] == ["L['x'].size()[0]"]
 assert kinds["static"].value == "8" and kinds["static"].user_line.line == line + 4
 assert kinds["divisibility"].value == "4" and kinds["divisibility"].user_line.line == line + 2
 assert kinds["zero_one"].value.startswith("[2,")
+
+# %% [markdown]
+# ## Recap
+#
+# - Guards are what a cached compile assumed (`TENSOR_MATCH`, `CONSTANT_MATCH`, `SHAPE_ENV`, ...): a
+#   failed guard recompiles, and `rec.diff` says what the new compile did differently.
+# - Automatic dynamic turns a size (or float) that changed into a symbol on the recompile; an `if` on
+#   the exact size specializes it again.
+#
+# **Try this.** Make `normalize` compile only once for vectors of length 3, 5 and 7: choose the
+# `torch.compile` option to pass to `tracer.capture`, as `options`. The next cell holds one answer
+# (collapsed); the cell after it checks yours.
+
+# %% tags=["hide-input"]
+# One solution (try your own first).
+options = {"dynamic": True}  # compile dynamic from the first call: no static 0/0 to fail
+
+# %% tags=["remove-input"]
+once = tracer.capture(normalize, torch.randn(3), more_calls=[(torch.randn(5),), (torch.randn(7),)], **options)
+assert len(once.frames) == 1 and once.recompiles == [], once
+print("check passed:", [f.compile_id for f in once.frames], "and no recompile")

@@ -1,6 +1,11 @@
 # %% [markdown]
 # # Pause Dynamo from a cell
 #
+# **You are here if** you want to stop Dynamo in the middle of tracing your function and look at
+# what it sees — what `torch._dynamo.comptime` offers through a callback or `breakpoint()` — from a
+# notebook cell. PyTorch's page: the [Dynamo Deep-Dive](https://pytorch.org/docs/main/torch.compiler_dynamo_deepdive.html) (how Dynamo interprets bytecode
+# into `VariableTracker`s and an FX graph).
+#
 # `comptime` (`torch/_dynamo/comptime.py`) lets user code run a callback *while Dynamo traces it*:
 # the callback gets a `ComptimeContext` with the locals as Dynamo models them, the partial graph and
 # the guards so far — and can drop into `breakpoint()`. dynascope makes that notebook-native: `tracer.trace(fn, *args)`
@@ -196,3 +201,39 @@ st = s.start().wait(timeout=60)
 s.abort()
 assert s.status == "finished" and type(s.error).__name__ == "TraceAborted"
 print(type(s.error).__name__, "-", s.error)
+
+# %% [markdown]
+# ## Recap
+#
+# - `tracer.trace` runs the capture in a worker thread; `tracer.pause`, `break_at` and `break_on_hop`
+#   stop Dynamo mid-trace, and a `PausedState` shows tracers, lifted inputs, locals and graph.
+# - `step`, `resume` and `abort` drive the paused trace from the next cell; a finished session holds
+#   the same `Capture` as `tracer.capture`.
+#
+# **Try this.** Move the pause marker in `f`'s body *before* `b = a * y` (call the function
+# `f_early`). What has the body tracer lifted when Dynamo stops there? Write it as `answer`; the next
+# cell holds it (collapsed), the cell after it checks yours.
+
+# %% tags=["hide-input"]
+# One solution (try your own first).
+def f_early(x):
+    y = x.cos()
+
+    def body(a):
+        tracer.pause("before the first use")
+        b = a * y
+        return b.sin()
+
+    return wrap(body, x)
+
+
+answer = []  # nothing yet: wrap lifts an input, operand or closure, when the body first reads it
+
+# %% tags=["remove-input"]
+s = tracer.trace(f_early, x)
+st = s.start().wait(timeout=60)
+lifted = st.tracers[-1].lifted
+s.resume()
+assert s.wait(timeout=60) is None and s.error is None
+assert answer == lifted, lifted
+print("check passed: lifted at the pause:", lifted)

@@ -1,6 +1,10 @@
 # %% [markdown]
 # # Post-mortem of a multi-rank job
 #
+# **You are here if** a multi-rank job hangs in a collective after compiling, or tlparse warns that
+# the ranks' compile ids differ. PyTorch's pages: [tlparse / TORCH_TRACE](https://docs.pytorch.org/docs/stable/compile/programming_model.observability.html) (one trace per
+# rank) and the [torch.compile FAQ](https://docs.pytorch.org/docs/stable/torch.compiler_faq.html) (`DistributedDataParallel` under `torch.compile`).
+#
 # A `torchrun` job runs one Python process per rank, and each one compiles on its own. By default
 # Dynamo does not consult the other ranks while it compiles: the opt-in
 # `torch._dynamo.config.enable_compiler_collectives` (default `False`) makes ranks exchange, with
@@ -148,3 +152,23 @@ print(page.name, "ds-divergent" in page.read_text())
 
 # %%
 job
+
+# %% [markdown]
+# ## Recap
+#
+# - Each rank compiles on its own; `tracer.load_job` reads the per-rank captures, or torch's own
+#   `TORCH_TRACE` logs, and lists where the ranks diverge, frame by frame.
+# - Under DDP, DDPOptimizer splits a graph at bucket boundaries, counted backwards from the output;
+#   `Frame.pieces` holds each piece the backend got.
+#
+# **Try this.** Which compile ids exist on rank 1 only? Write them as `answer`, a sorted list. The
+# next cell holds it (collapsed); the cell after it checks yours against the two ranks' frames.
+
+# %% tags=["hide-input"]
+# One solution (try your own first).
+answer = ["4/0_1", "5/0"]  # the restarted attempt that stopped at the break, and the resume function
+
+# %% tags=["remove-input"]
+only_rank1 = sorted({f.compile_id for f in job.ranks[1].frames} - {f.compile_id for f in job.ranks[0].frames})
+assert answer == only_rank1, only_rank1
+print("check passed:", only_rank1)
