@@ -212,8 +212,8 @@ cap
 # body graph (`return (cos, s)`), which the caller reads for `seen[0]`. No graph break.
 #
 # Look at the root graph the backend got, though: there is no `invoke_subgraph` call in it. A
-# region called only once gains nothing from being a separate graph, so after tracing Dynamo
-# inlines it (`torch._dynamo.config.inline_single_use_invoke_subgraph`, default `True`; the pass is
+# region called only once gains nothing from being a separate graph, so Dynamo inlines it before
+# handing the graph to the backend (`torch._dynamo.config.inline_single_use_invoke_subgraph`, default `True`; the pass is
 # `inline_single_use_invoke_subgraph` in `torch/_higher_order_ops/passes/inline_invoke_subgraph.py`).
 # The body's ops land in the root graph, whose `return (cos, s)` is the user's result and `seen[0]`;
 # the module `subgraph_0` is still printed, but nothing calls it.

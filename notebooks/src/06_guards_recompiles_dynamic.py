@@ -54,8 +54,8 @@ print(by_source["L['scale']"].code)
 #   on the first compile: see "A float that changes" below.
 # - Most guards with no source protect global state the graph depends on: grad mode, default
 #   device, deterministic algorithms, the torch function mode stack, saved-tensor hooks. Not all:
-#   `SHAPE_ENV` has no source either, yet it guards the inputs' sizes — the `ShapeEnv`'s conditions
-#   on size symbols, relations between the shapes of inputs included. With static shapes it is
+#   `SHAPE_ENV` has no source either, yet it guards the inputs — the `ShapeEnv`'s conditions on
+#   symbolic sizes and numbers, relations between the shapes of inputs included. With static shapes it is
 #   empty here; the dynamic sections below fill it. (`BACKEND_MATCH`, also without a source, is
 #   the backend check on the cache entry: next section.)
 

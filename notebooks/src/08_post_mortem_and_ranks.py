@@ -9,9 +9,9 @@
 # Dynamo does not consult the other ranks while it compiles: the opt-in
 # `torch._dynamo.config.enable_compiler_collectives` (default `False`) makes ranks exchange, with
 # collectives during compilation, what automatic dynamic shapes needs, and then requires that no
-# rank diverges with a graph break. What Dynamo knows of DDP it learns from the
-# `DistributedDataParallel` module it compiles inside (DDPOptimizer, below). When one rank takes a
-# different path — a graph break only rank 1
+# rank diverges with a graph break. Dynamo does know DDP: when it compiles inside a
+# `DistributedDataParallel` module, DDPOptimizer (below) splits the graph at DDP's buckets. When one
+# rank takes a different path — a graph break only rank 1
 # hits, a different input shape — the ranks compile different frames, and a collective that one rank
 # reaches and another does not hangs the whole job. `tlparse` warns about this when the compile ids
 # of the ranks' `TORCH_TRACE` logs differ. dynascope reads the same records and says *what* differs,
@@ -96,13 +96,13 @@ assert [f.status for f in forward1] == ["restarted", "compiled"] and forward0[0]
 #
 # The job's buckets hold 1 MiB (`bucket_cap_mb=1`: 1,048,576 bytes). `DDPOptimizer.compile_fn` walks
 # the graph from the output back, adding each node's parameters to the current bucket; a new bucket
-# is opened only when it reaches another node (not a placeholder) while the current bucket is
-# already at the cap and has a value used outside it. On rank 0, `fc3` and `fc2` (1,058,832 bytes
-# of weights and biases) fill the first bucket, and the next node back, `fc1`'s ReLU, opens another:
-# `forward` reaches the backend in two pieces, in call order: `fc1` first, then `fc2` and `fc3`.
-# Rank 1's resume graph holds the same `fc2` and `fc3`, over the cap too, but nothing comes before
-# `fc2`'s linear in it: no node finds the bucket full, so it is one bucket and is not split. Its
-# first graph, `fc1` alone, is under the cap.
+# is opened only when it reaches another node (not a placeholder, not the output) while the
+# current bucket is already at the cap and has a value used outside it. On rank 0, `fc3` and `fc2`
+# (1,058,832 bytes of weights and biases) fill the first bucket, and the next node back, the ReLU
+# of `fc1`'s output, opens another: `forward` reaches the backend in two pieces, in call order:
+# `fc1` first, then `fc2` and `fc3`. Rank 1's resume graph holds the same `fc2` and `fc3`, over the
+# cap too, but no operation comes before `fc2`'s linear in it: no node finds the bucket full, so it
+# stays one bucket and is not split. Its first graph, `fc1` alone, is under the cap.
 
 # %%
 whole = forward0[0]
