@@ -46,14 +46,28 @@ def test_title_and_prose(path):
     assert first.cell_type == "markdown" and first.source.startswith("# "), "first cell must be a '# Title'"
     run = 0
     for cell in nb.cells:
-        if cell.cell_type == "code":
+        if cell.cell_type == "code" and not _hidden(cell):  # a folded check is not reading matter
             run += 1
             assert run <= MAX_CODE_RUN, f"more than {MAX_CODE_RUN} code cells in a row without prose: {cell.source[:80]!r}"
         elif cell.cell_type == "markdown" and cell.source.strip():
             run = 0
     prose = [c for c in nb.cells if c.cell_type == "markdown"]
-    code = [c for c in nb.cells if c.cell_type == "code"]
+    code = [c for c in nb.cells if c.cell_type == "code" and not _hidden(c)]
     assert len(prose) * MAX_CODE_RUN >= len(code)
+
+
+def _hidden(cell) -> bool:
+    return "remove-input" in cell.metadata.get("tags", [])
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
+def test_checks_are_folded(path):
+    """What a notebook verifies sits in hidden check cells (``remove-input``), not in a visible cell of
+    asserts after each teaching cell; a visible assert may remain only inside a cell that does more."""
+    for cell in _load(path).cells:
+        if cell.cell_type == "code" and not _hidden(cell):
+            body = ast.parse(cell.source).body
+            assert not all(isinstance(s, ast.Assert) for s in body), f"a visible cell of asserts: {cell.source[:80]!r}"
 
 
 @pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])

@@ -65,9 +65,11 @@ print(cap)
 # you can check it is what eager mode computes.
 
 # %%
+torch.testing.assert_close(cap.result, model(x))
+
+# %% tags=["remove-input"]
 assert [(f.compile_id, f.status) for f in cap.frames] == [("0/0", "compiled"), ("1/0", "compiled")]
 assert len(cap.graph_breaks) == 1
-torch.testing.assert_close(cap.result, model(x))
 
 # %% [markdown]
 # ## The explorer
@@ -90,10 +92,6 @@ brk = cap.graph_breaks[0]
 print(brk.code_line.strip())
 print(brk.reason.splitlines()[0])
 
-# %%
-assert brk.code_line.strip().startswith("if h.sum() > 0:")
-assert brk.compile_id == "0/0"
-
 # %% [markdown]
 # The first graph therefore stops at the value the `if` needs: it runs the first linear layer and
 # the ReLU, and returns the comparison `h.sum() > 0` along with `h`. Frame `1/0` holds the taken
@@ -104,7 +102,9 @@ first, second = cap.frames
 print([n.target for n in first.graph.find(op="call_function")])
 print([n.target for n in second.graph.find(op="call_function")])
 
-# %%
+# %% tags=["remove-input"]
+assert brk.code_line.strip().startswith("if h.sum() > 0:")
+assert brk.compile_id == "0/0"
 assert any("relu" in n.target for n in first.graph.nodes)
 assert not any("relu" in n.target for n in second.graph.nodes)
 assert any(n.target == "operator.mul" for n in second.graph.nodes)  # the branch Python took
@@ -132,19 +132,18 @@ print(backend.code)
 # the frame's real cache entry and lists it with the guards, under the name of that reason, so the
 # guards view shows everything a cache hit depends on; the guard counts printed with each frame
 # include it. Notebook 06 has more on guards.
-
-# %%
-assert x_guard.kind == "TENSOR_MATCH"
-assert [g.kind for g in first.guards].count("BACKEND_MATCH") == 1
-assert backend.source == "" and "cache entry" in backend.code[0]  # read from the cache entry, not a guard
-
-# %% [markdown]
+#
 # In the resume frame the tensor crossing the break, `h`, is an ordinary input, guarded the same way:
 
 # %%
 h_guard = next(g for g in second.guards if g.source == "L['h']")
-assert h_guard.kind == "TENSOR_MATCH"
 print(h_guard)
+
+# %% tags=["remove-input"]
+assert x_guard.kind == "TENSOR_MATCH"
+assert [g.kind for g in first.guards].count("BACKEND_MATCH") == 1
+assert backend.source == "" and "cache entry" in backend.code[0]  # read from the cache entry, not a guard
+assert h_guard.kind == "TENSOR_MATCH"
 
 # %% [markdown]
 # ## Keep it, share it
@@ -154,8 +153,10 @@ print(h_guard)
 
 # %%
 loaded = tracer.Capture.from_json(cap.to_json())
-assert loaded == cap
 print(repr(loaded))
+
+# %% tags=["remove-input"]
+assert loaded == cap
 
 # %% [markdown]
 # ## Recap

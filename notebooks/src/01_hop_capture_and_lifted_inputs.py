@@ -78,7 +78,15 @@ body = frame.subgraphs["wrap_body_0"]
 for i in body.inputs:
     print(f"{i.name:6} {i.kind:15} <- {i.source}")
 
+# %% [markdown]
+# The explorer draws the same thing: in the subgraph tree open `wrap_body_0`; lifted inputs are
+# styled apart from the operand, and the inspector of a lifted placeholder names the parent node that
+# feeds it.
+
 # %%
+cap
+
+# %% tags=["remove-input"]
 assert [n.target for n in frame.graph.placeholders] == ["L_x_", "G_w_"]
 assert [(i.kind, i.source) for i in body.inputs] == [
     ("operand", "l_x_"),
@@ -88,14 +96,6 @@ assert [(i.kind, i.source) for i in body.inputs] == [
 assert body.lifted == ["y", "g_w_"]
 assert any("2.0" in n.args for n in body.graph.nodes)  # scale: a constant, not an input
 assert any(g.kind == "CONSTANT_MATCH" and g.source == "G['scale']" for g in frame.guards)
-
-# %% [markdown]
-# The explorer draws the same thing: in the subgraph tree open `wrap_body_0`; lifted inputs are
-# styled apart from the operand, and the inspector of a lifted placeholder names the parent node that
-# feeds it.
-
-# %%
-cap
 
 # %% [markdown]
 # ## Nested bodies: lifting is recursive
@@ -138,34 +138,26 @@ for s in frame.speculations:
 # A speculation's `lifted` is `SubgraphTracer.lifted_freevars` exactly as Dynamo filled it, and it
 # starts with `l_x_`, the *operand*. `wrap` creates its body's inputs lazily: an argument becomes a
 # placeholder the first time the body uses it, through the same lifting path as a closure. The
-# capture classifies the body inputs by what the user passed, so `l_x_` is an `operand` below.
+# capture classifies the body inputs by what the user passed, so `l_x_` is an `operand` in the tables below.
+
+# %% [markdown]
+# Follow each free variable of the inner body back to where it is bound:
 
 # %%
 outer = frame.subgraphs["wrap_body_1"]
 inner = frame.subgraphs["wrap_body_1.wrap_body_0"]
+for i in inner.inputs:
+    print(f"inner {i.name:6} {i.kind:15} <- outer's {i.source}")
+for i in outer.inputs:
+    print(f"outer {i.name:6} {i.kind:15} <- root's  {i.source}")
+
+# %% tags=["remove-input"]
 assert inner.parent == "wrap_body_1" and outer.parent == ""
 assert [(s.depth, s.subgraph) for s in frame.speculations] == [
     (1, "wrap_body_1"),
     (2, "wrap_body_1.wrap_body_0"),
 ]
 assert frame.speculations[0].lifted[0] == "l_x_" and outer.input("l_x_").kind == "operand"
-
-# %% [markdown]
-# Follow each free variable of the inner body back to where it is bound:
-
-# %%
-for i in inner.inputs:
-    print(f"inner {i.name:6} {i.kind:15} <- outer's {i.source}")
-for i in outer.inputs:
-    print(f"outer {i.name:6} {i.kind:15} <- root's  {i.source}")
-
-# %% [markdown]
-# - `y` is bound in the root graph, so it is lifted into the outer body *and* into the inner one:
-#   the inner body's `y` comes from the outer body's `y` placeholder.
-# - `z` (the node `add`) is bound in the outer body: it is lifted into the inner body only.
-# - `w` is a root graph input (`G_w_`), lifted through both bodies, like `y`.
-
-# %%
 inner_src = {i.name: i.source for i in inner.inputs}
 outer_src = {i.name: i.source for i in outer.inputs}
 # y and w: lifted through both levels, each level reading the level above
@@ -175,6 +167,12 @@ assert inner_src["g_w_"] == "g_w_" and outer_src["g_w_"] == "g_w_"
 assert inner.input("add").kind == "lifted_freevar"
 assert outer.graph.node("add").op == "call_function" and "add" not in outer_src
 assert set(inner.lifted) == {"y", "add", "g_w_"} and set(outer.lifted) == {"y", "g_w_"}
+
+# %% [markdown]
+# - `y` is bound in the root graph, so it is lifted into the outer body *and* into the inner one:
+#   the inner body's `y` comes from the outer body's `y` placeholder.
+# - `z` (the node `add`) is bound in the outer body: it is lifted into the inner body only.
+# - `w` is a root graph input (`G_w_`), lifted through both bodies, like `y`.
 
 # %% [markdown]
 # ## Lifted symbols and placeholder order
@@ -205,6 +203,19 @@ body = cap.frames[0].subgraphs["wrap_body_0"]
 for i in body.inputs:
     print(f"{i.name:6} {i.kind:15} <- {i.source:6} {tracer.model.format_meta(i.meta)}")
 
+# %% tags=["remove-input"]
+kinds = [(i.name, i.kind) for i in body.inputs]
+assert kinds == [
+    ("s77", "lifted_symbol"),
+    ("l_x_", "operand"),
+    ("u0", "lifted_symbol"),
+    ("c", "lifted_freevar"),
+], kinds
+assert body.input("u0").source == "item"
+assert cap.frames[0].graph.node("item").meta["value"] == "u0"
+assert body.input("c").meta["shape"] == ["u0", 1]
+assert int(hashlib.sha256(b"L['x'].size()[0]").hexdigest(), 16) % 100 == 77  # where s77 comes from
+
 # %% [markdown]
 # Four placeholders for a body that was passed one argument:
 #
@@ -219,21 +230,7 @@ for i in body.inputs:
 #
 # Each symbol comes right *before* the tensor that mentions it: it is bound in the same
 # `create_graph_input` call, just ahead of the tensor's placeholder.
-
-# %%
-kinds = [(i.name, i.kind) for i in body.inputs]
-assert kinds == [
-    ("s77", "lifted_symbol"),
-    ("l_x_", "operand"),
-    ("u0", "lifted_symbol"),
-    ("c", "lifted_freevar"),
-], kinds
-assert body.input("u0").source == "item"
-assert cap.frames[0].graph.node("item").meta["value"] == "u0"
-assert body.input("c").meta["shape"] == ["u0", 1]
-assert int(hashlib.sha256(b"L['x'].size()[0]").hexdigest(), 16) % 100 == 77  # where s77 comes from
-
-# %% [markdown]
+#
 # And the order of the pairs? It is the order of **first use**. `wrap` creates even its operand's
 # placeholder lazily (we saw `l_x_` in the speculation's `lifted` list above), so every input is
 # created when the body first reads it. Swap the body's two expressions and the placeholders swap
@@ -259,7 +256,7 @@ cap = tracer.capture(h_swapped, torch.randn(5), torch.tensor([2, 4, 3]), dynamic
 body = cap.frames[0].subgraphs["wrap_body_0"]
 print([(i.name, i.kind) for i in body.inputs])
 
-# %%
+# %% tags=["remove-input"]
 assert [i.name for i in body.inputs] == ["u0", "c", "s77", "l_x_"]
 assert body.input("l_x_").kind == "operand"
 
@@ -311,7 +308,7 @@ except torch._dynamo.exc.UncapturedHigherOrderOpError as e:
     err = e
 print("cond:", type(err).__name__, "|", str(err).splitlines()[0])
 
-# %%
+# %% tags=["remove-input"]
 assert failed[0].hop == "wrap" and cap.graph_breaks and torch.equal(cap.result, x.sin())
 assert isinstance(err, torch._dynamo.exc.UncapturedHigherOrderOpError)
 assert [sp.hop for f in err.capture.frames for sp in f.speculations if not sp.ok] == ["cond"]
@@ -332,7 +329,7 @@ assert [sp.hop for f in err.capture.frames for sp in f.speculations if not sp.ok
 for f in cap.frames:
     print(f.compile_id, f.status, "|", f.status_reason.splitlines()[0])
 
-# %%
+# %% tags=["remove-input"]
 assert [(f.compile_id, f.status) for f in cap.frames] == [("0/0", "restarted"), ("0/0_1", "no_graph")]
 assert not cap.frames[0].speculations[0].ok and "graph_break" in cap.frames[0].status_reason
 assert cap.graph_breaks[0].compile_id == "0/0"  # the break belongs to the attempt that hit it
@@ -365,7 +362,7 @@ body = cap.frames[0].subgraphs["body_fn_0"]
 for i in body.inputs:
     print(f"{i.name:8} {i.kind:13} supplied: {i.supplied:9} from parent node {i.source}")
 
-# %%
+# %% tags=["remove-input"]
 assert list(cap.frames[0].subgraphs) == ["cond_fn_0", "body_fn_0"]
 assert [(i.kind, i.supplied, i.source) for i in body.inputs] == [
     ("hop_supplied", "carry[0]", "l_i_"),

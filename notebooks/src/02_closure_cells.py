@@ -65,16 +65,7 @@ for v in st.locals.values():
 #   to the compiled code like an argument (its source reads the cell, so it is guarded like one).
 # - `body` is a `NestedUserFunctionVariable`: a function Dynamo saw being created, with `h`'s cell as
 #   its closure.
-
-# %%
-loc = st.locals
-assert not loc["x"].is_cell and loc["x"].node == "l_x_"
-assert loc["h"].is_cell and loc["h"].kind == "CellVariable" and loc["h"].cell_contents.node == "h"
-assert loc["w"].is_cell and loc["w"].kind == "CellVariable" and loc["w"].cell_contents.node == "l_w_"
-assert [n.target for n in st.graph.placeholders] == ["L_x_", "L_w_"]
-assert loc["body"].kind == "NestedUserFunctionVariable"
-
-# %% [markdown]
+#
 # The panel shows the same locals table, with cells marked as cells:
 
 # %%
@@ -83,6 +74,14 @@ st
 # %%
 s.resume()
 assert s.wait(timeout=60) is None
+
+# %% tags=["remove-input"]
+loc = st.locals
+assert not loc["x"].is_cell and loc["x"].node == "l_x_"
+assert loc["h"].is_cell and loc["h"].kind == "CellVariable" and loc["h"].cell_contents.node == "h"
+assert loc["w"].is_cell and loc["w"].kind == "CellVariable" and loc["w"].cell_contents.node == "l_w_"
+assert [n.target for n in st.graph.placeholders] == ["L_x_", "L_w_"]
+assert loc["body"].kind == "NestedUserFunctionVariable"
 
 # %% [markdown]
 # ## Writing to a cell from the traced frame
@@ -107,7 +106,7 @@ step, calls = make_counter()
 cap = tracer.capture(step, torch.randn(3))
 print(cap.graph_breaks, "calls =", calls())
 
-# %%
+# %% tags=["remove-input"]
 assert cap.graph_breaks == []
 assert calls() == 1  # the cell was really written, once
 
@@ -162,12 +161,9 @@ print(st.location, "|", st.location.code, "| tracers:", [t.hop or "root" for t i
 # knowing it must break the graph at the `wrap` call.
 
 # %%
-assert st.location.function == "g" and [t.hop for t in st.tracers] == [""]
-assert st.graph.nodes == []
 s.resume()
 while s.wait(timeout=60) is not None:  # later passes do not enter the body again
     s.resume()
-assert s.error is None
 
 # %% [markdown]
 # A capture keeps every attempt: `0/0`, **restarted**, holds the failed speculation with Dynamo's
@@ -187,21 +183,23 @@ print(brk.code_line, "|", brk.user_stack)
 # The graph break points at the write, `count += 1`, reached from the `wrap(...)` call in `g`: the
 # break is on the HOP call, and its reason is why the body could not be a graph. `g` then runs the
 # `wrap` eagerly, and the body with it — so the cell really is written, exactly once.
+#
+# In the explorer, the frame's speculations list the failed one, marked with its reason, and the
+# overview shows the graph break with its source line.
 
 # %%
+cap
+
+# %% tags=["remove-input"]
+assert st.location.function == "g" and [t.hop for t in st.tracers] == [""]
+assert st.graph.nodes == []
+assert s.error is None
 assert [(f.compile_id, f.status) for f in cap.frames] == [("0/0", "restarted"), ("0/0_1", "no_graph"), ("1/0", "no_graph")]
 assert failed and failed[0].hop == "wrap" and brk.compile_id == "0/0"
 assert "side effect" in failed[0].reason.lower()
 assert brk.code_line.strip() == "count += 1"
 assert [loc.rsplit(" in ", 1)[1] for loc in brk.user_stack] == ["g", "body"]
 assert cap.result[1] == 1
-
-# %% [markdown]
-# In the explorer, the frame's speculations list the failed one, marked with its reason, and the
-# overview shows the graph break with its source line.
-
-# %%
-cap
 
 # %% [markdown]
 # ## A HOP that allows the side effect: `nested_compile_region`
@@ -256,7 +254,7 @@ calls = twice.frames[0].graph.find(target="invoke_subgraph")
 root = twice.frames[0].graph
 print(len(calls), "calls of", sorted({root.node(c.inputs[0]).target for c in calls}), "| returns", root.output.inputs)
 
-# %%
+# %% tags=["remove-input"]
 assert cap2.graph_breaks == [] and all(sp.ok for f in cap2.frames for sp in f.speculations)
 assert [sp.hop for f in cap2.frames for sp in f.speculations] == ["invoke_subgraph"]
 assert not cap2.frames[0].graph.find(target="invoke_subgraph")  # single use: inlined

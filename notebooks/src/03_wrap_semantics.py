@@ -64,8 +64,10 @@ print(frame.graph.code)
 # %%
 body = frame.subgraphs["wrap_body_0"]
 print("body graph returns:", outputs_of(body.graph))
-assert outputs_of(body.graph) == ["sin", "cos"]
 call = frame.graph.node(body.call_node)
+
+# %% tags=["remove-input"]
+assert outputs_of(body.graph) == ["sin", "cos"]
 readers = [frame.graph.node(u) for u in call.users]
 assert call.role == "hop" and call.calls == ["wrap_body_0"]
 assert [n.target for n in readers] == ["operator.getitem", "operator.getitem"]
@@ -95,7 +97,7 @@ body = frame.subgraphs["wrap_body_0"]
 call = frame.graph.node(body.call_node)
 print("body graph returns:", outputs_of(body.graph), "| readers in root:", call.users)
 
-# %%
+# %% tags=["remove-input"]
 assert outputs_of(body.graph) == ["sin", "cos"]
 assert len(call.users) == 1  # only wrap[0] is read
 
@@ -140,23 +142,22 @@ frame = cap.frames[0]
 body = frame.subgraphs["wrap_body_0"]
 print(body.hop, "returns", outputs_of(body.graph))
 
-# %%
-assert body.hop == "tag_activation_checkpoint"
-assert outputs_of(body.graph) == ["cos", "out"]  # gn returned one tensor; its graph returns two
-assert len(frame.graph.node(body.call_node).users) == 2
-
-# without the option: the same body's speculation fails on the side effect, and the call graph-breaks
-plain = tracer.capture(fn, torch.randn(4, 4, requires_grad=True))
-refused = [sp for f in plain.frames for sp in f.speculations if not sp.ok]
-assert refused[0].hop == "tag_activation_checkpoint" and "side effect" in refused[0].reason.lower()
-assert plain.graph_breaks
-
 # %% [markdown]
 # The explorer shows the checkpoint body with its two outputs; click the
 # `tag_activation_checkpoint` node in the root graph to open it.
 
 # %%
 cap
+
+# %% tags=["remove-input"]
+assert body.hop == "tag_activation_checkpoint"
+assert outputs_of(body.graph) == ["cos", "out"]  # gn returned one tensor; its graph returns two
+assert len(frame.graph.node(body.call_node).users) == 2
+# without the option: the same body's speculation fails on the side effect, and the call graph-breaks
+plain = tracer.capture(fn, torch.randn(4, 4, requires_grad=True))
+refused = [sp for f in plain.frames for sp in f.speculations if not sp.ok]
+assert refused[0].hop == "tag_activation_checkpoint" and "side effect" in refused[0].reason.lower()
+assert plain.graph_breaks
 
 # %% [markdown]
 # ## Recap

@@ -62,7 +62,7 @@ a = aot_of(tracer.capture(mutate_data, x))
 print(a.inputs[0])
 print(a.inference.code)
 
-# %%
+# %% tags=["remove-input"]
 inp = a.inputs[0]
 assert inp.mutates_data and not inp.mutates_metadata and inp.mutation_in_graph
 copy = a.inference.find(target="aten.copy_")
@@ -81,7 +81,7 @@ a = aot_of(tracer.capture(mutate_data, x))
 print(a.inputs[0])
 print("forward returns:", outputs_of(a.forward), "| user outputs:", [o.name for o in a.outputs])
 
-# %%
+# %% tags=["remove-input"]
 inp = a.inputs[0]
 assert inp.mutates_data and inp.requires_grad and not inp.mutation_in_graph
 assert not a.forward.find(target="aten.copy_")
@@ -115,6 +115,8 @@ for name, a in (("update_buffer", buffered), ("update_under_no_grad", no_grad)):
 for a in (buffered, no_grad):
     (mutated,) = [i for i in a.inputs if i.mutates_data]
     assert a.mode == "training" and mutated.mutation_in_graph and a.forward.find(target="aten.copy_")
+
+# %% tags=["remove-input"]
 assert [i.requires_grad for i in buffered.inputs if i.mutates_data] == [False]
 assert [i.requires_grad for i in no_grad.inputs if i.mutates_data] == [True]
 
@@ -139,7 +141,7 @@ a = aot_of(tracer.capture(mutate_metadata, x))
 print(a.inputs[0])
 print("graph outputs:", outputs_of(a.inference), "| user outputs:", [o.name for o in a.outputs])
 
-# %%
+# %% tags=["remove-input"]
 inp = a.inputs[0]
 assert inp.mutates_metadata and not inp.mutates_data and not inp.mutation_in_graph
 assert outputs_of(a.inference) == ["t", "add"] and [o.name for o in a.outputs] == ["add"]
@@ -165,7 +167,7 @@ a = aot_of(tracer.capture(mutate_both, x))
 print(a.inputs[0])
 print("graph outputs:", outputs_of(a.inference), "| copy_ in graph:", bool(a.inference.find(target="aten.copy_")))
 
-# %%
+# %% tags=["remove-input"]
 inp = a.inputs[0]
 assert inp.mutates_data and inp.mutates_metadata and not inp.requires_grad and not inp.mutation_in_graph
 assert not a.inference.find(target="aten.copy_") and outputs_of(a.inference) == ["t", "add"]
@@ -204,6 +206,14 @@ print("forward graph returns:", outputs_of(a.forward))
 # - `y` is an ordinary output.
 
 # %%
+def storage(t):
+    return t.untyped_storage().data_ptr()
+
+
+x = torch.randn(2, 3, requires_grad=True)
+out = tracer.capture(views, x).result
+
+# %% tags=["remove-input"]
 kinds = [(o.alias, o.base_index) for o in a.outputs]
 assert kinds == [
     ("alias_of_input", 0),
@@ -211,14 +221,6 @@ assert kinds == [
     ("none", None),
 ]
 assert outputs_of(a.forward)[:2] == ["view", "view_1"]  # the views are graph outputs
-
-
-def storage(t):
-    return t.untyped_storage().data_ptr()
-
-
-x = torch.randn(2, 3, requires_grad=True)
-out = tracer.capture(views, x).result
 assert storage(out[0]) == storage(x) and storage(out[1]) == storage(out[2])  # real views, as in eager
 
 # %% [markdown]
@@ -241,7 +243,7 @@ print("synthetic bases:", a.synthetic_bases)
 print([tracer.model.format_meta(n.meta) for n in a.inference.placeholders])
 print(a.inference.code)
 
-# %%
+# %% tags=["remove-input"]
 assert a.synthetic_bases == [[0, 1]]
 assert [n.meta["shape"] for n in a.inference.placeholders] == [[4]]  # one base instead of two views
 assert a.inference.find(target="aten.as_strided_scatter")
@@ -273,18 +275,18 @@ a = aot_of(tracer.capture(effectful, torch.randn(3)))
 print("effect tokens:", a.effect_tokens)
 print(a.inference.code)
 
-# %%
-assert a.effect_tokens == 1
-(call,) = a.inference.find(target="with_effects")
-token = a.inference.placeholders[0]
-assert call.inputs[0] == token.name and token.meta["shape"] == [0]  # the token: an empty tensor
-
 # %% [markdown]
 # The explorer's partition tab shows the same tables — input mutations and output aliases — next to
 # the graph:
 
 # %%
 tracer.capture(views, torch.randn(2, 3, requires_grad=True))
+
+# %% tags=["remove-input"]
+assert a.effect_tokens == 1
+(call,) = a.inference.find(target="with_effects")
+token = a.inference.placeholders[0]
+assert call.inputs[0] == token.name and token.meta["shape"] == [0]  # the token: an empty tensor
 
 # %% [markdown]
 # ## Recap

@@ -54,11 +54,11 @@ print("joint:", {p: sum(n.meta.get("partition") == p for n in joint_ops) for p i
 # gradient (`tangents_1`).
 
 # %%
-saved = [s.name for s in a.saved]
 print("forward returns:", outputs_of(a.forward))
 print("backward takes: ", [n.name for n in a.backward.placeholders])
 
-# %%
+# %% tags=["remove-input"]
+saved = [s.name for s in a.saved]
 assert a.mode == "training" and a.backward_ran
 assert outputs_of(a.forward)[1:] == saved
 assert [n.name for n in a.backward.placeholders] == saved + ["tangents_1"]
@@ -76,16 +76,16 @@ for s in a.saved:
     print(f"{s.name:8} {a.forward.node(s.name).target:24} {str(s.shape):10} {s.nbytes:6} B")
 print("total:", a.saved_bytes, "B")
 
-# %%
-assert all(s.nbytes == s.shape[0] * s.shape[1] * 4 for s in a.saved)  # float32
-assert a.saved_bytes == sum(s.nbytes for s in a.saved)
-
 # %% [markdown]
 # The explorer's partition view draws the forward and backward graphs side by side, with the saved
 # values highlighted on both sides and their sizes:
 
 # %%
 cap
+
+# %% tags=["remove-input"]
+assert all(s.nbytes == s.shape[0] * s.shape[1] * 4 for s in a.saved)  # float32
+assert a.saved_bytes == sum(s.nbytes for s in a.saved)
 
 # %% [markdown]
 # ## Min-cut vs the default partitioner
@@ -101,6 +101,16 @@ for name, p in (("min_cut", a), ("default", default)):
 for s in default.saved:
     print(f"  default {s.name:10} {s.origin:10} {'view of ' + s.alias_of if s.alias_of else ''}")
 
+# %% tags=["remove-input"]
+assert default.saved_bytes - a.saved_bytes == 24 * 1024
+assert (default.activation_bytes, a.activation_bytes) == (32 * 1024, 24 * 1024)
+assert {s.name: s.alias_of for s in default.saved if s.alias_of} == {"detach": "sigmoid", "detach_1": "tanh"}
+assert [s.name for s in default.saved if s.origin == "input"] == ["primals_1", "primals_2"]
+assert [s.name for s in a.saved if s.origin == "input"] == ["t", "t_1"]  # transposes of the inputs
+assert "mul" in [s.name for s in default.saved] and "mul" not in saved
+recomputed = [n for n in a.backward.find(target="aten.mul.Tensor") if set(n.inputs) == {"mm", "sigmoid"}]
+assert recomputed, "min-cut recomputes a * sigmoid(a) in the backward"
+
 # %% [markdown]
 # Both save `mm`, `sigmoid` and `tanh`. The default partitioner also saves `mul` (`a * sigmoid(a)`),
 # the `detach`es of `sigmoid` and `tanh` that autograd's formulas use — views sharing their storage —
@@ -112,16 +122,6 @@ for s in default.saved:
 # inputs. The memory kept alive only for the backward is `activation_bytes` — saved values of
 # origin "activation", each storage once: 32 KiB against 24 KiB. Min-cut's gain here is the 8 KiB of
 # `mul`, for one multiplication in the backward.
-
-# %%
-assert default.saved_bytes - a.saved_bytes == 24 * 1024
-assert (default.activation_bytes, a.activation_bytes) == (32 * 1024, 24 * 1024)
-assert {s.name: s.alias_of for s in default.saved if s.alias_of} == {"detach": "sigmoid", "detach_1": "tanh"}
-assert [s.name for s in default.saved if s.origin == "input"] == ["primals_1", "primals_2"]
-assert [s.name for s in a.saved if s.origin == "input"] == ["t", "t_1"]  # transposes of the inputs
-assert "mul" in [s.name for s in default.saved] and "mul" not in saved
-recomputed = [n for n in a.backward.find(target="aten.mul.Tensor") if set(n.inputs) == {"mm", "sigmoid"}]
-assert recomputed, "min-cut recomputes a * sigmoid(a) in the backward"
 
 # %% [markdown]
 # ## Saved-tensor hooks, inlined
@@ -170,7 +170,7 @@ print("packed:", hooked.saved_tensor_hooks.applied_to)
 print(hooked.forward.code)
 print(hooked.backward.code)
 
-# %%
+# %% tags=["remove-input"]
 hooks = hooked.saved_tensor_hooks
 assert hooks.applied_to == ["mm"]
 packed = next(s for s in hooked.saved if s.name == "mm_hook_0")

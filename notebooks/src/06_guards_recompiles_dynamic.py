@@ -58,19 +58,18 @@ print(by_source["L['scale']"].code)
 #   symbolic sizes and numbers, relations between the shapes of inputs included. With static shapes it is
 #   empty here; the dynamic sections below fill it. (`BACKEND_MATCH`, also without a source, is
 #   the backend check on the cache entry: next section.)
+#
+# The explorer's guards tab lists the same guards grouped by kind, with a text filter.
 
 # %%
+cap
+
+# %% tags=["remove-input"]
 assert by_source["L['x']"].kind == "TENSOR_MATCH"
 assert by_source["L['scale']"].kind == "CONSTANT_MATCH"
 assert by_source["L['scale']"].code == ["L['scale'] == 0.5"]
 assert {"GRAD_MODE", "SHAPE_ENV"} <= {g.kind for g in frame.guards}
 assert next(g for g in frame.guards if g.kind == "SHAPE_ENV").code == []  # static shapes: nothing to check yet
-
-# %% [markdown]
-# The explorer's guards tab lists the same guards grouped by kind, with a text filter.
-
-# %%
-cap
 
 # %% [markdown]
 # ## BACKEND_MATCH
@@ -87,7 +86,7 @@ cap
 backend_guard = next(g for g in frame.guards if g.kind == "BACKEND_MATCH")
 print(backend_guard.code)
 
-# %%
+# %% tags=["remove-input"]
 assert backend_guard.source == ""
 assert "eval_frame" in backend_guard.code[0]
 assert not hasattr(torch._dynamo.guards.GuardBuilder, "BACKEND_MATCH")  # not a guard function in 2.13
@@ -123,14 +122,6 @@ print(rec.compile_id, "<-", rec.reason)
 print("0/0:", tracer.model.format_meta(static.graph.placeholders[-1].meta))
 print("0/1:", tracer.model.format_meta(dynamic.graph.placeholders[-1].meta))
 
-# %%
-assert [f.compile_id for f in cap.frames] == ["0/0", "0/1"] and len(cap.recompiles) == 1
-assert rec.compile_id == "0/1"
-assert "size mismatch at index 0" in rec.reason and "expected 3, actual 5" in rec.reason
-assert static.graph.placeholders[-1].meta["shape"] == [3]
-sym = dynamic.graph.placeholders[-1].meta["shape"][0]
-assert isinstance(sym, str) and sym.startswith("s")  # a symbol, not a number
-
 # %% [markdown]
 # The dynamic frame has a new guard in its `SHAPE_ENV`: the length must be at least 2. Dynamo
 # specializes sizes 0 and 1 (they behave differently, e.g. under broadcasting), so a symbolic size
@@ -139,6 +130,14 @@ assert isinstance(sym, str) and sym.startswith("s")  # a symbol, not a number
 # %%
 shape_env = next(g for g in dynamic.guards if g.kind == "SHAPE_ENV")
 print(shape_env.code)
+
+# %% tags=["remove-input"]
+assert [f.compile_id for f in cap.frames] == ["0/0", "0/1"] and len(cap.recompiles) == 1
+assert rec.compile_id == "0/1"
+assert "size mismatch at index 0" in rec.reason and "expected 3, actual 5" in rec.reason
+assert static.graph.placeholders[-1].meta["shape"] == [3]
+sym = dynamic.graph.placeholders[-1].meta["shape"][0]
+assert isinstance(sym, str) and sym.startswith("s")  # a symbol, not a number
 assert "2 <= L['v'].size()[0]" in shape_env.code
 
 # %% [markdown]
@@ -152,6 +151,16 @@ assert "2 <= L['v'].size()[0]" in shape_env.code
 # %%
 print(rec.diff)
 
+# %% tags=["remove-input"]
+d = rec.diff
+assert (rec.replaced, d.a, d.b) == ("0/0", "0/0", "0/1")
+assert [(i.source, i.what, i.dim, i.before, i.after) for i in d.inputs] == [("L['v']", "dynamic", 0, "3", sym)]
+assert d.symbols_added == [sym]
+assert [(g.kind, g.change, g.after) for g in d.guards] == [("SHAPE_ENV", "changed", ["2 <= L['v'].size()[0]"])]
+root = d.graph("")
+assert root.added == [sym] and {p.a for p in root.changed} == {"l_v_", "truediv"}
+assert tracer.diff(static, static).summary == "no difference"  # a frame against itself
+
 # %% [markdown]
 # Read it top to bottom:
 # - **inputs**: `L['v']` went dynamic in dim 0: the static `3` became the symbol `s33` — a new
@@ -164,18 +173,7 @@ print(rec.diff)
 #   graph gained the symbol's placeholder, and two nodes changed type. In the AOT graph the names
 #   shifted (`arg0_1` is now the symbol, the vector became `arg1_1`), and the diff still pairs the
 #   vector with the vector.
-
-# %%
-d = rec.diff
-assert (rec.replaced, d.a, d.b) == ("0/0", "0/0", "0/1")
-assert [(i.source, i.what, i.dim, i.before, i.after) for i in d.inputs] == [("L['v']", "dynamic", 0, "3", sym)]
-assert d.symbols_added == [sym]
-assert [(g.kind, g.change, g.after) for g in d.guards] == [("SHAPE_ENV", "changed", ["2 <= L['v'].size()[0]"])]
-root = d.graph("")
-assert root.added == [sym] and {p.a for p in root.changed} == {"l_v_", "truediv"}
-assert tracer.diff(static, static).summary == "no difference"  # a frame against itself
-
-# %% [markdown]
+#
 # `tracer.diff(a, b)` takes any two frames — of one capture, of two captures, of two ranks, or of
 # a capture saved to JSON and loaded back (`FrameDiff` round-trips JSON with the capture). The
 # explorer's **Recompiles** tab shows the two graphs side by side, added nodes green, removed red,
@@ -197,18 +195,18 @@ print(cap.recompiles[0].compile_id, "<-", cap.recompiles[0].reason.splitlines()[
 print("0/0 scale guards:", [g.kind for g in first.guards if g.source == "L['scale']"])
 print("0/1 inputs:", [n.name for n in second.graph.placeholders])
 
-# %%
-assert [fr.compile_id for fr in cap.frames] == ["0/0", "0/1"] and len(cap.recompiles) == 1  # 0.9: no third
-assert "scale == 0.5" in cap.recompiles[0].reason
-assert any(g.kind == "CONSTANT_MATCH" and g.source == "L['scale']" for g in first.guards)
-assert not any(g.kind == "CONSTANT_MATCH" for g in second.guards)
-assert "l_scale_" in [n.name for n in second.graph.placeholders]  # a graph input now, not a constant
-
 # %% [markdown]
 # The diff says the same in one line: the constant `scale` became a graph input.
 
 # %%
 print(cap.recompiles[0].diff.inputs[0])
+
+# %% tags=["remove-input"]
+assert [fr.compile_id for fr in cap.frames] == ["0/0", "0/1"] and len(cap.recompiles) == 1  # 0.9: no third
+assert "scale == 0.5" in cap.recompiles[0].reason
+assert any(g.kind == "CONSTANT_MATCH" and g.source == "L['scale']" for g in first.guards)
+assert not any(g.kind == "CONSTANT_MATCH" for g in second.guards)
+assert "l_scale_" in [n.name for n in second.graph.placeholders]  # a graph input now, not a constant
 assert cap.recompiles[0].diff.inputs[0].what == "constant_to_input"
 
 # %% [markdown]
@@ -227,6 +225,18 @@ for n in frame.graph.placeholders:
 shape_env = next(g for g in frame.guards if g.kind == "SHAPE_ENV")
 print(shape_env.code)
 
+# %% tags=["remove-input"]
+x_ph = frame.graph.node("l_x_")
+s0, s1 = x_ph.meta["shape"]
+sym_inputs = [n.meta["value"] for n in frame.graph.placeholders if n.meta["kind"] == "symint"]
+assert sym_inputs == [s0, s1]
+assert "3 <= L['x'].size()[0]" in shape_env.code and shape_env.source == ""
+assert "L['x'].stride()[0] == L['x'].size()[1]" in shape_env.code  # a relation between x's sizes
+assert frame.graph.node("l_scale_").meta["dtype"] == "float64"
+assert not any(g.kind == "CONSTANT_MATCH" for g in frame.guards)
+assert [g.kind for g in frame.guards if g.source == "L['scale']"] == ["TYPE_MATCH"]
+assert "not math.isnan(L['scale'])" in shape_env.code
+
 # %% [markdown]
 # - `x`'s two sizes are the symbols `s77` and `s27`, each a graph input of its own, each with the
 #   source it is read from (`L['x'].size()[0]`). The first line of `SHAPE_ENV` relates two of them:
@@ -238,18 +248,6 @@ print(shape_env.code)
 #   `float64` tensor and read back with `.item()`, so changing it does not recompile. Two guards
 #   on it remain: a `TYPE_MATCH` (it must still be a `float`) and, in `SHAPE_ENV`, that it is not
 #   NaN.
-
-# %%
-x_ph = frame.graph.node("l_x_")
-s0, s1 = x_ph.meta["shape"]
-sym_inputs = [n.meta["value"] for n in frame.graph.placeholders if n.meta["kind"] == "symint"]
-assert sym_inputs == [s0, s1]
-assert "3 <= L['x'].size()[0]" in shape_env.code and shape_env.source == ""
-assert "L['x'].stride()[0] == L['x'].size()[1]" in shape_env.code  # a relation between x's sizes
-assert frame.graph.node("l_scale_").meta["dtype"] == "float64"
-assert not any(g.kind == "CONSTANT_MATCH" for g in frame.guards)
-assert [g.kind for g in frame.guards if g.source == "L['scale']"] == ["TYPE_MATCH"]
-assert "not math.isnan(L['scale'])" in shape_env.code
 
 # %% [markdown]
 # ## Why did my dimension become static?
@@ -285,6 +283,14 @@ for s in frame.symbols:
 for sp in frame.specializations:
     print(f"{sp.kind:12} {sp.symbol} -> {sp.value:10} guard {sp.guard or '-':18} at line {sp.user_line.line}: {sp.user_line.code}")
 
+# %% tags=["remove-input"]
+line = g.__code__.co_firstlineno
+kinds = {sp.kind: sp for sp in frame.specializations}
+assert [s.source for s in frame.symbols] == ["L['x'].size()[0]"]
+assert kinds["static"].value == "8" and kinds["static"].user_line.line == line + 4
+assert kinds["divisibility"].value == "4" and kinds["divisibility"].user_line.line == line + 2
+assert kinds["zero_one"].value.startswith("[2,")
+
 # %% [markdown]
 # - `s77` is `L['x'].size()[0]`, created with range `[2, int_oo]`: sizes 0 and 1 are always
 #   specialized (the `zero_one` row), so a batch of 1 would recompile.
@@ -294,14 +300,6 @@ for sp in frame.specializations:
 #   names the `if` line. With `torch._dynamo.mark_dynamic` instead of `maybe_mark_dynamic`, torch
 #   raises `ConstraintViolationError` here, and the partial capture on the error carries the same
 #   row. The explorer's **Code** tab shows these tables beside Dynamo's transformed code.
-
-# %%
-line = g.__code__.co_firstlineno
-kinds = {sp.kind: sp for sp in frame.specializations}
-assert [s.source for s in frame.symbols] == ["L['x'].size()[0]"]
-assert kinds["static"].value == "8" and kinds["static"].user_line.line == line + 4
-assert kinds["divisibility"].value == "4" and kinds["divisibility"].user_line.line == line + 2
-assert kinds["zero_one"].value.startswith("[2,")
 
 # %% [markdown]
 # ## Recap

@@ -80,6 +80,8 @@ for line in job.checked:
 forward0 = [f for f in job.ranks[0].frames if f.code.endswith(" in forward")]
 forward1 = [f for f in job.ranks[1].frames if f.code.endswith(" in forward")]
 print([(f.compile_id, f.status) for f in forward0], [(f.compile_id, f.status) for f in forward1])
+
+# %% tags=["remove-input"]
 status = next(d for d in job.divergence if d.kind == "status")
 assert status.compile_ids == {0: forward0[0].compile_id, 1: forward1[0].compile_id}
 assert [f.status for f in forward1] == ["restarted", "compiled"] and forward0[0].status == "compiled"
@@ -109,8 +111,6 @@ whole = forward0[0]
 for i, piece in enumerate(whole.pieces):
     print(f"piece {i}:", [n.target for n in piece.graph.nodes if n.op == "call_function"], piece.aot.mode)
 print("rank 1:", [len(f.pieces) for f in job.ranks[1].frames if f.has_graph])
-log0 = next((out / "trace").glob("*rank_0*.log")).read_text()
-assert log0.count('"optimize_ddp_split_child"') == len(whole.pieces) == 2  # torch's own log of the split
 
 
 def param_bytes(graph):  # float32 parameters the graph reads (its placeholders read from _parameters)
@@ -120,6 +120,10 @@ def param_bytes(graph):  # float32 parameters the graph reads (its placeholders 
 resume = next(f for f in job.ranks[1].frames if "resume_in_forward" in f.code)
 first_op = next(n for n in resume.graph.nodes if n.op not in ("placeholder", "output"))
 print("rank 1 resume graph:", param_bytes(resume.graph), "B of parameters; first op:", first_op.target, first_op.inputs)
+
+# %% tags=["remove-input"]
+log0 = next((out / "trace").glob("*rank_0*.log")).read_text()
+assert log0.count('"optimize_ddp_split_child"') == len(whole.pieces) == 2  # torch's own log of the split
 assert param_bytes(resume.graph) == 1_058_832 > 1024 * 1024 and resume.pieces == []
 assert "l_self_modules_fc2_parameters_weight_" in first_op.inputs  # nothing before fc2's linear
 
@@ -133,6 +137,8 @@ assert "l_self_modules_fc2_parameters_weight_" in first_op.inputs  # nothing bef
 # %%
 from_logs = tracer.load_job(str(out / "trace"))
 print([(d.kind, d.compile_ids) for d in from_logs.divergence])
+
+# %% tags=["remove-input"]
 assert [(d.kind, d.compile_ids) for d in from_logs.divergence] == [(d.kind, d.compile_ids) for d in job.divergence]
 
 # %% [markdown]
