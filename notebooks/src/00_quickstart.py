@@ -93,6 +93,22 @@ print(brk.code_line.strip())
 print(brk.reason.splitlines()[0])
 
 # %% [markdown]
+# Torch reports the same without dynascope: `torch._dynamo.explain(model)(x)` compiles the model
+# again and counts its graphs and graph breaks, with the user line of each break, and
+# `TORCH_LOGS=graph_breaks` prints each break with Dynamo's explanation and hints (PyTorch's
+# [Working with Graph Breaks](https://docs.pytorch.org/docs/stable/compile/programming_model.graph_breaks_index.html)).
+
+# %%
+explained = torch._dynamo.explain(model)(x)
+print("graphs:", explained.graph_count, "| graph breaks:", explained.graph_break_count)
+print("at:", explained.break_reasons[0].user_stack[-1].line)
+
+# %% tags=["remove-input"]
+assert explained.graph_count == sum(f.has_graph for f in cap.frames) == 2
+assert explained.graph_break_count == len(cap.graph_breaks) == 1
+assert explained.break_reasons[0].user_stack[-1].line == brk.code_line.strip()
+
+# %% [markdown]
 # The first graph therefore stops at the value the `if` needs: it runs the first linear layer and
 # the ReLU, and returns the comparison `h.sum() > 0` along with `h`. Frame `1/0` holds the taken
 # branch (`h * 2`) and the second layer.

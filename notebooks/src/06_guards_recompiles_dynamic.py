@@ -108,6 +108,29 @@ cap = tracer.capture(normalize, torch.randn(3), more_calls=[(torch.randn(5),), (
 print(cap)
 
 # %% [markdown]
+# Torch's own view of the same three calls, on a machine without dynascope: a script that compiles
+# `normalize` with plain `torch.compile`, run with `TORCH_LOGS=recompiles` (each log line's prefix —
+# time, process, torch's file and line — is cut off here):
+
+# %%
+import os  # noqa: E402
+import pathlib  # noqa: E402
+import re  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+
+script = pathlib.Path(tempfile.mkdtemp()) / "normalize.py"
+script.write_text(
+    "import torch\n\n\n@torch.compile(backend='eager')\ndef normalize(v):\n    return v / v.norm()\n\n\n"
+    "for n in (3, 5, 7):\n    normalize(torch.randn(n))\n"
+)
+run = subprocess.run([sys.executable, str(script)], env={**os.environ, "TORCH_LOGS": "recompiles"},
+                     capture_output=True, text=True, timeout=120)
+torch_says = [re.sub(r"^[A-Z]\d{4} [\d:.]+ \d+ \S+\] ", "", line) for line in run.stderr.splitlines() if "[__recompiles]" in line]
+print("\n".join(torch_says))
+
+# %% [markdown]
 # - Frame `0/0` was compiled for a length-3 vector, with the static size in its `TENSOR_MATCH`.
 # - The length-5 call failed that guard. The recompile's reason names the failed check — which size
 #   of which input changed — and Dynamo recompiled `normalize` as compile id `0/1`.
@@ -139,6 +162,8 @@ assert static.graph.placeholders[-1].meta["shape"] == [3]
 sym = dynamic.graph.placeholders[-1].meta["shape"][0]
 assert isinstance(sym, str) and sym.startswith("s")  # a symbol, not a number
 assert "2 <= L['v'].size()[0]" in shape_env.code
+assert run.returncode == 0 and sum("Recompiling function normalize" in line for line in torch_says) == 1
+assert any(rec.reason in line for line in torch_says)  # torch's log line and dynascope's reason: one text
 
 # %% [markdown]
 # ## What the recompile did differently: `tracer.diff`
