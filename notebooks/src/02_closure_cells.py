@@ -2,8 +2,8 @@
 # # Closure cells
 #
 # **You are here if** your compiled function is a closure or writes a variable of an enclosing
-# function (`nonlocal`), and `TORCH_LOGS=graph_breaks` reports a graph break on a HOP call whose body
-# writes such a variable. PyTorch's pages: the [Dynamo Deep-Dive](https://pytorch.org/docs/main/torch.compiler_dynamo_deepdive.html) and
+# function (`nonlocal`), and `TORCH_LOGS=graph_breaks` reports a graph break at a write to such a
+# variable inside a HOP body. PyTorch's pages: the [Dynamo Deep-Dive](https://pytorch.org/docs/main/torch.compiler_dynamo_deepdive.html) and
 # [common graph breaks](https://docs.pytorch.org/docs/main/user_guide/torch_compiler/compile/programming_model.common_graph_breaks.html).
 #
 # A *cell* is how Python shares a variable between a function and the functions nested in it: a
