@@ -33,15 +33,27 @@ TIMEOUT = 120  # seconds per cell: a hung cell fails the build instead of blocki
 FORMAT = "py:percent"
 
 
+# Cell tags a source may set (``# %% tags=["remove-input"]``): a cell whose code a reader need not see
+# (an exercise's check, its solution). Jupyter Book / myst-nb hide such code by tag; JupyterLab and
+# Notebook collapse it by ``jupyter.source_hidden``, which the build sets for these tags.
+HIDDEN_TAGS = ("remove-input", "hide-input")
+
+
 def parse(text: str) -> list[nbformat.NotebookNode]:
-    """The notebook cells of a percent-format source, as jupytext reads them (without its cell metadata).
+    """The notebook cells of a percent-format source, as jupytext reads them, keeping only their tags.
 
     jupytext keeps ``lines_to_next_cell`` and similar hints in each cell's metadata so that it can
-    write the ``.py`` back byte for byte; the ``.py`` is the source here, never written, so they are dropped.
+    write the ``.py`` back byte for byte; the ``.py`` is the source here, never written, so they are
+    dropped. A cell's ``tags`` stay, and a hidden tag (``HIDDEN_TAGS``) also collapses its code.
     """
     cells = jupytext.reads(text, fmt=FORMAT).cells
     for cell in cells:
+        tags = list(cell.metadata.get("tags", []))
         cell.metadata = {}
+        if tags:
+            cell.metadata["tags"] = tags
+        if any(t in HIDDEN_TAGS for t in tags):
+            cell.metadata["jupyter"] = {"source_hidden": True}
     return cells
 
 

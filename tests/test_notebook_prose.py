@@ -12,6 +12,8 @@ markdown cells of every ``notebooks/src/NN_*.py`` source and resolves, against t
 - every ``Note [...]`` cited: torch's source must contain a Note of exactly that name;
 - every backticked ``….py`` path: it must exist in the installed torch (or in this repository);
 - no internal document labels (a "seed" number) and no bare PR number without a source citation beside it.
+- every link goes to PyTorch's own documentation (docs.pytorch.org, pytorch.org/docs) or to another
+  notebook of this directory; a URL is not read as a name.
 
 An unknown name fails with the notebook and line. Behaviour is checked elsewhere: each notebook
 asserts, in a live cell, what its key sentences claim, so nbval fails when torch changes it.
@@ -58,6 +60,8 @@ _NOTE_IN_TORCH = re.compile(r"(?i)\bnote\b\s*[:\-]?\s*\[([^\]\n]+)\]")
 _PY_PATH = re.compile(r"^[\w./]+\.py$")
 _SEED = re.compile(r"(?i)\bseed\s+0\d\d\b")
 _PR = re.compile(r"(?i)(?:pytorch#|\bPR\s*#|(?<![\w`])#)(\d{4,})")
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+_LINKED_SITES = ("https://docs.pytorch.org/docs/", "https://pytorch.org/docs/")  # PyTorch's own documentation
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -270,6 +274,11 @@ def problems(src: Path) -> list[str]:
         bad.append(f"{where}:{line_of(src, start, needle)}: {why}")
 
     for start, para in paragraphs(src):
+        for m in _LINK.finditer(para):
+            target = m.group(1)
+            if not (target.startswith(_LINKED_SITES) or (target.endswith(".ipynb") and (src.parent.parent / target).exists())):
+                fail(start, target, f"link to {target}: only PyTorch's documentation pages or another notebook")
+        para = _LINK.sub("]", para)  # a URL is not a name: torch.compiler_faq.html is a page, not an attribute
         for m in _SEED.finditer(para):
             fail(start, m.group(0), f"internal label {m.group(0)!r}: cite the torch source instead")
         for m in _PR.finditer(para):
@@ -325,6 +334,8 @@ def test_the_check_catches_what_it_should(tmp_path):
         "# Real: `speculate_subgraph_with_auto_output_flattening`, `torch.ops.higher_order.wrap`,\n"
         "# `torch._dynamo.exc.UncapturedHigherOrderOpError`, `aten.copy_`, Note [HigherOrderOperator\n"
         "# tracing design], `torch/_dynamo/output_graph.py`, `SubgraphTracer.lifted_freevars`.\n"
+        "#\n"
+        "# [a blog](https://example.com/torch.nope.html); [the FAQ](https://docs.pytorch.org/docs/stable/torch.compiler_faq.html).\n"
         "\n# %%\nx = 1\n"
     )
     bad = problems(src)
@@ -337,6 +348,7 @@ def test_the_check_catches_what_it_should(tmp_path):
         ("99_bogus.py:6", "No such note, anywhere"),
         ("99_bogus.py:6", "_dynamo/no_such_file.py"),
         ("99_bogus.py:7", "SubgraphTracer.no_such_attribute"),
+        ("99_bogus.py:13", "https://example.com/torch.nope.html"),
     ]
     for where, what in expect:
         assert any(where in b and what in b for b in bad), (where, what, bad)

@@ -1,5 +1,8 @@
 """Structure of the tutorial notebooks: each one teaches (title, prose), checks (asserts), and is stored run.
 
+A notebook opens with the situation a reader is in and PyTorch's own page on it, and ends with a
+two-line recap and a "try this" exercise: a collapsed solution cell and a hidden cell that checks it.
+
 nbval (``make test``) re-executes every notebook and compares outputs; this test checks what nbval
 cannot: that a notebook is a tutorial and not a bare script, and that it was stored executed, in order,
 from its source in ``notebooks/src`` (see ``notebooks/_build.py``).
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import re
 from pathlib import Path
 
 import nbformat
@@ -17,6 +21,7 @@ import pytest
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 PATHS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 MAX_CODE_RUN = 2  # at most this many code cells in a row without prose between them
+_DOCS_LINK = re.compile(r"\]\(https://(?:docs\.)?pytorch\.org/docs/[^)\s]+\)")
 
 
 def _load(path: Path) -> nbformat.NotebookNode:
@@ -41,14 +46,28 @@ def test_title_and_prose(path):
     assert first.cell_type == "markdown" and first.source.startswith("# "), "first cell must be a '# Title'"
     run = 0
     for cell in nb.cells:
-        if cell.cell_type == "code":
+        if cell.cell_type == "code" and not _hidden(cell):  # a folded check is not reading matter
             run += 1
             assert run <= MAX_CODE_RUN, f"more than {MAX_CODE_RUN} code cells in a row without prose: {cell.source[:80]!r}"
         elif cell.cell_type == "markdown" and cell.source.strip():
             run = 0
     prose = [c for c in nb.cells if c.cell_type == "markdown"]
-    code = [c for c in nb.cells if c.cell_type == "code"]
+    code = [c for c in nb.cells if c.cell_type == "code" and not _hidden(c)]
     assert len(prose) * MAX_CODE_RUN >= len(code)
+
+
+def _hidden(cell) -> bool:
+    return "remove-input" in cell.metadata.get("tags", [])
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
+def test_checks_are_folded(path):
+    """What a notebook verifies sits in hidden check cells (``remove-input``), not in a visible cell of
+    asserts after each teaching cell; a visible assert may remain only inside a cell that does more."""
+    for cell in _load(path).cells:
+        if cell.cell_type == "code" and not _hidden(cell):
+            body = ast.parse(cell.source).body
+            assert not all(isinstance(s, ast.Assert) for s in body), f"a visible cell of asserts: {cell.source[:80]!r}"
 
 
 @pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
@@ -91,3 +110,37 @@ def test_matches_its_source(path):
 def test_parse_percent_format():
     cells = _build_module().parse("# %% [markdown]\n# # Title\n#\n# prose\n\n# %%\nx = 1\nassert x\n")
     assert [(c.cell_type, c.source) for c in cells] == [("markdown", "# Title\n\nprose"), ("code", "x = 1\nassert x")]
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
+def test_opens_with_the_situation_and_pytorch_docs(path):
+    first = _load(path).cells[0].source
+    assert "**You are here if**" in first, "the first cell says which situation the notebook is for"
+    assert _DOCS_LINK.search(first), "the first cell links PyTorch's own documentation page on it"
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
+def test_ends_with_recap_and_a_checked_exercise(path):
+    cells = _load(path).cells
+    at = [i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("## Recap")]
+    assert len(at) == 1, "one '## Recap' cell"
+    recap = cells[at[0]].source
+    assert len([line for line in recap.splitlines() if line.startswith("- ")]) == 2, "a two-line recap"
+    assert "**Try this.**" in recap
+    tail = cells[at[0] + 1 :]
+    code = [c for c in tail if c.cell_type == "code"]
+    assert len(tail) <= 3 and len(code) == 2, "after the recap: the solution, the check, at most a 'next' line"
+    solution, check = code
+    assert solution.metadata.get("tags") == ["hide-input"] and check.metadata.get("tags") == ["remove-input"]
+    assert solution.metadata["jupyter"]["source_hidden"] and check.metadata["jupyter"]["source_hidden"]
+    assert any(isinstance(n, ast.Assert) for n in ast.walk(ast.parse(check.source))), "the check asserts the answer"
+
+
+def test_parse_keeps_tags_and_hides_tagged_code():
+    (md, solution, check, plain) = _build_module().parse(
+        '# %% [markdown]\n# x\n\n# %% tags=["hide-input"]\na = 1\n\n# %% tags=["remove-input"]\nassert a\n\n# %%\nb = 2\n'
+    )
+    assert md.metadata == {} and plain.metadata == {}
+    assert solution.metadata == {"tags": ["hide-input"], "jupyter": {"source_hidden": True}}
+    assert check.metadata == {"tags": ["remove-input"], "jupyter": {"source_hidden": True}}
+

@@ -1,6 +1,12 @@
 # %% [markdown]
 # # Quickstart: see what `torch.compile` did
 #
+# **You are here if** you wrapped a model in `torch.compile` and want to know what it did with it:
+# how many graphs, where and why it broke the graph, what it checks before reusing its work. Torch
+# prints that as text with `TORCH_LOGS=graph_breaks,guards`, and as an HTML report with tlparse
+# (`TORCH_TRACE=dir`). PyTorch's guide: [the torch.compile programming model](https://docs.pytorch.org/docs/stable/compile/programming_model.html) and
+# [tlparse / TORCH_TRACE](https://docs.pytorch.org/docs/stable/compile/programming_model.observability.html).
+#
 # `tracer.capture(fn, *args)` runs `fn` once through the **real** `torch.compile` front half —
 # Dynamo's bytecode tracing, and AOTAutograd behind it — with a recording backend, and hands back a
 # `Capture`: plain data describing every graph Dynamo produced, why it stopped, and what it must
@@ -59,9 +65,11 @@ print(cap)
 # you can check it is what eager mode computes.
 
 # %%
+torch.testing.assert_close(cap.result, model(x))
+
+# %% tags=["remove-input"]
 assert [(f.compile_id, f.status) for f in cap.frames] == [("0/0", "compiled"), ("1/0", "compiled")]
 assert len(cap.graph_breaks) == 1
-torch.testing.assert_close(cap.result, model(x))
 
 # %% [markdown]
 # ## The explorer
@@ -84,9 +92,21 @@ brk = cap.graph_breaks[0]
 print(brk.code_line.strip())
 print(brk.reason.splitlines()[0])
 
+# %% [markdown]
+# Torch reports the same without dynascope: `torch._dynamo.explain(model)(x)` compiles the model
+# again and counts its graphs and graph breaks, with the user line of each break, and
+# `TORCH_LOGS=graph_breaks` prints each break with Dynamo's explanation and hints (PyTorch's
+# [Working with Graph Breaks](https://docs.pytorch.org/docs/stable/compile/programming_model.graph_breaks_index.html)).
+
 # %%
-assert brk.code_line.strip().startswith("if h.sum() > 0:")
-assert brk.compile_id == "0/0"
+explained = torch._dynamo.explain(model)(x)
+print("graphs:", explained.graph_count, "| graph breaks:", explained.graph_break_count)
+print("at:", explained.break_reasons[0].user_stack[-1].line)
+
+# %% tags=["remove-input"]
+assert explained.graph_count == sum(f.has_graph for f in cap.frames) == 2
+assert explained.graph_break_count == len(cap.graph_breaks) == 1
+assert explained.break_reasons[0].user_stack[-1].line == brk.code_line.strip()
 
 # %% [markdown]
 # The first graph therefore stops at the value the `if` needs: it runs the first linear layer and
@@ -98,7 +118,9 @@ first, second = cap.frames
 print([n.target for n in first.graph.find(op="call_function")])
 print([n.target for n in second.graph.find(op="call_function")])
 
-# %%
+# %% tags=["remove-input"]
+assert brk.code_line.strip().startswith("if h.sum() > 0:")
+assert brk.compile_id == "0/0"
 assert any("relu" in n.target for n in first.graph.nodes)
 assert not any("relu" in n.target for n in second.graph.nodes)
 assert any(n.target == "operator.mul" for n in second.graph.nodes)  # the branch Python took
@@ -114,18 +136,30 @@ assert any(n.target == "operator.mul" for n in second.graph.nodes)  # the branch
 # %%
 x_guard = next(g for g in first.guards if g.source == "L['x']")
 print(x_guard.kind, x_guard.source)
-print(sorted({g.kind for g in first.guards}))
-
-# %%
-assert x_guard.kind == "TENSOR_MATCH"
+print(sorted({g.kind for g in first.guards if g.kind != "BACKEND_MATCH"}))
+backend = next(g for g in first.guards if g.kind == "BACKEND_MATCH")
+print(backend.code)
 
 # %% [markdown]
+# One entry of `first.guards` is not a guard Dynamo installed: `BACKEND_MATCH`. In torch 2.13 the
+# backend is not checked by a guard: each cache entry stores the backend that compiled it, and the
+# cache lookup compares it (a mismatch is reported as a "BACKEND_MATCH failure" recompile reason,
+# `get_guard_fail_reason_helper` in `torch/_dynamo/guards.py`). dynascope reads that backend from
+# the frame's real cache entry and lists it with the guards, under the name of that reason, so the
+# guards view shows everything a cache hit depends on; the guard counts printed with each frame
+# include it. Notebook 06 has more on guards.
+#
 # In the resume frame the tensor crossing the break, `h`, is an ordinary input, guarded the same way:
 
 # %%
 h_guard = next(g for g in second.guards if g.source == "L['h']")
-assert h_guard.kind == "TENSOR_MATCH"
 print(h_guard)
+
+# %% tags=["remove-input"]
+assert x_guard.kind == "TENSOR_MATCH"
+assert [g.kind for g in first.guards].count("BACKEND_MATCH") == 1
+assert backend.source == "" and "cache entry" in backend.code[0]  # read from the cache entry, not a guard
+assert h_guard.kind == "TENSOR_MATCH"
 
 # %% [markdown]
 # ## Keep it, share it
@@ -135,8 +169,41 @@ print(h_guard)
 
 # %%
 loaded = tracer.Capture.from_json(cap.to_json())
-assert loaded == cap
 print(repr(loaded))
+
+# %% tags=["remove-input"]
+assert loaded == cap
+
+# %% [markdown]
+# ## Recap
+#
+# - A capture holds every compile attempt of a call — frames, graph breaks with their user line,
+#   guards — as plain data that round-trips JSON and opens in the explorer.
+# - A branch on a tensor's value ends the graph (a graph break): the rest runs in a resume frame,
+#   and guards such as `TENSOR_MATCH` decide when compiled code is reused.
+#
+# **Try this.** Rewrite `forward` so that the model compiles into one graph with the same result:
+# replace the `if` on `h.sum()` by a tensor operation (`torch.where`). Call the fixed model `fixed`,
+# with `model`'s weights. The next cell holds one solution (collapsed; try yours first); the cell
+# after it checks your `fixed`.
+
+# %% tags=["hide-input"]
+# One solution (try your own first).
+class OneGraphMLP(TinyMLP):
+    def forward(self, x):
+        h = torch.relu(self.fc1(x))
+        h = torch.where(h.sum() > 0, h * 2, h)  # both branches as tensors: no Python `if` on a value
+        return self.fc2(h)
+
+
+fixed = OneGraphMLP()
+_ = fixed.load_state_dict(model.state_dict())
+
+# %% tags=["remove-input"]
+fixed_cap = tracer.capture(fixed, x)
+assert fixed_cap.graph_breaks == [] and [f.status for f in fixed_cap.frames] == ["compiled"]
+torch.testing.assert_close(fixed_cap.result, model(x))
+print("check passed: one graph, no graph break, the same result as the model with the `if`")
 
 # %% [markdown]
 # Next: [01 — HOP capture and lifted inputs](01_hop_capture_and_lifted_inputs.ipynb) opens up the

@@ -1,6 +1,11 @@
 # %% [markdown]
 # # HOP capture and lifted inputs
 #
+# **You are here if** `TORCH_LOGS=graph_code` shows a submodule such as `wrap_body_0` taking inputs
+# you never passed it, or `torch.cond` failed with `UncapturedHigherOrderOpError`. PyTorch's pages:
+# the [Dynamo Deep-Dive](https://pytorch.org/docs/main/torch.compiler_dynamo_deepdive.html) and, for control flow, [torch.cond](https://docs.pytorch.org/docs/stable/cond.html); the design is
+# Note [HigherOrderOperator tracing design] in torch's source.
+#
 # A *higher-order operator* (HOP) takes a function as an argument: `wrap(body, x)`, `torch.cond`,
 # `torch.utils.checkpoint`, `nested_compile_region`. Dynamo cannot call `body` and record whatever
 # happens, because the body must end up as **its own graph** that the HOP calls. The design
@@ -73,7 +78,15 @@ body = frame.subgraphs["wrap_body_0"]
 for i in body.inputs:
     print(f"{i.name:6} {i.kind:15} <- {i.source}")
 
+# %% [markdown]
+# The explorer draws the same thing: in the subgraph tree open `wrap_body_0`; lifted inputs are
+# styled apart from the operand, and the inspector of a lifted placeholder names the parent node that
+# feeds it.
+
 # %%
+cap
+
+# %% tags=["remove-input"]
 assert [n.target for n in frame.graph.placeholders] == ["L_x_", "G_w_"]
 assert [(i.kind, i.source) for i in body.inputs] == [
     ("operand", "l_x_"),
@@ -83,14 +96,6 @@ assert [(i.kind, i.source) for i in body.inputs] == [
 assert body.lifted == ["y", "g_w_"]
 assert any("2.0" in n.args for n in body.graph.nodes)  # scale: a constant, not an input
 assert any(g.kind == "CONSTANT_MATCH" and g.source == "G['scale']" for g in frame.guards)
-
-# %% [markdown]
-# The explorer draws the same thing: in the subgraph tree open `wrap_body_0`; lifted inputs are
-# styled apart from the operand, and the inspector of a lifted placeholder names the parent node that
-# feeds it.
-
-# %%
-cap
 
 # %% [markdown]
 # ## Nested bodies: lifting is recursive
@@ -133,34 +138,26 @@ for s in frame.speculations:
 # A speculation's `lifted` is `SubgraphTracer.lifted_freevars` exactly as Dynamo filled it, and it
 # starts with `l_x_`, the *operand*. `wrap` creates its body's inputs lazily: an argument becomes a
 # placeholder the first time the body uses it, through the same lifting path as a closure. The
-# capture classifies the body inputs by what the user passed, so `l_x_` is an `operand` below.
+# capture classifies the body inputs by what the user passed, so `l_x_` is an `operand` in the tables below.
+
+# %% [markdown]
+# Follow each free variable of the inner body back to where it is bound:
 
 # %%
 outer = frame.subgraphs["wrap_body_1"]
 inner = frame.subgraphs["wrap_body_1.wrap_body_0"]
+for i in inner.inputs:
+    print(f"inner {i.name:6} {i.kind:15} <- outer's {i.source}")
+for i in outer.inputs:
+    print(f"outer {i.name:6} {i.kind:15} <- root's  {i.source}")
+
+# %% tags=["remove-input"]
 assert inner.parent == "wrap_body_1" and outer.parent == ""
 assert [(s.depth, s.subgraph) for s in frame.speculations] == [
     (1, "wrap_body_1"),
     (2, "wrap_body_1.wrap_body_0"),
 ]
 assert frame.speculations[0].lifted[0] == "l_x_" and outer.input("l_x_").kind == "operand"
-
-# %% [markdown]
-# Follow each free variable of the inner body back to where it is bound:
-
-# %%
-for i in inner.inputs:
-    print(f"inner {i.name:6} {i.kind:15} <- outer's {i.source}")
-for i in outer.inputs:
-    print(f"outer {i.name:6} {i.kind:15} <- root's  {i.source}")
-
-# %% [markdown]
-# - `y` is bound in the root graph, so it is lifted into the outer body *and* into the inner one:
-#   the inner body's `y` comes from the outer body's `y` placeholder.
-# - `z` (the node `add`) is bound in the outer body: it is lifted into the inner body only.
-# - `w` is a root graph input (`G_w_`), lifted through both bodies, like `y`.
-
-# %%
 inner_src = {i.name: i.source for i in inner.inputs}
 outer_src = {i.name: i.source for i in outer.inputs}
 # y and w: lifted through both levels, each level reading the level above
@@ -170,6 +167,12 @@ assert inner_src["g_w_"] == "g_w_" and outer_src["g_w_"] == "g_w_"
 assert inner.input("add").kind == "lifted_freevar"
 assert outer.graph.node("add").op == "call_function" and "add" not in outer_src
 assert set(inner.lifted) == {"y", "add", "g_w_"} and set(outer.lifted) == {"y", "g_w_"}
+
+# %% [markdown]
+# - `y` is bound in the root graph, so it is lifted into the outer body *and* into the inner one:
+#   the inner body's `y` comes from the outer body's `y` placeholder.
+# - `z` (the node `add`) is bound in the outer body: it is lifted into the inner body only.
+# - `w` is a root graph input (`G_w_`), lifted through both bodies, like `y`.
 
 # %% [markdown]
 # ## Lifted symbols and placeholder order
@@ -200,6 +203,19 @@ body = cap.frames[0].subgraphs["wrap_body_0"]
 for i in body.inputs:
     print(f"{i.name:6} {i.kind:15} <- {i.source:6} {tracer.model.format_meta(i.meta)}")
 
+# %% tags=["remove-input"]
+kinds = [(i.name, i.kind) for i in body.inputs]
+assert kinds == [
+    ("s77", "lifted_symbol"),
+    ("l_x_", "operand"),
+    ("u0", "lifted_symbol"),
+    ("c", "lifted_freevar"),
+], kinds
+assert body.input("u0").source == "item"
+assert cap.frames[0].graph.node("item").meta["value"] == "u0"
+assert body.input("c").meta["shape"] == ["u0", 1]
+assert int(hashlib.sha256(b"L['x'].size()[0]").hexdigest(), 16) % 100 == 77  # where s77 comes from
+
 # %% [markdown]
 # Four placeholders for a body that was passed one argument:
 #
@@ -214,21 +230,7 @@ for i in body.inputs:
 #
 # Each symbol comes right *before* the tensor that mentions it: it is bound in the same
 # `create_graph_input` call, just ahead of the tensor's placeholder.
-
-# %%
-kinds = [(i.name, i.kind) for i in body.inputs]
-assert kinds == [
-    ("s77", "lifted_symbol"),
-    ("l_x_", "operand"),
-    ("u0", "lifted_symbol"),
-    ("c", "lifted_freevar"),
-], kinds
-assert body.input("u0").source == "item"
-assert cap.frames[0].graph.node("item").meta["value"] == "u0"
-assert body.input("c").meta["shape"] == ["u0", 1]
-assert int(hashlib.sha256(b"L['x'].size()[0]").hexdigest(), 16) % 100 == 77  # where s77 comes from
-
-# %% [markdown]
+#
 # And the order of the pairs? It is the order of **first use**. `wrap` creates even its operand's
 # placeholder lazily (we saw `l_x_` in the speculation's `lifted` list above), so every input is
 # created when the body first reads it. Swap the body's two expressions and the placeholders swap
@@ -254,26 +256,31 @@ cap = tracer.capture(h_swapped, torch.randn(5), torch.tensor([2, 4, 3]), dynamic
 body = cap.frames[0].subgraphs["wrap_body_0"]
 print([(i.name, i.kind) for i in body.inputs])
 
-# %%
+# %% tags=["remove-input"]
 assert [i.name for i in body.inputs] == ["u0", "c", "s77", "l_x_"]
 assert body.input("l_x_").kind == "operand"
 
 # %% [markdown]
 # ## When a body cannot be a graph: fall back, or raise
 #
-# What happens when speculation fails depends on the HOP. Every HOP's `VariableTracker` class says it
-# with `_ALLOW_FALLBACK_TO_EAGER`, and `add_hop_context` (in
+# What happens when speculation fails depends on the HOP. Each HOP's `VariableTracker` class has an
+# `_ALLOW_FALLBACK_TO_EAGER` switch, and `add_hop_context` (in
 # `torch/_dynamo/variables/higher_order_ops.py`) acts on it when the body graph-breaks:
 #
-# - **fall back** (`True`): `wrap`, checkpoint and `autograd.Function`. The graph break is raised on
-#   the HOP call, so the HOP runs eagerly — body included — and Dynamo graphs around it.
-# - **raise** (`False`): the control-flow HOPs (`torch.cond`, `torch.while_loop`, `scan`,
-#   `associative_scan`, `map`), `hints_wrapper`, `strict_mode`, and `invoke_subgraph`, which is
-#   what `torch.compiler.nested_compile_region` calls. These must be captured whole, and the failure
-#   becomes a `torch._dynamo.exc.UncapturedHigherOrderOpError` — compilation fails.
+# - **fall back** is the default: `TorchHigherOrderOperatorVariable._ALLOW_FALLBACK_TO_EAGER` is
+#   `True`, and every handler that does not override it inherits it — `wrap`, checkpoint,
+#   `flex_attention`, `wrap_with_set_grad_enabled`, `wrap_with_autocast`, `out_dtype` and others
+#   (`AutogradFunctionApplyVariable`, which is not a subclass, sets `True` itself). The graph
+#   break is raised on the HOP call, so the HOP runs eagerly — body included — and Dynamo graphs
+#   around it.
+# - **raise** is the exception, set to `False` by the handlers of HOPs that must be captured whole:
+#   the control-flow HOPs (`torch.cond`, `torch.while_loop`, `scan`, `associative_scan`, `map`),
+#   `hints_wrapper`, `strict_mode`, and `invoke_subgraph`, which is what
+#   `torch.compiler.nested_compile_region` calls. The failure becomes a
+#   `torch._dynamo.exc.UncapturedHigherOrderOpError` — compilation fails.
 #
 # Note [HigherOrderOperator tracing design] still says a failed introspection always makes Dynamo
-# "graph break on the HigherOrderOperator": in torch 2.13 that is only the first family. Both
+# "graph break on the HigherOrderOperator": in torch 2.13 that holds for the default only. Both
 # behaviours, with a body that calls `torch._dynamo.graph_break()`:
 
 # %%
@@ -301,22 +308,19 @@ except torch._dynamo.exc.UncapturedHigherOrderOpError as e:
     err = e
 print("cond:", type(err).__name__, "|", str(err).splitlines()[0])
 
-# %%
+# %% tags=["remove-input"]
 assert failed[0].hop == "wrap" and cap.graph_breaks and torch.equal(cap.result, x.sin())
 assert isinstance(err, torch._dynamo.exc.UncapturedHigherOrderOpError)
 assert [sp.hop for f in err.capture.frames for sp in f.speculations if not sp.ok] == ["cond"]
-
-from tracer._torch.hop_facts import flags  # noqa: E402  each HOP handler's switches, read from torch
-
-hop_flags = flags()  # {"wrap": {"fallback_to_eager": True, ...}, ...} from each handler's _ALLOW_FALLBACK_TO_EAGER
-assert [hop for hop, f in hop_flags.items() if f["fallback_to_eager"]] == ["wrap", "checkpoint", "autograd.Function"]
 
 # %% [markdown]
 # ## What the fallback costs: compile attempts
 #
 # The fallback is not free. When `wrap`'s speculation fails, Dynamo abandons the whole trace of
-# `with_wrap` and **restarts analysis** of the frame (`_compile` in
-# `torch/_dynamo/convert_frame.py` collects `restart_reasons`), this time stopping at the HOP call.
+# `with_wrap` and **restarts analysis** of the frame: the failure is raised as a
+# `RestartAnalysis` (a `SpeculationRestartAnalysis`), and the loop in `compile_frame`
+# (`torch/_dynamo/convert_frame.py`) catches it, adds its reason to `restart_reasons` and traces the
+# frame again, this time stopping at the HOP call.
 # `TORCH_LOGS` and tlparse name the attempts `0/0` and `0/0_1`; dynascope keeps one frame per
 # attempt, with what became of it. Here the second attempt traced nothing before the call, so it
 # hands no graph to the backend at all: the frame runs eagerly with Dynamo's bytecode around it.
@@ -325,7 +329,7 @@ assert [hop for hop, f in hop_flags.items() if f["fallback_to_eager"]] == ["wrap
 for f in cap.frames:
     print(f.compile_id, f.status, "|", f.status_reason.splitlines()[0])
 
-# %%
+# %% tags=["remove-input"]
 assert [(f.compile_id, f.status) for f in cap.frames] == [("0/0", "restarted"), ("0/0_1", "no_graph")]
 assert not cap.frames[0].speculations[0].ok and "graph_break" in cap.frames[0].status_reason
 assert cap.graph_breaks[0].compile_id == "0/0"  # the break belongs to the attempt that hit it
@@ -333,32 +337,65 @@ assert cap.graph_breaks[0].compile_id == "0/0"  # the break belongs to the attem
 # %% [markdown]
 # ## Inputs the HOP supplies
 #
-# Not every body input comes from a parent node. `scan` calls its `combine_fn` once per step with
-# the **carry** (the initial value on the first step, the previous step's output after that) and a
-# **slice** of each scanned tensor (`torch/_higher_order_ops/scan.py`). Those placeholders are
-# neither operands nor lifted free variables: dynascope marks them `hop_supplied` and says what the
-# HOP passes, keeping the parent node they are made from as `source`. flex_attention's `score, b,
-# h, q_idx, kv_idx` and the incoming gradient of an `autograd.Function` backward are the same kind.
+# Not every body input comes from a parent node. `torch.while_loop` calls its `cond_fn` and
+# `body_fn` with the **carry**: the initial values on the first iteration, the body's previous
+# outputs after that (`torch/_higher_order_ops/while_loop.py`). Those placeholders are neither
+# operands nor lifted free variables: dynascope marks them `hop_supplied` and says what the HOP
+# passes, keeping the parent node of the initial value as `source`. A `scan` step's slice of each
+# scanned tensor, flex_attention's `score, b, h, q_idx, kv_idx` and the incoming gradient of an
+# `autograd.Function` backward are the same kind.
 
 # %%
-from tracer._torch.hop_facts import scan  # noqa: E402  torch._higher_order_ops.scan.scan (no public torch.scan)
+def double_until(i, x):
+    def cond_fn(i, x):
+        return i < 3
+
+    def body_fn(i, x):
+        return i + 1, x * 2
+
+    return torch.while_loop(cond_fn, body_fn, (i, x))
 
 
-def running_sum(init, xs):
-    def step(carry, x):
-        nxt = carry + x
-        return nxt, nxt * 2
-
-    return scan(step, init, xs)
-
-
-cap = tracer.capture(running_sum, torch.zeros(3), torch.randn(4, 3))
-(body,) = cap.frames[0].subgraphs.values()
+x0 = torch.randn(3)
+cap = tracer.capture(double_until, torch.tensor(0), x0)
+body = cap.frames[0].subgraphs["body_fn_0"]
 for i in body.inputs:
-    print(f"{i.name:8} {i.kind:13} supplied: {i.supplied:15} from parent node {i.source}")
+    print(f"{i.name:8} {i.kind:13} supplied: {i.supplied:9} from parent node {i.source}")
 
-# %%
+# %% tags=["remove-input"]
+assert list(cap.frames[0].subgraphs) == ["cond_fn_0", "body_fn_0"]
 assert [(i.kind, i.supplied, i.source) for i in body.inputs] == [
-    ("hop_supplied", "carry[0]", "l_init_"),
-    ("hop_supplied", "slice of xs[0]", "l_xs_"),
+    ("hop_supplied", "carry[0]", "l_i_"),
+    ("hop_supplied", "carry[1]", "l_x_"),
 ]
+assert cap.result[0] == 3 and torch.equal(cap.result[1], x0 * 8)  # three iterations, as in eager
+
+# %% [markdown]
+# ## Recap
+#
+# - Each HOP body is traced by a nested `SubgraphTracer` into a graph of its own; every value it
+#   reads from outside becomes an input, lifted through every body up to where it is bound.
+# - When a body cannot be a graph, most HOPs fall back to eager behind a graph break (a restart);
+#   the control-flow HOPs, `invoke_subgraph` and a few others raise `UncapturedHigherOrderOpError`.
+#
+# **Try this.** Without running it, write down the inputs of `k`'s body graph, in order, as
+# `(kind, source)` pairs like the table of the first section. The next cell holds the answer
+# (collapsed); the cell after it captures `k` and checks yours.
+
+# %% tags=["hide-input"]
+# One solution (try your own first).
+def k(x):
+    t = x.exp()
+
+    def body(a):
+        return a * t + w
+
+    return wrap(body, x)
+
+
+predicted = [("operand", "l_x_"), ("lifted_freevar", "t"), ("lifted_freevar", "g_w_")]  # first use decides the order
+
+# %% tags=["remove-input"]
+inputs = tracer.capture(k, torch.randn(3)).frames[0].subgraphs["wrap_body_0"].inputs
+assert predicted == [(i.kind, i.source) for i in inputs], [(i.kind, i.source) for i in inputs]
+print("check passed:", predicted)

@@ -1,6 +1,11 @@
 # %% [markdown]
 # # Closure cells
 #
+# **You are here if** your compiled function is a closure or writes a variable of an enclosing
+# function (`nonlocal`), and `TORCH_LOGS=graph_breaks` reports a graph break at a write to such a
+# variable inside a HOP body. PyTorch's pages: the [Dynamo Deep-Dive](https://pytorch.org/docs/main/torch.compiler_dynamo_deepdive.html) and
+# [common graph breaks](https://docs.pytorch.org/docs/main/user_guide/torch_compiler/compile/programming_model.common_graph_breaks.html).
+#
 # A *cell* is how Python shares a variable between a function and the functions nested in it: a
 # local that an inner function reads is stored in a cell (`co_cellvars`), and the inner function
 # carries that cell in its `__closure__` (`co_freevars`). Dynamo meets cells in two situations:
@@ -60,16 +65,7 @@ for v in st.locals.values():
 #   to the compiled code like an argument (its source reads the cell, so it is guarded like one).
 # - `body` is a `NestedUserFunctionVariable`: a function Dynamo saw being created, with `h`'s cell as
 #   its closure.
-
-# %%
-loc = st.locals
-assert not loc["x"].is_cell and loc["x"].node == "l_x_"
-assert loc["h"].is_cell and loc["h"].kind == "CellVariable" and loc["h"].cell_contents.node == "h"
-assert loc["w"].is_cell and loc["w"].kind == "CellVariable" and loc["w"].cell_contents.node == "l_w_"
-assert [n.target for n in st.graph.placeholders] == ["L_x_", "L_w_"]
-assert loc["body"].kind == "NestedUserFunctionVariable"
-
-# %% [markdown]
+#
 # The panel shows the same locals table, with cells marked as cells:
 
 # %%
@@ -78,6 +74,14 @@ st
 # %%
 s.resume()
 assert s.wait(timeout=60) is None
+
+# %% tags=["remove-input"]
+loc = st.locals
+assert not loc["x"].is_cell and loc["x"].node == "l_x_"
+assert loc["h"].is_cell and loc["h"].kind == "CellVariable" and loc["h"].cell_contents.node == "h"
+assert loc["w"].is_cell and loc["w"].kind == "CellVariable" and loc["w"].cell_contents.node == "l_w_"
+assert [n.target for n in st.graph.placeholders] == ["L_x_", "L_w_"]
+assert loc["body"].kind == "NestedUserFunctionVariable"
 
 # %% [markdown]
 # ## Writing to a cell from the traced frame
@@ -102,7 +106,7 @@ step, calls = make_counter()
 cap = tracer.capture(step, torch.randn(3))
 print(cap.graph_breaks, "calls =", calls())
 
-# %%
+# %% tags=["remove-input"]
 assert cap.graph_breaks == []
 assert calls() == 1  # the cell was really written, once
 
@@ -157,12 +161,9 @@ print(st.location, "|", st.location.code, "| tracers:", [t.hop or "root" for t i
 # knowing it must break the graph at the `wrap` call.
 
 # %%
-assert st.location.function == "g" and [t.hop for t in st.tracers] == [""]
-assert st.graph.nodes == []
 s.resume()
 while s.wait(timeout=60) is not None:  # later passes do not enter the body again
     s.resume()
-assert s.error is None
 
 # %% [markdown]
 # A capture keeps every attempt: `0/0`, **restarted**, holds the failed speculation with Dynamo's
@@ -182,32 +183,38 @@ print(brk.code_line, "|", brk.user_stack)
 # The graph break points at the write, `count += 1`, reached from the `wrap(...)` call in `g`: the
 # break is on the HOP call, and its reason is why the body could not be a graph. `g` then runs the
 # `wrap` eagerly, and the body with it — so the cell really is written, exactly once.
-
-# %%
-assert [(f.compile_id, f.status) for f in cap.frames] == [("0/0", "restarted"), ("0/0_1", "no_graph"), ("1/0", "no_graph")]
-assert failed and failed[0].hop == "wrap" and brk.compile_id == "0/0"
-assert "side effect" in failed[0].reason.lower()
-assert brk.code_line.strip() == "count += 1"
-assert [loc.rsplit(" in ", 1)[1] for loc in brk.user_stack] == ["g", "body"]
-assert cap.result[1] == 1
-from tracer._torch.hop_facts import flags  # noqa: E402  each HOP handler's switches, read from torch
-
-assert flags()["wrap"]["allow_side_effects"] is False  # WrapHigherOrderVariable.allow_side_effects
-
-# %% [markdown]
+#
 # In the explorer, the frame's speculations list the failed one, marked with its reason, and the
 # overview shows the graph break with its source line.
 
 # %%
 cap
 
+# %% tags=["remove-input"]
+assert st.location.function == "g" and [t.hop for t in st.tracers] == [""]
+assert st.graph.nodes == []
+assert s.error is None
+assert [(f.compile_id, f.status) for f in cap.frames] == [("0/0", "restarted"), ("0/0_1", "no_graph"), ("1/0", "no_graph")]
+assert failed and failed[0].hop == "wrap" and brk.compile_id == "0/0"
+assert "side effect" in failed[0].reason.lower()
+assert brk.code_line.strip() == "count += 1"
+assert [loc.rsplit(" in ", 1)[1] for loc in brk.user_stack] == ["g", "body"]
+assert cap.result[1] == 1
+
 # %% [markdown]
 # ## A HOP that allows the side effect: `nested_compile_region`
 #
 # The same kind of body under `torch.compiler.nested_compile_region` — it appends an intermediate to
 # the caller's list — speculates fine: `invoke_subgraph` allows side effects. Dynamo keeps the
-# `append` as a side effect of the frame, and the body graph returns the appended tensor `s` as an
-# extra output (`return (cos, s)`), which the root graph reads for `seen[0]`. No graph break.
+# `append` as a side effect of the frame and makes the appended tensor `s` an extra output of the
+# body graph (`return (cos, s)`), which the caller reads for `seen[0]`. No graph break.
+#
+# Look at the root graph the backend got, though: there is no `invoke_subgraph` call in it. A
+# region called only once gains nothing from being a separate graph, so Dynamo inlines it before
+# handing the graph to the backend (`torch._dynamo.config.inline_single_use_invoke_subgraph`, default `True`; the pass is
+# `inline_single_use_invoke_subgraph` in `torch/_higher_order_ops/passes/inline_invoke_subgraph.py`).
+# The body's ops land in the root graph, whose `return (cos, s)` is the user's result and `seen[0]`;
+# the module `subgraph_0` is still printed, but nothing calls it.
 
 # %%
 @torch.compiler.nested_compile_region
@@ -227,9 +234,64 @@ cap2 = tracer.capture(uses_region, x)
 print([(sp.hop, sp.ok) for f in cap2.frames for sp in f.speculations], "| graph breaks:", cap2.graph_breaks)
 print(cap2.frames[0].graph.code)
 
+# %% [markdown]
+# Turn the inlining off for one capture and the call is there: the root graph calls
+# `invoke_subgraph` and reads the body's extra output (`getitem_1`, element 1) for `seen[0]`. A region
+# called twice keeps its calls with the flag on, since both calls share one body graph:
+
 # %%
-assert flags()["invoke_subgraph"]["allow_side_effects"] is True  # InvokeSubgraphHigherOrderVariable's
+kept = tracer.capture(uses_region, x, dynamo_config={"inline_single_use_invoke_subgraph": False})
+print(kept.frames[0].graph.code)
+
+
+def uses_region_twice(x):
+    seen = []
+    return region(x, seen) + region(x + 1, seen), seen[0], seen[1]
+
+
+twice = tracer.capture(uses_region_twice, x)
+calls = twice.frames[0].graph.find(target="invoke_subgraph")
+root = twice.frames[0].graph
+print(len(calls), "calls of", sorted({root.node(c.inputs[0]).target for c in calls}), "| returns", root.output.inputs)
+
+# %% tags=["remove-input"]
 assert cap2.graph_breaks == [] and all(sp.ok for f in cap2.frames for sp in f.speculations)
 assert [sp.hop for f in cap2.frames for sp in f.speculations] == ["invoke_subgraph"]
-assert "return (cos, s)" in cap2.frames[0].graph.code  # the appended tensor: an extra body output
+assert not cap2.frames[0].graph.find(target="invoke_subgraph")  # single use: inlined
+assert cap2.frames[0].graph.output.inputs == ["cos", "s"]  # the body's ops, now in the root graph
 assert torch.allclose(cap2.result[1], x.sin())
+(call,) = kept.frames[0].graph.find(target="invoke_subgraph")
+assert kept.frames[0].graph.output.inputs == ["getitem", "getitem_1"]
+assert kept.frames[0].graph.node("getitem_1").inputs == [call.name]  # seen[0]: the body's output 1
+assert len(calls) == 2 and {root.node(c.inputs[0]).target for c in calls} == {"subgraph_0"}  # one body, two calls
+assert root.output.inputs[1:] == ["getitem_1", "getitem_3"]  # seen[0], seen[1]: output 1 of each call
+
+# %% [markdown]
+# ## Recap
+#
+# - A cell the frame created and a cell from before tracing are both `CellVariable`s; a write to a
+#   cell is a buffered side effect, replayed after the graph runs, so the traced frame may write one.
+# - In a HOP body the HOP decides: `wrap` refuses the write and graph-breaks on the whole call,
+#   `invoke_subgraph` allows it (and a region used once is then inlined into the root graph).
+#
+# **Try this.** `g` graph-breaks because its `wrap` body writes `count`. Write `g_fixed`, which
+# returns the same two values and compiles with no graph break. The next cell holds one solution
+# (collapsed); the cell after it checks yours.
+
+# %% tags=["hide-input"]
+# One solution (try your own first).
+def g_fixed(x):
+    count = 0
+
+    def body(a):
+        return a.sin()
+
+    out = wrap(body, x)
+    count += 1  # the write moved out of the body: a side effect of the frame, not of the body
+    return out, count
+
+# %% tags=["remove-input"]
+x = torch.randn(3)
+fixed = tracer.capture(g_fixed, x)
+assert fixed.graph_breaks == [] and fixed.result[1] == 1 and torch.allclose(fixed.result[0], x.sin())
+print("check passed: no graph break, count =", fixed.result[1])

@@ -1,6 +1,12 @@
 # %% [markdown]
 # # Wrap semantics: body outputs vs graph outputs
 #
+# **You are here if** `TORCH_LOGS=graph_code` shows a `wrap` or `tag_activation_checkpoint` call
+# whose body graph returns more values than your function did, and you want to know which ones the
+# caller reads. PyTorch's page: the [Dynamo Deep-Dive](https://pytorch.org/docs/main/torch.compiler_dynamo_deepdive.html); the design is in torch's source,
+# the docstring of `speculate_subgraph_with_auto_output_flattening` and Note [Return subgraph
+# intermediates as subgraph outputs].
+#
 # Some HOPs just *run their body*: `wrap`, activation checkpointing
 # (`torch.utils.checkpoint.checkpoint`), `autograd.Function`, `nested_compile_region`. Control-flow
 # HOPs (`torch.cond`, `while_loop`, `map`) do something else with theirs, and are traced with
@@ -58,8 +64,10 @@ print(frame.graph.code)
 # %%
 body = frame.subgraphs["wrap_body_0"]
 print("body graph returns:", outputs_of(body.graph))
-assert outputs_of(body.graph) == ["sin", "cos"]
 call = frame.graph.node(body.call_node)
+
+# %% tags=["remove-input"]
+assert outputs_of(body.graph) == ["sin", "cos"]
 readers = [frame.graph.node(u) for u in call.users]
 assert call.role == "hop" and call.calls == ["wrap_body_0"]
 assert [n.target for n in readers] == ["operator.getitem", "operator.getitem"]
@@ -89,7 +97,7 @@ body = frame.subgraphs["wrap_body_0"]
 call = frame.graph.node(body.call_node)
 print("body graph returns:", outputs_of(body.graph), "| readers in root:", call.users)
 
-# %%
+# %% tags=["remove-input"]
 assert outputs_of(body.graph) == ["sin", "cos"]
 assert len(call.users) == 1  # only wrap[0] is read
 
@@ -134,11 +142,17 @@ frame = cap.frames[0]
 body = frame.subgraphs["wrap_body_0"]
 print(body.hop, "returns", outputs_of(body.graph))
 
+# %% [markdown]
+# The explorer shows the checkpoint body with its two outputs; click the
+# `tag_activation_checkpoint` node in the root graph to open it.
+
 # %%
+cap
+
+# %% tags=["remove-input"]
 assert body.hop == "tag_activation_checkpoint"
 assert outputs_of(body.graph) == ["cos", "out"]  # gn returned one tensor; its graph returns two
 assert len(frame.graph.node(body.call_node).users) == 2
-
 # without the option: the same body's speculation fails on the side effect, and the call graph-breaks
 plain = tracer.capture(fn, torch.randn(4, 4, requires_grad=True))
 refused = [sp for f in plain.frames for sp in f.speculations if not sp.ok]
@@ -146,8 +160,33 @@ assert refused[0].hop == "tag_activation_checkpoint" and "side effect" in refuse
 assert plain.graph_breaks
 
 # %% [markdown]
-# The explorer shows the checkpoint body with its two outputs; click the
-# `tag_activation_checkpoint` node in the root graph to open it.
+# ## Recap
+#
+# - A wrap-semantics body returns any Python object to the program, but its graph returns only the
+#   tensors (and SymInts) inside it, flattened; the root graph reads them with `getitem`.
+# - With `skip_fwd_side_effects_in_bwd_under_checkpoint`, a checkpoint body also returns the
+#   intermediates the caller reads, as extra outputs.
+#
+# **Try this.** `h`'s body returns a dict holding two tensors, an `int` and a tuple of two more
+# tensors. How many values does the body *graph* return? Write the number as `answer`; the next cell
+# holds it (collapsed), the cell after it checks yours.
 
-# %%
-cap
+# %% tags=["hide-input"]
+# One solution (try your own first).
+def h(x):
+    def body(y):
+        return {"s": y.sin(), "n": 3, "c": (y.cos(), y.tan())}
+
+    d = wrap(body, x)
+    return d["s"] + d["c"][1] * d["n"]
+
+
+answer = 3  # sin, cos and tan: the int is a constant Dynamo keeps tracing with, not a graph output
+
+# %% tags=["remove-input"]
+x = torch.randn(3)
+hcap = tracer.capture(h, x)
+returned = outputs_of(hcap.frames[0].subgraphs["wrap_body_0"].graph)
+assert answer == len(returned), returned
+assert torch.allclose(hcap.result, x.sin() + x.tan() * 3)
+print("check passed: the body graph returns", returned)

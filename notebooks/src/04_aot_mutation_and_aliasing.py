@@ -1,6 +1,11 @@
 # %% [markdown]
 # # AOTAutograd: mutation and aliasing
 #
+# **You are here if** the graph AOTAutograd produced (`TORCH_LOGS=aot_graphs`) ends with a `copy_`
+# into an input, or returns more values than your function, and you want to know which mutation or
+# view caused it. PyTorch's page: the [torch.compile FAQ](https://docs.pytorch.org/docs/stable/torch.compiler_faq.html) (how training is captured with
+# AOTAutograd); the design is in the Notes of `torch/_functorch/aot_autograd.py`.
+#
 # Behind Dynamo, AOTAutograd retraces each graph down to ATen ops and **functionalizes** it: the
 # graph it hands to the compiler is functional — except for input mutations it may keep at the end
 # of the graph as `copy_`, and outputs that are views, which the graph returns and runtime wrappers
@@ -42,8 +47,9 @@ def outputs_of(graph):
 # (`keep_inference_input_mutations`), so AOTAutograd keeps this `copy_` **inside** the graph, at its
 # very end (`mutation_in_graph`). Whether it may is decided per input, by
 # `_check_if_mutation_can_be_in_graph` in `torch/_functorch/_aot_autograd/functional_utils.py`: a
-# data mutation stays in the graph when that input does not require grad, or when autograd cannot
-# see the mutation (done under `no_grad`, or hidden from autograd) — in training graphs too.
+# data mutation stays in the graph when that input does not require grad and its metadata is not
+# mutated too, or when autograd cannot see the mutation (done under `no_grad`, or hidden from
+# autograd) — in training graphs too.
 
 # %%
 def mutate_data(x):
@@ -56,7 +62,7 @@ a = aot_of(tracer.capture(mutate_data, x))
 print(a.inputs[0])
 print(a.inference.code)
 
-# %%
+# %% tags=["remove-input"]
 inp = a.inputs[0]
 assert inp.mutates_data and not inp.mutates_metadata and inp.mutation_in_graph
 copy = a.inference.find(target="aten.copy_")
@@ -75,7 +81,7 @@ a = aot_of(tracer.capture(mutate_data, x))
 print(a.inputs[0])
 print("forward returns:", outputs_of(a.forward), "| user outputs:", [o.name for o in a.outputs])
 
-# %%
+# %% tags=["remove-input"]
 inp = a.inputs[0]
 assert inp.mutates_data and inp.requires_grad and not inp.mutation_in_graph
 assert not a.forward.find(target="aten.copy_")
@@ -109,6 +115,8 @@ for name, a in (("update_buffer", buffered), ("update_under_no_grad", no_grad)):
 for a in (buffered, no_grad):
     (mutated,) = [i for i in a.inputs if i.mutates_data]
     assert a.mode == "training" and mutated.mutation_in_graph and a.forward.find(target="aten.copy_")
+
+# %% tags=["remove-input"]
 assert [i.requires_grad for i in buffered.inputs if i.mutates_data] == [False]
 assert [i.requires_grad for i in no_grad.inputs if i.mutates_data] == [True]
 
@@ -133,12 +141,37 @@ a = aot_of(tracer.capture(mutate_metadata, x))
 print(a.inputs[0])
 print("graph outputs:", outputs_of(a.inference), "| user outputs:", [o.name for o in a.outputs])
 
-# %%
+# %% tags=["remove-input"]
 inp = a.inputs[0]
 assert inp.mutates_metadata and not inp.mutates_data and not inp.mutation_in_graph
 assert outputs_of(a.inference) == ["t", "add"] and [o.name for o in a.outputs] == ["add"]
 assert a.inference.node("t").target == "aten.t.default"
 assert x.shape == (3, 2)  # the caller's x is transposed, as in eager
+
+# %% [markdown]
+# Data and metadata together: an input that does not require grad, but whose data *and* metadata
+# are mutated, is not kept in the graph either — `_check_if_mutation_can_be_in_graph` keeps a data
+# mutation in the graph only when the metadata is untouched (or autograd cannot see the mutation).
+# There is no `copy_`: the graph returns the updated value `t` as an extra output, and the runtime
+# epilogue gives the real `x` its metadata (`as_strided_`) and then its data (`copy_`).
+
+# %%
+def mutate_both(x):
+    x.mul_(2)
+    torch.ops.aten.t_.default(x)
+    return x + 1
+
+
+x = torch.ones(2, 3)
+a = aot_of(tracer.capture(mutate_both, x))
+print(a.inputs[0])
+print("graph outputs:", outputs_of(a.inference), "| copy_ in graph:", bool(a.inference.find(target="aten.copy_")))
+
+# %% tags=["remove-input"]
+inp = a.inputs[0]
+assert inp.mutates_data and inp.mutates_metadata and not inp.requires_grad and not inp.mutation_in_graph
+assert not a.inference.find(target="aten.copy_") and outputs_of(a.inference) == ["t", "add"]
+assert x.shape == (3, 2) and torch.equal(x, torch.full((3, 2), 2.0))  # both effects reached the caller
 
 # %% [markdown]
 # ## Outputs that alias an input or an intermediate
@@ -173,6 +206,14 @@ print("forward graph returns:", outputs_of(a.forward))
 # - `y` is an ordinary output.
 
 # %%
+def storage(t):
+    return t.untyped_storage().data_ptr()
+
+
+x = torch.randn(2, 3, requires_grad=True)
+out = tracer.capture(views, x).result
+
+# %% tags=["remove-input"]
 kinds = [(o.alias, o.base_index) for o in a.outputs]
 assert kinds == [
     ("alias_of_input", 0),
@@ -180,14 +221,6 @@ assert kinds == [
     ("none", None),
 ]
 assert outputs_of(a.forward)[:2] == ["view", "view_1"]  # the views are graph outputs
-
-
-def storage(t):
-    return t.untyped_storage().data_ptr()
-
-
-x = torch.randn(2, 3, requires_grad=True)
-out = tracer.capture(views, x).result
 assert storage(out[0]) == storage(x) and storage(out[1]) == storage(out[2])  # real views, as in eager
 
 # %% [markdown]
@@ -210,7 +243,7 @@ print("synthetic bases:", a.synthetic_bases)
 print([tracer.model.format_meta(n.meta) for n in a.inference.placeholders])
 print(a.inference.code)
 
-# %%
+# %% tags=["remove-input"]
 assert a.synthetic_bases == [[0, 1]]
 assert [n.meta["shape"] for n in a.inference.placeholders] == [[4]]  # one base instead of two views
 assert a.inference.find(target="aten.as_strided_scatter")
@@ -242,15 +275,46 @@ a = aot_of(tracer.capture(effectful, torch.randn(3)))
 print("effect tokens:", a.effect_tokens)
 print(a.inference.code)
 
-# %%
-assert a.effect_tokens == 1
-(call,) = a.inference.find(target="with_effects")
-token = a.inference.placeholders[0]
-assert call.inputs[0] == token.name and token.meta["shape"] == [0]  # the token: an empty tensor
-
 # %% [markdown]
 # The explorer's partition tab shows the same tables — input mutations and output aliases — next to
 # the graph:
 
 # %%
 tracer.capture(views, torch.randn(2, 3, requires_grad=True))
+
+# %% tags=["remove-input"]
+assert a.effect_tokens == 1
+(call,) = a.inference.find(target="with_effects")
+token = a.inference.placeholders[0]
+assert call.inputs[0] == token.name and token.meta["shape"] == [0]  # the token: an empty tensor
+
+# %% [markdown]
+# ## Recap
+#
+# - AOTAutograd records each input mutation and output alias (`ViewAndMutationMeta`) and puts each
+#   effect back: in the graph when `_check_if_mutation_can_be_in_graph` allows, else at runtime.
+# - Aliased outputs are regenerated from their base at runtime; inputs that overlap in memory and
+#   are mutated become one synthetic base; effectful ops thread a token through the graph.
+#
+# **Try this.** For each function below, predict whether AOTAutograd keeps the input mutation inside
+# the graph (`mutation_in_graph`). Write `predicted`; the next cell holds the answer (collapsed), the
+# cell after it checks yours.
+
+# %% tags=["hide-input"]
+# One solution (try your own first).
+def add_one(x):
+    x.add_(1)
+    return x + 0
+
+
+cases = {
+    "plain input": (add_one, lambda: torch.ones(3)),
+    "input that requires grad": (add_one, lambda: torch.ones(3, requires_grad=True).clone()),
+    "data and metadata mutated": (mutate_both, lambda: torch.ones(2, 3)),
+}
+predicted = {"plain input": True, "input that requires grad": False, "data and metadata mutated": False}
+
+# %% tags=["remove-input"]
+real = {name: aot_of(tracer.capture(fn, make())).inputs[0].mutation_in_graph for name, (fn, make) in cases.items()}
+assert predicted == real, real
+print("check passed:", real)

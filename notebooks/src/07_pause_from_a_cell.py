@@ -1,6 +1,11 @@
 # %% [markdown]
 # # Pause Dynamo from a cell
 #
+# **You are here if** you want to stop Dynamo in the middle of tracing your function and look at
+# what it sees — what `torch._dynamo.comptime` offers through a callback or `breakpoint()` — from a
+# notebook cell. PyTorch's page: the [Dynamo Deep-Dive](https://pytorch.org/docs/main/torch.compiler_dynamo_deepdive.html) (how Dynamo interprets bytecode
+# into `VariableTracker`s and an FX graph).
+#
 # `comptime` (`torch/_dynamo/comptime.py`) lets user code run a callback *while Dynamo traces it*:
 # the callback gets a `ComptimeContext` with the locals as Dynamo models them, the partial graph and
 # the guards so far — and can drop into `breakpoint()`. dynascope makes that notebook-native: `tracer.trace(fn, *args)`
@@ -61,12 +66,6 @@ print([str(loc) for loc in st.frames])
 for t in st.tracers:
     print(t)
 
-# %%
-root, body = st.tracers
-assert (root.depth, root.hop) == (0, "")
-assert (body.depth, body.hop) == (1, "wrap")
-assert st.graph is body.graph  # st.graph: the innermost tracer's partial graph
-
 # %% [markdown]
 # The body tracer has lifted two free variables so far, `l_x_` and `y`, each from the root graph
 # node of the same name:
@@ -78,7 +77,13 @@ assert st.graph is body.graph  # st.graph: the innermost tracer's partial graph
 #   that is why a capture classifies body inputs by what was passed, not by how they were created.
 
 # %%
+root, body = st.tracers
 print(body.lifted, "<-", body.lifted_from)
+
+# %% tags=["remove-input"]
+assert (root.depth, root.hop) == (0, "")
+assert (body.depth, body.hop) == (1, "wrap")
+assert st.graph is body.graph  # st.graph: the innermost tracer's partial graph
 assert body.lifted == ["l_x_", "y"]
 assert body.lifted_from == ["l_x_", "y"]
 
@@ -94,17 +99,17 @@ assert body.lifted_from == ["l_x_", "y"]
 for v in st.locals.values():
     print(v)
 
-# %%
-assert st.locals["a"].kind == "TensorVariable" and st.locals["a"].node == "l_x_"
-assert st.locals["b"].node == "b" and st.locals["b"].value == "f32[3]"
-assert st.locals["y"].is_cell and st.locals["y"].cell_contents.kind == "TensorVariable"
-
 # %% [markdown]
 # Displaying the paused state renders the session panel: the source with the paused line, the tracer
 # stack, the partial graph and the locals, with Resume / Step / Abort buttons.
 
 # %%
 st
+
+# %% tags=["remove-input"]
+assert st.locals["a"].kind == "TensorVariable" and st.locals["a"].node == "l_x_"
+assert st.locals["b"].node == "b" and st.locals["b"].value == "f32[3]"
+assert st.locals["y"].is_cell and st.locals["y"].cell_contents.kind == "TensorVariable"
 
 # %% [markdown]
 # ## Step
@@ -122,7 +127,7 @@ after = [n.name for n in st.graph.nodes]
 print(st.location, "|", st.location.code)
 print("new nodes:", after[len(before):])
 
-# %%
+# %% tags=["remove-input"]
 assert after[: len(before)] == before
 assert after[len(before):] == ["c"] and st.graph.node("c").target == "sin"
 assert st.location.code == "return c + 1"
@@ -136,7 +141,6 @@ assert st.location.code == "return c + 1"
 # %%
 s.resume()
 assert s.wait(timeout=60) is None
-assert s.status == "finished" and s.error is None
 print(s)
 
 # %% [markdown]
@@ -146,6 +150,9 @@ print(s)
 # %%
 body_sg = s.capture.frames[0].subgraphs["wrap_body_0"]
 print(body_sg.inputs)
+
+# %% tags=["remove-input"]
+assert s.status == "finished" and s.error is None
 assert [(i.name, i.kind) for i in body_sg.inputs] == [("l_x_", "operand"), ("y", "lifted_freevar")]
 
 # %% [markdown]
@@ -179,11 +186,13 @@ for t in st.tracers:
     print(t)
 
 # %%
+s.resume()
+assert s.wait(timeout=60) is None
+
+# %% tags=["remove-input"]
 assert st.reason == "break_at" and st.location.code == "return b * y * z"
 assert [t.depth for t in st.tracers] == [0, 1, 2]
 assert [t.hop for t in st.tracers] == ["", "wrap", "wrap"]
-s.resume()
-assert s.wait(timeout=60) is None
 
 # %% [markdown]
 # Sessions never leave a thread behind: a pause times out (10 minutes by default, `pause_timeout=`),
@@ -194,5 +203,43 @@ assert s.wait(timeout=60) is None
 s = tracer.trace(f, x)
 st = s.start().wait(timeout=60)
 s.abort()
-assert s.status == "finished" and type(s.error).__name__ == "TraceAborted"
 print(type(s.error).__name__, "-", s.error)
+
+# %% tags=["remove-input"]
+assert s.status == "finished" and type(s.error).__name__ == "TraceAborted"
+
+# %% [markdown]
+# ## Recap
+#
+# - `tracer.trace` runs the capture in a worker thread; `tracer.pause`, `break_at` and `break_on_hop`
+#   stop Dynamo mid-trace, and a `PausedState` shows tracers, lifted inputs, locals and graph.
+# - `step`, `resume` and `abort` drive the paused trace from the next cell; a finished session holds
+#   the same `Capture` as `tracer.capture`.
+#
+# **Try this.** Move the pause marker in `f`'s body *before* `b = a * y` (call the function
+# `f_early`). What has the body tracer lifted when Dynamo stops there? Write it as `answer`; the next
+# cell holds it (collapsed), the cell after it checks yours.
+
+# %% tags=["hide-input"]
+# One solution (try your own first).
+def f_early(x):
+    y = x.cos()
+
+    def body(a):
+        tracer.pause("before the first use")
+        b = a * y
+        return b.sin()
+
+    return wrap(body, x)
+
+
+answer = []  # nothing yet: wrap lifts an input, operand or closure, when the body first reads it
+
+# %% tags=["remove-input"]
+s = tracer.trace(f_early, x)
+st = s.start().wait(timeout=60)
+lifted = st.tracers[-1].lifted
+s.resume()
+assert s.wait(timeout=60) is None and s.error is None
+assert answer == lifted, lifted
+print("check passed: lifted at the pause:", lifted)

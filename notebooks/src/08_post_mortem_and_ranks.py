@@ -1,8 +1,17 @@
 # %% [markdown]
 # # Post-mortem of a multi-rank job
 #
-# A `torchrun` job runs one Python process per rank, and each one compiles on its own: Dynamo has
-# no idea the other ranks exist. When one rank takes a different path — a graph break only rank 1
+# **You are here if** a multi-rank job hangs in a collective after compiling, or tlparse warns that
+# the ranks' compile ids differ. PyTorch's pages: [tlparse / TORCH_TRACE](https://docs.pytorch.org/docs/stable/compile/programming_model.observability.html) (one trace per
+# rank) and the [torch.compile FAQ](https://docs.pytorch.org/docs/stable/torch.compiler_faq.html) (`DistributedDataParallel` under `torch.compile`).
+#
+# A `torchrun` job runs one Python process per rank, and each one compiles on its own. By default
+# Dynamo does not consult the other ranks while it compiles: the opt-in
+# `torch._dynamo.config.enable_compiler_collectives` (default `False`) makes ranks exchange, with
+# collectives during compilation, what automatic dynamic shapes needs, and then requires that no
+# rank diverges with a graph break. Dynamo does know DDP: when it compiles inside a
+# `DistributedDataParallel` module, DDPOptimizer (below) splits the graph at DDP's buckets. When one
+# rank takes a different path — a graph break only rank 1
 # hits, a different input shape — the ranks compile different frames, and a collective that one rank
 # reaches and another does not hangs the whole job. `tlparse` warns about this when the compile ids
 # of the ranks' `TORCH_TRACE` logs differ. dynascope reads the same records and says *what* differs,
@@ -14,6 +23,7 @@
 # calls `torch._dynamo.graph_break()` — the rank-dependent path.
 
 # %%
+import math
 import os
 import pathlib
 import socket
@@ -70,6 +80,8 @@ for line in job.checked:
 forward0 = [f for f in job.ranks[0].frames if f.code.endswith(" in forward")]
 forward1 = [f for f in job.ranks[1].frames if f.code.endswith(" in forward")]
 print([(f.compile_id, f.status) for f in forward0], [(f.compile_id, f.status) for f in forward1])
+
+# %% tags=["remove-input"]
 status = next(d for d in job.divergence if d.kind == "status")
 assert status.compile_ids == {0: forward0[0].compile_id, 1: forward1[0].compile_id}
 assert [f.status for f in forward1] == ["restarted", "compiled"] and forward0[0].status == "compiled"
@@ -82,18 +94,38 @@ assert [f.status for f in forward1] == ["restarted", "compiled"] and forward0[0]
 # graph is cut at DDP's bucket boundaries with `split_module`, and each piece is compiled by the real
 # backend on its own, so a bucket's allreduce can start while the rest of the backward still runs.
 # dynascope keeps the attempt as one Frame and records every piece the backend got in `Frame.pieces`,
-# each with its own AOTAutograd record. The job uses 1 MB buckets: `fc3` and `fc2` (1 MB of weights,
-# counted from the output, as DDP fills buckets) fill one bucket and `fc1` starts another, so rank 0's
-# `forward` reaches the backend in two pieces, in call order: `fc1` first, then `fc2` and `fc3`.
-# Rank 1's graphs are smaller (the break cut `forward` in two) and each fits in one bucket: not split.
+# each with its own AOTAutograd record.
+#
+# The job's buckets hold 1 MiB (`bucket_cap_mb=1`: 1,048,576 bytes). `DDPOptimizer.compile_fn` walks
+# the graph from the output back, adding each node's parameters to the current bucket; a new bucket
+# is opened only when it reaches another node (not a placeholder, not the output) while the
+# current bucket is already at the cap and has a value used outside it. On rank 0, `fc3` and `fc2`
+# (1,058,832 bytes of weights and biases) fill the first bucket, and the next node back, the ReLU
+# of `fc1`'s output, opens another: `forward` reaches the backend in two pieces, in call order:
+# `fc1` first, then `fc2` and `fc3`. Rank 1's resume graph holds the same `fc2` and `fc3`, over the
+# cap too, but no operation comes before `fc2`'s linear in it: no node finds the bucket full, so it
+# stays one bucket and is not split. Its first graph, `fc1` alone, is under the cap.
 
 # %%
 whole = forward0[0]
 for i, piece in enumerate(whole.pieces):
     print(f"piece {i}:", [n.target for n in piece.graph.nodes if n.op == "call_function"], piece.aot.mode)
 print("rank 1:", [len(f.pieces) for f in job.ranks[1].frames if f.has_graph])
+
+
+def param_bytes(graph):  # float32 parameters the graph reads (its placeholders read from _parameters)
+    return sum(4 * math.prod(n.meta["shape"]) for n in graph.placeholders if "_parameters" in n.meta["graph_arg_source"])
+
+
+resume = next(f for f in job.ranks[1].frames if "resume_in_forward" in f.code)
+first_op = next(n for n in resume.graph.nodes if n.op not in ("placeholder", "output"))
+print("rank 1 resume graph:", param_bytes(resume.graph), "B of parameters; first op:", first_op.target, first_op.inputs)
+
+# %% tags=["remove-input"]
 log0 = next((out / "trace").glob("*rank_0*.log")).read_text()
 assert log0.count('"optimize_ddp_split_child"') == len(whole.pieces) == 2  # torch's own log of the split
+assert param_bytes(resume.graph) == 1_058_832 > 1024 * 1024 and resume.pieces == []
+assert "l_self_modules_fc2_parameters_weight_" in first_op.inputs  # nothing before fc2's linear
 
 # %% [markdown]
 # ## The same job from torch's own logs
@@ -105,6 +137,8 @@ assert log0.count('"optimize_ddp_split_child"') == len(whole.pieces) == 2  # tor
 # %%
 from_logs = tracer.load_job(str(out / "trace"))
 print([(d.kind, d.compile_ids) for d in from_logs.divergence])
+
+# %% tags=["remove-input"]
 assert [(d.kind, d.compile_ids) for d in from_logs.divergence] == [(d.kind, d.compile_ids) for d in job.divergence]
 
 # %% [markdown]
@@ -124,3 +158,23 @@ print(page.name, "ds-divergent" in page.read_text())
 
 # %%
 job
+
+# %% [markdown]
+# ## Recap
+#
+# - Each rank compiles on its own; `tracer.load_job` reads the per-rank captures, or torch's own
+#   `TORCH_TRACE` logs, and lists where the ranks diverge, frame by frame.
+# - Under DDP, DDPOptimizer splits a graph at bucket boundaries, counted backwards from the output;
+#   `Frame.pieces` holds each piece the backend got.
+#
+# **Try this.** Which compile ids exist on rank 1 only? Write them as `answer`, a sorted list. The
+# next cell holds it (collapsed); the cell after it checks yours against the two ranks' frames.
+
+# %% tags=["hide-input"]
+# One solution (try your own first).
+answer = ["4/0_1", "5/0"]  # the restarted attempt that stopped at the break, and the resume function
+
+# %% tags=["remove-input"]
+only_rank1 = sorted({f.compile_id for f in job.ranks[1].frames} - {f.compile_id for f in job.ranks[0].frames})
+assert answer == only_rank1, only_rank1
+print("check passed:", only_rank1)

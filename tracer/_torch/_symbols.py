@@ -6,16 +6,6 @@ internal torch object there (Note [Private attributes we read]), is listed here,
 """
 
 PRIVATE_SYMBOLS: list[str] = [
-    # hop_facts.py: each HOP handler's switches, for the notebooks that teach them
-    *(f"torch._dynamo.variables.higher_order_ops:{c}._ALLOW_FALLBACK_TO_EAGER" for c in (
-        "WrapHigherOrderVariable", "CheckpointHigherOrderVariable", "AutogradFunctionApplyVariable",
-        "CondHigherOrderVariable", "WhileLoopHigherOrderVariable", "ScanHigherOrderVariable",
-        "AssociativeScanHigherOrderVariable", "MapHigherOrderVariable", "HintsWrapperHigherOrderVariable",
-        "StrictModeHigherOrderVariable")),
-    "torch._dynamo.variables.invoke_subgraph:InvokeSubgraphHigherOrderVariable._ALLOW_FALLBACK_TO_EAGER",
-    "torch._dynamo.variables.higher_order_ops:WrapHigherOrderVariable.allow_side_effects",
-    "torch._dynamo.variables.invoke_subgraph:InvokeSubgraphHigherOrderVariable.allow_side_effects",
-    "torch._higher_order_ops.scan:scan",
     # inductor.py: compile_caches_off
     "torch._inductor.config:fx_graph_cache",
     "torch._functorch.config:enable_autograd_cache",
