@@ -24,6 +24,7 @@ MODULES = [
     "tracer.model.graph",
     "tracer.model.validate",
     "tracer.options",
+    "tracer.root_roles",
     "tracer.session",
     "tracer.trace_log.body_feeds",
     "tracer.trace_log.graph_text",

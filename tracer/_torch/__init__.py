@@ -24,7 +24,7 @@ module              hook point                                                  
 ``fx_graph.py``     (reads fx graphs only)                                              Graph / Node.meta
 ``aot.py``          AOTAutograd compilers and partitioner (AOT stage)                   Frame.aot
 ``pause*.py``       comptime pause (tracer.trace)                                       PausedState
-``beyond.py``       (issue #18) holds the three below for one capture                  Frame.inductor/bytecode/
+``beyond.py``       holds the three below for one capture (symbols by ``shape_events``)  Frame.inductor/bytecode/
 ``trace_events.py`` a second handler on ``torch.__trace`` (Inductor, ShapeEnv events)    symbols/specializations
 ``bytecode.py``     ``register_bytecode_hook``, ``ContinueExecutionCache.lookup``         Frame.bytecode (depyf)
 ``inductor.py``     registered "inductor" backend, provenance + cache configs (patch)   Frame.inductor

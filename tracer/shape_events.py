@@ -3,7 +3,10 @@
 Invariant: everything here is read from the structured-trace events ShapeEnv emits
 (torch/fx/experimental/symbolic_shapes.py: ``create_symbol``, ``create_unbacked_symbol``,
 ``guard_added_fast``, ``symbolic_shape_specialization``); nothing is re-derived from the graph.
-A user line torch did not log stays ``None``.
+A user line torch did not log stays ``None``. Torch-free: a live capture (the events its
+structured-trace handler kept, tracer/_torch/trace_events.py) and a loaded TORCH_TRACE log (the
+same events read from the file, tracer/trace_log/events.py) both call :func:`shape_records`, so
+the two cannot read them differently.
 """
 
 from __future__ import annotations
@@ -11,10 +14,13 @@ from __future__ import annotations
 import ast
 from typing import Any, Optional
 
-from tracer._torch.trace_events import Event
-from tracer.model import ShapeGuard, ShapeSymbol, SourceLine, Specialization
+from tracer.model.shapes import ShapeGuard, ShapeSymbol, SourceLine, Specialization
 
-__all__ = ["shape_records"]
+__all__ = ["SHAPE_EVENTS", "Event", "shape_records"]
+
+# The events shape_records reads (trace_structured's first argument), in the order torch emits them.
+SHAPE_EVENTS = ("create_symbol", "create_unbacked_symbol", "guard_added_fast", "symbolic_shape_specialization")
+Event = tuple[str, Any, Any]  # (event name, its metadata value, payload or None)
 
 
 # Note [Where a specialization came from]
@@ -38,7 +44,11 @@ __all__ = ["shape_records"]
 # with the line where the symbol was created.
 def shape_records(events: list[Event], strings: dict[int, str]
                   ) -> tuple[list[ShapeSymbol], list[ShapeGuard], list[Specialization]]:
-    """(symbols, shape guards, specializations) from the kept events of one attempt, in trace order."""
+    """(symbols, shape guards, specializations) from the events of one attempt, in trace order.
+
+    ``strings`` resolves a stack frame's interned ``filename`` number (torch/_logging/structured.py
+    ``intern_string``); events of other names are skipped.
+    """
     symbols: list[ShapeSymbol] = []
     guards: list[ShapeGuard] = []
     specs: list[Specialization] = []
