@@ -25,6 +25,7 @@ from tracer._torch.structured import GRAPH_TEXTS, StructuredTraceHandler
 from tracer._torch.subgraphs import convert_tree
 from tracer._torch.subtracer import SpecRecord, compile_key, install_speculation_hooks
 from tracer._torch.trace_filter import install_payload_filter
+from tracer._torch.unknowns import recording_into, take_loose
 from tracer.diffing import attach_recompile_diffs
 from tracer.model import Capture, Frame, GraphBreak, GraphPiece, Recompile, Speculation
 
@@ -127,7 +128,7 @@ class Recorder:
         self._seen(key, attempt)
         try:
             self.guards[(key[0], key[1], attempt)] = guards_from_set(guards)
-        except Exception as e:
+        except Exception as e:  # except: records a problem
             self.errors.append(f"guards of {format_id(key[0], key[1], attempt)} not read: {type(e).__name__}: {e}")
 
     # -- the backend -----------------------------------------------------------------------
@@ -150,8 +151,9 @@ class Recorder:
             frame.meta["filename"] = code.co_filename
         specs = [s for s in self.specs if s.key == key and s.attempt == attempt]
         try:
-            frame.graph, frame.subgraphs, names = convert_tree(gm, specs, code, frame.problems)
-        except Exception as e:  # never break the user's compile because recording failed
+            with recording_into(frame.problems):
+                frame.graph, frame.subgraphs, names = convert_tree(gm, specs, code, frame.problems)
+        except Exception as e:  # except: records a problem (never break the user's compile because recording failed)
             frame.problems.append(f"graph not recorded: {type(e).__name__}: {e}")
             names = {}
         frame.meta["_graph_names"] = names  # dropped in finish(); id(SpecRecord) -> qualified body name
@@ -198,6 +200,7 @@ class Recorder:
             stack.enter_context(self.passes)
             stack.enter_context(self.beyond.hooks(patches))
             install_payload_filter(patches, [self._handler, self.beyond.events])
+            stack.enter_context(recording_into(self.errors))  # Note [No silent fallback]
             yield
 
     # -- the Capture -------------------------------------------------------------------------
@@ -218,7 +221,7 @@ class Recorder:
                 for r in self.recompile_reasons.get(akey[:2], []):
                     cap.recompiles.append(Recompile(compile_id=local[akey], reason=_local_reason(r, local)))
         handler_errors = self._handler.errors if self._handler is not None else []
-        cap.problems.extend([*self.errors, *handler_errors, *self.beyond.finish()])
+        cap.problems.extend([*self.errors, *handler_errors, *self.beyond.finish(), *take_loose()])
         self.specs.clear()
         return attach_recompile_diffs(cap)
 
@@ -341,5 +344,5 @@ def _current_code() -> Optional[types.CodeType]:
 
         tx = InstructionTranslator.current_tx()
         return tx.f_code if tx is not None else None
-    except Exception:
-        return None
+    except AttributeError:  # no translator on this thread (its thread-local is unset): the code object
+        return None  # then comes from compilation_metrics, or _fill says torch did not say which it was

@@ -18,6 +18,7 @@ from tracer._torch.body_inputs import call_feeds
 from tracer._torch.fx_graph import graph_from_fx
 from tracer._torch.graph_passes import root_code
 from tracer._torch.subtracer import SpecRecord
+from tracer._torch.unknowns import unknown
 from tracer.hop_feeds import Feed
 from tracer.model import CallSite, Graph, Node, Subgraph, SubgraphInput
 from tracer.root_roles import root_role
@@ -39,7 +40,8 @@ class BodyInfo:
 def _hop_target_name(target: Any) -> str:
     try:
         return str(target.name())
-    except Exception:
+    except Exception as e:  # except: records a problem (named by its __name__)
+        unknown(f"the name of HOP {target!r}", e)
         return str(getattr(target, "__name__", target))
 
 
@@ -57,7 +59,7 @@ def _flatten(a: Any, out: list[Any]) -> None:
 def _submodule(gm: torch.nn.Module, target: str) -> Any:
     try:
         return gm.get_submodule(target)
-    except Exception:
+    except AttributeError:  # not a submodule (a parameter, a constant): not a body
         return None
 
 
@@ -172,7 +174,8 @@ def _graph_arg_source(node: torch.fx.Node) -> str:
     name = getattr(src, "name", "")
     try:
         return str(name() if callable(name) else name)
-    except Exception:
+    except Exception as e:  # except: records a problem (source "")
+        unknown(f"the source of graph input {node.name!r}", e)
         return ""
 
 
@@ -182,7 +185,8 @@ def _root_role(node: torch.fx.Node, arg_names: set[str]) -> str:
     ga = node.meta.get("grapharg")
     try:
         example = getattr(ga, "example", None)
-    except Exception:
+    except Exception as e:  # except: records a problem (then not known to be a Parameter)
+        unknown(f"the example value of graph input {node.name!r}", e)
         example = None
     return root_role(_graph_arg_source(node), parameter=isinstance(example, torch.nn.Parameter),
                      symbolic=_is_symbolic(_value(node)), arg_names=arg_names)

@@ -285,7 +285,7 @@ def apply(rec: Record, st: LogState) -> None:
             if p.concerns is None or p.concerns(rec):
                 p.parse(rec, st, key)
                 return
-    except Exception as e:  # a damaged record: keep going, say which line was not read
+    except Exception as e:  # except: records a problem (a damaged record: keep going, say which line)
         st.problems.append(f"line {rec.line}: {rec.event or 'record'} not read ({type(e).__name__}: {e})"[:300])
         return
     (st.ignored if rec.event in IGNORED else st.unknown)[rec.event] += 1

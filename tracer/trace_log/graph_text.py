@@ -111,7 +111,7 @@ class _GraphBuilder:
             prev_end = stmt.end_lineno or stmt.lineno
             try:
                 self._stmt(stmt)
-            except Exception as e:  # a statement fx would not write (a damaged log): recorded, not a node
+            except Exception as e:  # except: records a problem (a statement fx would not write: a damaged log)
                 self.out.errors.append(f"{self.out.graph.name or 'graph'} line {stmt.lineno}: {e}")
         for n in self.order:
             for i in n.inputs:
