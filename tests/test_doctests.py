@@ -21,6 +21,7 @@ MODULES = [
     "tracer.capturing",
     "tracer.diffing",
     "tracer.hop_feeds",
+    "tracer.model.attempts",
     "tracer.model.graph",
     "tracer.model.validate",
     "tracer.options",

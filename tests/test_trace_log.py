@@ -230,7 +230,8 @@ def _compare(name: str, loaded: tracer.Capture, live: tracer.Capture) -> set[str
                  if LIMITED[field](got, want)}
     assert [(b.compile_id, b.location, b.code_line) for b in loaded.graph_breaks] == \
         [(b.compile_id, b.location, b.code_line) for b in live.graph_breaks]
-    assert [(r.compile_id, r.reason) for r in loaded.recompiles] == [(r.compile_id, r.reason) for r in live.recompiles]
+    assert [(r.compile_id, r.reason, r.failed) for r in loaded.recompiles] == \
+        [(r.compile_id, r.reason, r.failed) for r in live.recompiles]
     assert loaded.problems[:len(LOG_LIMITS)] == [f"loaded from a log: {k}: {v}" for k, v in LOG_LIMITS.items()]
     return seen
 
@@ -268,6 +269,37 @@ def test_a_closure_and_a_specialization_from_a_log(logs):
     assert [(s.kind, s.symbol, s.value, s.guard, s.user_line.line) for s in f.specializations] == \
         [("zero_one", "s77", "[2, int_oo]", "", line), ("static", "s77", "4", "Eq(s77, 4)", line)]
     assert [g.expr for g in f.shape_guards] == ["Eq(s77, 4)"]
+
+
+def _line(meta: dict, payload: str | None = None) -> str:
+    head = "V1125 19:00:00.000000 1 f.py:1] "
+    if payload is None:
+        return head + json.dumps(meta) + "\n"
+    return head + json.dumps({**meta, "has_payload": "0"}) + "\n" + "".join(f"\t{p}\n" for p in payload.split("\n"))
+
+
+def test_one_recompile_per_recompile_reasons_record(tmp_path):
+    """Note [One record per recompile]: the third compile of a frame checked two cache entries; torch
+    logs one record with both failed guards (a JSON list), padded as its guard code prints them."""
+    lines = []
+    for c in range(3):
+        ids = {"frame_id": 7, "frame_compile_id": c, "attempt": 0}
+        lines.append(_line({"dynamo_start": {"stack": []}, **ids}))
+        if c == 1:
+            lines.append(_line({"artifact": {"name": "recompile_reasons", "encoding": "json"}, **ids},
+                               "7/0: s == 'a'            # f.py:3 in f"))
+        if c == 2:
+            lines.append(_line({"artifact": {"name": "recompile_reasons", "encoding": "json"}, **ids},
+                               json.dumps(["7/1: s == 'bb'           # f.py:3 in f", "7/0: s == 'a'   "])))
+    p = tmp_path / "t.log"
+    p.write_text("".join(lines))
+    cap = load_trace(str(p))
+    assert [(r.compile_id, r.failed) for r in cap.recompiles] == [
+        ("0/1", ["0/0: s == 'a'  # f.py:3 in f"]),
+        ("0/2", ["0/1: s == 'bb'  # f.py:3 in f", "0/0: s == 'a'"]),
+    ]
+    assert [r.reason for r in cap.recompiles] == ["0/0: s == 'a'  # f.py:3 in f", "0/1: s == 'bb'  # f.py:3 in f"]
+    assert "2 recompiles" in repr(cap)
 
 
 def test_whole_log_loads_without_skipped_lines(logs):

@@ -122,7 +122,8 @@ def capture_tree(cap: Capture) -> str:
         count = f" (x{g.count})" if g.count > 1 else ""
         lines.append(f"graph break{count}{where} at {g.location}: {headline(g.reason)}")
     for r in cap.recompiles:
-        lines.append(f"recompile {r.compile_id}: {headline(r.reason)}")
+        more = f" (and the guards of {len(r.failed) - 1} older cache entries)" if len(r.failed) > 1 else ""
+        lines.append(f"recompile {r.compile_id}: {headline(r.reason)}{more}")
     lines.extend(f"problem: {p}" for p in cap.problems)
     return "\n".join(lines)
 

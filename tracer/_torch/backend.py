@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import types
 import warnings
 from typing import Any, Iterator, Optional
 
-from tracer._torch.attempts import AttemptInfo, format_id, local_ids, location, settle_status
 from tracer._torch.beyond import Beyond
 from tracer._torch.breaks import BreakRecord, SkipRecorder, install_graph_break_hook
 from tracer._torch.graph_passes import PassRecorder
@@ -27,7 +25,8 @@ from tracer._torch.subtracer import SpecRecord, compile_key, install_speculation
 from tracer._torch.trace_filter import install_payload_filter
 from tracer._torch.unknowns import recording_into, take_loose
 from tracer.diffing import attach_recompile_diffs
-from tracer.model import Capture, Frame, GraphBreak, GraphPiece, Recompile, Speculation
+from tracer.model import Capture, Frame, GraphBreak, GraphPiece, Speculation
+from tracer.model.attempts import AttemptInfo, format_id, local_ids, location, recompile, settle_status
 
 __all__ = ["Recorder"]
 
@@ -51,7 +50,7 @@ class Recorder:
         self.beyond = Beyond(backend)  # Inductor, bytecode, shapes (issue #18)
         self.specs: list[SpecRecord] = []
         self.breaks: list[BreakRecord] = []
-        self.recompile_reasons: dict[Key, list[str]] = {}
+        self.recompile_reasons: dict[Key, list[list[str]]] = {}  # one list per recompile_reasons artifact
         self.order: list[AttemptKey] = []  # attempts in the order they ran
         self.frames: dict[AttemptKey, list[Frame]] = {}  # graphs the backend received per attempt
         self.guards: dict[AttemptKey, list] = {}
@@ -87,7 +86,7 @@ class Recorder:
 
     def on_recompile(self, key: Key, reasons: list[str]) -> None:
         self._seen(key)
-        self.recompile_reasons.setdefault(key, []).extend(reasons)
+        self.recompile_reasons.setdefault(key, []).append(list(reasons))
 
     def on_metrics(self, akey: AttemptKey, metrics: dict[str, Any]) -> None:
         key = akey[:2]
@@ -218,8 +217,8 @@ class Recorder:
                                                compile_id=local.get(akey, "") if akey else "", code_line=b.code_line))
         for akey in self.order:
             if akey[2] == 0:
-                for r in self.recompile_reasons.get(akey[:2], []):
-                    cap.recompiles.append(Recompile(compile_id=local[akey], reason=_local_reason(r, local)))
+                for reasons in self.recompile_reasons.get(akey[:2], []):  # Note [One record per recompile]
+                    cap.recompiles.append(recompile(local[akey], reasons, local))
         handler_errors = self._handler.errors if self._handler is not None else []
         cap.problems.extend([*self.errors, *handler_errors, *self.beyond.finish(), *take_loose()])
         self.specs.clear()
@@ -281,19 +280,6 @@ def _split_frame(frames: list[Frame]) -> Frame:
         first.problems.extend(f"piece {i}: {p}" for p in f.problems)
         first.passes.extend(f.passes)
     return first
-
-
-_ENTRY_PREFIX = re.compile(r"^(?P<frame>\d+)/(?P<compile>\d+): ")
-
-
-def _local_reason(reason: str, local: dict[AttemptKey, str]) -> str:
-    """Dynamo prefixes a failed guard with the compile id of the cache entry it belongs to
-    ("2/0: tensor 'x' size mismatch ..."); rewrite that id to the capture-local one."""
-    m = _ENTRY_PREFIX.match(reason)
-    if m is None:
-        return reason
-    key = (int(m.group("frame")), int(m.group("compile")), 0)
-    return f"{local[key]}: {reason[m.end():]}" if key in local else reason
 
 
 # Note [Stack at dynamo_start]

@@ -10,18 +10,18 @@ from __future__ import annotations
 from typing import Any
 
 from tracer.model.aot import Aot
-from tracer.model.attempts import AttemptInfo, format_id, local_ids, location, settle_status
+from tracer.model.attempts import AttemptInfo, format_id, local_ids, location, recompile, settle_status
 from tracer.model.capture import Capture
 from tracer.model.frame import Frame
 from tracer.model.graph import Graph
-from tracer.model.guards import Guard, Recompile
+from tracer.model.guards import Guard
 from tracer.model.lazy import on_first_read
 from tracer.model.subgraph import CallSite, Subgraph, SubgraphInput
 from tracer.root_roles import placeholder_name, root_role
 from tracer.shape_events import shape_records
 from tracer.trace_log.body_feeds import LogCalls
 from tracer.trace_log.deferred import deferred_graph, has_bodies, parse_logged, problems_wait_for_graphs
-from tracer.trace_log.events import AttemptKey, AttemptLog, LogState
+from tracer.trace_log.events import AttemptLog, LogState
 from tracer.trace_log.graph_text import ParsedModule
 
 __all__ = ["assemble", "LOG_LIMITS"]
@@ -96,11 +96,10 @@ def assemble(st: LogState, fn: str = "") -> Capture:
     for key, gb in st.breaks:
         gb.compile_id = local.get(key, "") if key else ""
         cap.graph_breaks.append(gb)
-    for k2, reasons in st.recompiles:
+    for k2, reasons in st.recompiles:  # Note [One record per recompile] in tracer/model/attempts.py
         key = (*k2, 0)
-        for r in reasons:
-            if key in local:
-                cap.recompiles.append(Recompile(compile_id=local[key], reason=_local_reason(r, local)))
+        if key in local:
+            cap.recompiles.append(recompile(local[key], reasons, local))
     cap.meta["source"] = "TORCH_TRACE"
     if st.torch_version:
         cap.meta["torch"] = st.torch_version
@@ -118,16 +117,6 @@ def _code(a: AttemptLog, info: AttemptInfo, st: LogState) -> str:
         return location(str(m.get("co_filename") or ""), m.get("co_firstlineno"), str(m.get("co_name") or ""))
     where = st.stack(a.start_stack[-1:])
     return where[0] if where else ""
-
-
-def _local_reason(reason: str, local: dict[AttemptKey, str]) -> str:
-    """"2/0: tensor 'x' size mismatch" names the cache entry by torch's id: rewrite it to the local one,
-    as tracer/_torch/backend.py does for live captures."""
-    head, sep, rest = reason.partition(": ")
-    f, slash, c = head.partition("/")
-    if sep and slash and f.isdigit() and c.isdigit() and (int(f), int(c), 0) in local:
-        return f"{local[(int(f), int(c), 0)]}: {rest}"
-    return reason
 
 
 def _fill_graphs(frame: Frame, a: AttemptLog, sources: dict[str, tuple[str, bool]]) -> None:
