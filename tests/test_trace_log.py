@@ -10,8 +10,9 @@ failed attempts, the Dynamo graph's node names, ops and code, every node role th
 placeholder's, root placeholders' graph-arg sources, HOP body names, parents, call nodes, call
 sites, input names, input sources, what the HOP supplies, constants passed, shape symbols, shape
 guards and specializations (their user stacks without torch's own frames: the backend code path
-differs between the two runs), the TENSOR_MATCH guard sources; graph breaks (compile id, location,
-code line) and recompiles (compile id, reason).
+differs between the two runs), the TENSOR_MATCH guard sources, every node's shape, stride, dtype and
+device and its user line wherever the innermost frame of its stack is user code (in bodies too);
+graph breaks (compile id, location, code line) and recompiles (compile id, reason, every failed guard).
 The fields a log cannot give are ``tracer.trace_log.LOG_LIMITS`` (and the README's list of them):
 each is compared by the rule of :data:`LIMITED`, which says how the log may differ and nothing
 more, and each must differ in at least one case, so the list is exactly what a log lacks.
@@ -151,11 +152,20 @@ def _aot(got: tracer.Frame, want: tracer.Frame) -> bool:
 
 
 def _meta(got: tracer.Frame, want: tracer.Frame) -> bool:
+    """What print_readable prints is equal; a node's logged line (the innermost frame of its stack) is the
+    live one whenever that frame is user code, and a node the log gives no line has none live either
+    unless its stack ends in torch's own code (a line is never carried over from the node before)."""
     differs = False
-    for g, w in zip(got.graph.nodes, want.graph.nodes, strict=True):
-        for k in ("shape", "stride", "dtype", "device"):
-            assert g.meta.get(k) == w.meta.get(k), (g.name, k)
-        differs |= g.meta != w.meta
+    for name, sg in [("", None), *want.subgraphs.items()]:
+        gg, wg = (got.graph, want.graph) if sg is None else (got.subgraphs[name].graph, sg.graph)
+        for g, w in zip(gg.nodes, wg.nodes, strict=True):
+            for k in ("shape", "stride", "dtype", "device"):
+                assert g.meta.get(k) == w.meta.get(k), (name, g.name, k)
+            innermost = [ln for ln in w.meta.get("stack_trace", "").split("\n") if ln.lstrip().startswith('File "')][-1:]
+            torch_line = bool(innermost) and f"{os.sep}torch{os.sep}" in innermost[0]
+            if g.op not in ("placeholder", "output") and not torch_line:
+                assert g.meta.get("source") == w.meta.get("source"), (name, g.name)
+            differs |= g.meta != w.meta
     return differs
 
 
