@@ -22,6 +22,7 @@ module              hook point                                                  
                     ``pgo.get_code_state``, ``torch._dynamo.config.patch``              caches, configs
 ``subgraphs.py``    (reads the GraphModule only)                                        the HOP body tree
 ``fx_graph.py``     (reads fx graphs only)                                              Graph / Node.meta
+``unknowns.py``     (no hook) what a read of a torch object could not give, said once     Frame/Capture.problems
 ``aot.py``          AOTAutograd compilers and partitioner (AOT stage)                   Frame.aot
 ``pause*.py``       comptime pause (tracer.trace)                                       PausedState
 ``beyond.py``       holds the three below for one capture (symbols by ``shape_events``)  Frame.inductor/bytecode/
