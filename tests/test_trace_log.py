@@ -312,6 +312,23 @@ def test_one_recompile_per_recompile_reasons_record(tmp_path):
     assert "2 recompiles" in repr(cap)
 
 
+def test_damaged_shape_events_load_as_what_they_say(tmp_path):
+    """ShapeEnv records with fields of the wrong type (a damaged log) give what is readable, never raise."""
+    ids = {"frame_id": 0, "frame_compile_id": 0, "attempt": 0}
+    p = tmp_path / "t.log"
+    p.write_text("".join([
+        _line({"dynamo_start": {"stack": []}, **ids}),
+        _line({"create_symbol": {"symbol": "s0", "val": "3", "vr": "[2, int_oo]", "source": "L['x'].size()[0]",
+                                 "user_stack": [{"line": "x", "name": "f", "filename": "f.py"}, 7]}, **ids}),
+        _line({"guard_added_fast": {"expr": "Eq(Mod(s0, 4), 0\u0000", "user_stack": "not a list"}, **ids}),
+        _line({"symbolic_shape_specialization": {"symbol": "s0", "value": "4", "reason": "r", "sources": 5}, **ids}),
+    ]))
+    (f,) = load_trace(str(p)).frames
+    assert [(s.name, [(u.file, u.line) for u in s.user_stack]) for s in f.symbols] == [("s0", [("f.py", 0)])]
+    assert [g.user_stack for g in f.shape_guards] == [[]]
+    assert [(s.kind, s.sources) for s in f.specializations] == [("zero_one", ["L['x'].size()[0]"]), ("static", [])]
+
+
 def test_whole_log_loads_without_skipped_lines(logs):
     cap = load_trace(logs["_all"])
     tracer.validate(cap)

@@ -82,18 +82,21 @@ def shape_records(events: list[Event], strings: dict[int, str]
             if tied is not None:  # Note [Where a specialization came from]: "find" is lazy, its stack is not the cause
                 (other, via) = tied
                 line, guard, reason = other.user_line, other.guard, f"find: {via} ties it to {other.symbol}"
-            specs.append(Specialization(kind="static", symbol=symbol, sources=[str(s) for s in meta.get("sources") or []],
+            sources = meta.get("sources")
+            specs.append(Specialization(kind="static", symbol=symbol,
+                                        sources=[str(s) for s in sources] if isinstance(sources, list) else [],
                                         value=str(meta.get("value", "")), reason=reason, guard=guard, user_line=line))
     return symbols, guards, specs
 
 
 def _stack(frames: Any, strings: dict[int, str]) -> list[SourceLine]:
     out = []
-    for fr in frames or []:
+    for fr in frames if isinstance(frames, list) else []:
         if isinstance(fr, dict):
             file = fr.get("filename")
             file = strings.get(file, f"<file #{file}>") if isinstance(file, int) else str(file or "")
-            out.append(SourceLine(file=file, line=int(fr.get("line") or 0), fn=str(fr.get("name") or ""),
+            line = fr.get("line")  # an int as torch logs it; anything else (a damaged log) is line 0
+            out.append(SourceLine(file=file, line=line if isinstance(line, int) else 0, fn=str(fr.get("name") or ""),
                                   code=str(fr.get("loc") or "")))
     return out
 
@@ -101,7 +104,7 @@ def _stack(frames: Any, strings: dict[int, str]) -> list[SourceLine]:
 def _names(expr: str) -> set[str]:
     try:
         return {n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError):  # not sympy text fx would print (a damaged log)
         return set()
 
 
@@ -124,7 +127,7 @@ def _divisibility(expr: str) -> list[tuple[str, str]]:
     """(symbol, divisor) for each ``Eq(Mod(symbol, N), 0)`` in a guard's sympy text (parsed with ast)."""
     try:
         tree = ast.parse(expr, mode="eval")
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError):  # not sympy text fx would print (a damaged log)
         return []
     out = []
     for node in ast.walk(tree):
