@@ -95,6 +95,23 @@ class Scaled(torch.nn.Module):
         return self.lin(x) * 3
 
 
+def _closure_over(y: torch.Tensor) -> Callable:
+    def closure_root(x):
+        return x * y  # ``y`` is a closure variable: a graph input Dynamo reads as L['y'], not an argument
+
+    return closure_root
+
+
+def specialize_size(x):
+    if x.shape[0] == 4:  # a guard Eq(s77, 4): ShapeEnv makes the size static here
+        return x * 2
+    return x + 1
+
+
+def guard_on_str(x, s):
+    return x * len(s)  # a guard s == '...' that every new string fails (cf. PyTorch's test_recompile_ux.py)
+
+
 def _hooked(module: torch.nn.Module) -> torch.nn.Module:
     module.register_forward_pre_hook(lambda mod, args: (args[0] * 2,))
     module.register_forward_hook(lambda mod, args, out: out.relu())
@@ -123,6 +140,9 @@ ORACLE_CASES: dict[str, Callable[[], tuple]] = {
     "cond_break_fullgraph": _case(cond_break_fullgraph, _t(3)),
     "linear_with_hooks": lambda: (_seeded(lambda: _hooked(torch.nn.Linear(3, 3))), (_t(2, 3),), {}),
     "sequential": lambda: (_seeded(lambda: torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU())), (_t(2, 3),), {}),
+    "recompile_each_call": _case(guard_on_str, _t(3), "a", more_calls=[(_t(3), "bb"), (_t(3), "ccc"), (_t(3), "dddd")]),
+    "closure_root": lambda: (_closure_over(_t(3, seed=1)), (_t(3),), {}),
+    "specialize_size": _case(specialize_size, _t(4), dynamic=True),
     "user_module_with_hooks": lambda: (_seeded(lambda: _hooked(Scaled())), (_t(2, 3),), {}),
 }
 for _name, _make in INPUT_CASES.items():  # the body-input cases of tests/cases_inputs.py

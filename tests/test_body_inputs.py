@@ -253,6 +253,8 @@ def test_missing_speculation_is_a_problem_not_a_guess(recorded):
     _, subgraphs, _ = convert_tree(gm, [], None, problems)
     (sg,) = subgraphs.values()
     assert [i.source for i in sg.inputs] == ["l_x_", "l_y_", "w"]  # sources are still known
+    assert [i.kind for i in sg.inputs] == ["unknown"] * 3  # operand or lifted: not guessed
+    assert [n.role for n in sg.graph.placeholders] == ["unknown"] * 3
     assert len(problems) == 1 and "no speculation record" in problems[0] and "unknown" in problems[0]
 
 

@@ -85,7 +85,7 @@ def test_all_problems_and_repr():
     assert repr(Capture()) == "Capture(?: 0 frames, 0 graph breaks, 0 recompiles)"
     cap.limits = ["loaded from a log: no speculations"]  # Note [Limits of the source]: not problems
     assert cap.all_problems() == ["capture problem", "frame 0/0: a problem"]
-    assert repr(cap) == "Capture(f: 2 frames, 5 graph breaks, 1 recompiles, 2 problems)"
+    assert repr(cap) == "Capture(f: 2 frames, 5 graph breaks, 1 recompile, 2 problems)"
     assert str(cap).splitlines()[-2:] == ["problem: capture problem",
                                           "limits of the source: 1 (what it cannot contain; see cap.limits)"]
     assert "limits" not in str(Capture(fn="f"))

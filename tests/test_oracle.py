@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -48,8 +49,8 @@ def _expected(records: list[tuple[dict, str]], calls: list[dict]) -> dict:
     order: list[tuple[int, int, int]] = []
     final: dict[tuple[int, int], tuple[int, dict]] = {}
     breaks: collections.Counter = collections.Counter()
-    recompiles: list[tuple[int, int]] = []
-    for meta, _ in records:
+    recompiles: list[tuple[tuple[int, int], list[str]]] = []
+    for meta, payload in records:
         if meta.get("frame_id") is None or meta.get("compiled_autograd_id") is not None:
             continue
         akey = (meta["frame_id"], meta["frame_compile_id"], meta.get("attempt") or 0)
@@ -60,8 +61,9 @@ def _expected(records: list[tuple[dict, str]], calls: list[dict]) -> dict:
         art = meta.get("artifact", {}).get("name")
         if art == "dynamo_graph_break_reason":
             breaks[akey] += 1
-        if art == "recompile_reasons":
-            recompiles.append(akey[:2])
+        if art == "recompile_reasons":  # one per recompile: the failed guard of every cache entry
+            reasons = json.loads(payload) if payload.lstrip().startswith(("[", '"')) else payload
+            recompiles.append((akey[:2], [reasons] if isinstance(reasons, str) else reasons))
     frames_seen: dict[int, int] = {}
     compiles_seen: dict[tuple[int, int], int] = {}
     local: dict[tuple[int, int, int], str] = {}
@@ -86,9 +88,15 @@ def _expected(records: list[tuple[dict, str]], calls: list[dict]) -> dict:
     return {
         "frames": frames,
         "breaks": sorted(local[k] for k, n in breaks.items() for _ in range(n)),
-        "recompiles": [local[(*k, 0)] for k in recompiles],
+        "recompiles": [(local[(*k, 0)], [_local_prefix(r, local) for r in reasons]) for k, reasons in recompiles],
         "raised": any("raised" in c for c in calls),
     }
+
+
+def _local_prefix(reason: str, local: dict[tuple[int, int, int], str]) -> str:
+    """torch's "36/0: ..." (the cache entry's compile id in the child) with the capture-local id."""
+    m = re.match(r"(\d+)/(\d+): ", reason)
+    return f"{local[(int(m[1]), int(m[2]), 0)]}: {reason[m.end():]}" if m else reason
 
 
 @pytest.fixture(scope="module")
@@ -141,5 +149,10 @@ def test_capture_agrees_with_torch(name, oracle):
             assert sg.parent == body["parent"] and sg.call_node == body["callers"][0], f"{where} {qn}"
             assert [c.node for c in sg.call_sites] == body["callers"], f"{where} {qn}"
     assert sorted(b.compile_id for b in cap.graph_breaks) == want["breaks"]
-    assert [r.compile_id for r in cap.recompiles] == want["recompiles"]
+    # Note [One record per recompile]: as many as torch logged, each with every cache entry's failed
+    # guard, the same text but for torch's column padding (ids are local = torch's in a fresh process)
+    assert [(r.compile_id, [" ".join(f.split()) for f in r.failed]) for r in cap.recompiles] == \
+        [(cid, [" ".join(f.split()) for f in reasons]) for cid, reasons in want["recompiles"]]
+    assert all(r.reason == r.failed[0] and not re.search(r" {3,}#| $", "\n".join(r.failed), flags=re.M)
+               for r in cap.recompiles)
     assert cap.all_problems() == []

@@ -17,6 +17,9 @@ import pytest
 
 from tracer.trace_log import LOG_LIMITS, load_trace
 
+LIMITS = [f"{k}: {why}" for k, why in LOG_LIMITS.items()]  # as a loaded log states them
+N = len(LIMITS)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RED = "rgb(207, 34, 46)"  # #cf222e, the problems box's border
 
@@ -43,13 +46,13 @@ def test_explorer_overview_tells_limits_from_problems(logs):
     from viz.explorer import Explorer
 
     clean, cut = load_trace(logs["clean"]), load_trace(logs["cut"])
-    assert clean.all_problems() == [] and clean.limits == LOG_LIMITS == cut.limits
+    assert clean.all_problems() == [] and clean.limits == LIMITS == cut.limits
     html = Explorer(clean)._overview.value
     assert '<div class="ds-problems">' not in html and "problem(s)" not in html
-    assert html.count('<details class="ds-limits ds-muted"><summary>Limits of the source (4): what a TORCH_TRACE log '
+    assert html.count(f'<details class="ds-limits ds-muted"><summary>Limits of the source ({N}): what a TORCH_TRACE log '
                       'cannot contain, not problems of this run</summary>') == 1
     html = Explorer(cut)._overview.value
-    assert html.count('<div class="ds-problems"><h4>Problems (1)</h4>') == 1 and "Limits of the source (4)" in html
+    assert html.count('<div class="ds-problems"><h4>Problems (1)</h4>') == 1 and f"Limits of the source ({N})" in html
 
 
 @pytest.mark.browser
@@ -60,13 +63,13 @@ def test_clean_log_report_has_no_red_box_and_a_folded_limits_note(logs, browser,
     note = page.locator("details.ds-limits")
     assert note.count() == 1 and note.is_visible() and not note.evaluate("e => e.open")
     summary = note.locator("summary")
-    assert summary.inner_text() == ("Limits of the source (4): what a TORCH_TRACE log cannot contain, "
+    assert summary.inner_text() == (f"Limits of the source ({N}): what a TORCH_TRACE log cannot contain, "
                                     "not problems of this run")
     assert summary.evaluate("e => getComputedStyle(e).color") != RED
     items = note.locator("li")
-    assert items.count() == 4 and not items.first.is_visible()  # folded
+    assert items.count() == N and not items.first.is_visible()  # folded
     summary.click()
-    assert items.first.is_visible() and [items.nth(i).inner_text() for i in range(4)] == LOG_LIMITS
+    assert items.first.is_visible() and [items.nth(i).inner_text() for i in range(N)] == LIMITS
     page.close()
 
 

@@ -16,7 +16,7 @@ import pytest
 from test_trace_log_damaged import _whole_part
 
 import tracer
-from tracer.trace_log import load_trace
+from tracer.trace_log import LOG_LIMITS, load_trace
 from viz.html import capture_html
 
 N_DOCS = 600
@@ -65,7 +65,7 @@ def _damage(data: bytes, rnd: random.Random) -> tuple[str, bytes, list[int]]:
 @pytest.mark.slow
 def test_damaged_logs_have_only_defined_outcomes(real_log, tmp_path):
     original = load_trace(_write(tmp_path / "orig.log", real_log))
-    assert _summary(original) and original.problems == [] and len(original.limits) == 4
+    assert _summary(original) and original.problems == [] and len(original.limits) == len(LOG_LIMITS)
     rnd = random.Random(12)
     outcomes = {"capture": 0, "not a trace": 0}
     for i in range(N_DOCS):

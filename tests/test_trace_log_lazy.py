@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 
 import tracer
 from tracer.trace_log import load_trace, reader
-from tracer.trace_log.assemble import _cpp_tree, _root_roles
+from tracer.trace_log.assemble import _cpp_tree, _graph_input_sources, _root_roles
 from tracer.trace_log.deferred import has_bodies
+from tracer.trace_log.events import LogState, apply
 from tracer.trace_log.graph_text import parse_readable
 from viz.html import capture_html
 
@@ -57,17 +58,27 @@ def test_graphs_without_bodies_wait_and_then_equal_the_eager_parse(log_path):
     assert all(g.parsed for g in eager)
     training = next(f for f in cap.frames if f.aot is not None and f.aot.mode == "training")
     assert not training.aot.joint.parsed and not training.aot.backward.parsed
-    roots = {id(f.graph) for f in cap.frames}
+    state = LogState({})  # the log read again, for the Sources each frame's placeholders were read from
+    with reader.open_text(log_path) as fh:
+        rd = reader.Reader(fh)
+        state.strings = rd.strings
+        for rec in rd:
+            apply(rec, state)
+    roots = {id(f.graph): _graph_input_sources(state.attempts[k], state) for f, k in zip(cap.frames, state.order, strict=True)}
     for g in lazy:
         want = parse_readable(g.code, g.name).graph
         if id(g) in roots:
-            _root_roles(want)
+            _root_roles(want, roots[id(g)])
         got = g.nodes
         assert g.parsed
         assert [(n.name, n.op, n.target, n.args, n.kwargs, n.inputs, n.users, n.role, n.meta) for n in got] == \
             [(n.name, n.op, n.target, n.args, n.kwargs, n.inputs, n.users, n.role, n.meta) for n in want.nodes]
-    # root placeholders get their roles from the Source Dynamo named them after (L_x_ -> operand, ...)
-    assert {n.role for f in cap.frames for n in f.graph.placeholders} == {"operand", "param", "lifted_symbol"}
+    # root placeholders get their roles from the Source they were read from (Note [Root roles from a log]):
+    # a frame local L['x'] is an argument or a closure variable, which the log does not say
+    roles = {n.role for f in cap.frames for n in f.graph.placeholders}
+    assert roles == {"unknown", "param", "lifted_symbol"}, roles
+    assert {n.meta["graph_arg_source"] for f in cap.frames for n in f.graph.placeholders if n.role == "unknown"} >= \
+        {"L['x']", "L['w']"}
     assert not cap.all_problems()[len(cap.problems):], "the real log parses without a frame problem"
 
 

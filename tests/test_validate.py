@@ -73,7 +73,7 @@ def base() -> Capture:
                      times={"total": 0.5, "dynamo": 0.3, "backend": 0.2})
     recompiled = Frame("0/1", "f.py:1 in f", status="no_graph", status_reason="no ops")
     return Capture([restarted, compiled, recompiled], [GraphBreak("graph break", "f.py:2", compile_id="0/0")],
-                   [Recompile("0/1", "size mismatch")], fn="f")
+                   [Recompile("0/1", "0/0: size mismatch", failed=["0/0: size mismatch"])], fn="f")
 
 
 def test_base_is_valid():
@@ -100,6 +100,8 @@ BROKEN = [
     ("negative time", lambda c: c.frames[1].times.update(total=-1.0), "frame 0/0_1: time 'total' is -1.0, not a duration"),
     ("break -> frame", lambda c: setattr(c.graph_breaks[0], "compile_id", "7/0"), "graph break at f.py:2: compile id '7/0' is not a frame of the capture"),
     ("recompile -> frame", lambda c: setattr(c.recompiles[0], "compile_id", "0/9"), "recompile: compile id '0/9' is not a frame of the capture"),
+    ("recompile reason vs failed", lambda c: c.recompiles[0].failed.insert(0, "0/0_1: other"),
+     "recompile 0/1: reason is not the first failed guard"),
     ("duplicate node names", lambda c: c.frames[1].graph.nodes.insert(1, copy.deepcopy(c.frames[1].graph.nodes[0])),
      "frame 0/0_1: duplicate node names"),
     ("node op", lambda c: setattr(c.frames[1].graph.nodes[3], "op", "return"), "frame 0/0_1: node 'output' has op 'return' (must be one of ['placeholder', 'get_attr', 'call_function', 'call_method', 'call_module', 'output'])"),
@@ -201,6 +203,7 @@ def test_each_broken_invariant_is_reported(what, breakit, message):
                                                           setattr(c.frames[1].aot, "inference", c.frames[1].aot.forward))),
     ("a failed attempt with its reason", lambda c: setattr(c.frames[2], "status", "failed")),
     ("limits of the source, as strings", lambda c: c.limits.extend(["the source has no speculations", ""])),
+    ("a recompile that does not list its failed guards", lambda c: setattr(c.recompiles[0], "failed", [])),
     ("bytecode that says why it has no source", lambda c: setattr(c.frames[1], "bytecode", Bytecode(
         CodeText("f", source="def f(x): ..."), CodeText("f", problem="depyf could not decompile f")))),
     ("a recompile diff of two frames of the capture", lambda c: setattr(c.recompiles[0], "diff", FrameDiff(

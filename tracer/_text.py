@@ -131,7 +131,8 @@ def capture_tree(cap: Capture) -> str:
         count = f" (x{g.count})" if g.count > 1 else ""
         lines.append(f"graph break{count}{where} at {g.location}: {headline(g.reason)}")
     for r in cap.recompiles:
-        lines.append(f"recompile {r.compile_id}: {headline(r.reason)}")
+        more = f" (and the guards of {len(r.failed) - 1} older cache entries)" if len(r.failed) > 1 else ""
+        lines.append(f"recompile {r.compile_id}: {headline(r.reason)}{more}")
     lines.extend(f"problem: {p}" for p in cap.problems)
     if cap.limits:  # Note [Limits of the source]: one quiet line, not problems
         lines.append(f"limits of the source: {len(cap.limits)} (what it cannot contain; see cap.limits)")

@@ -134,12 +134,12 @@ def _run_capture(
                     for call_args in options.more_calls:
                         target.call(compiled, *call_args, **kwargs)
                 cap.result = _detached(result)  # See Note [The result holds no autograd graph]
-            except BaseException as e:
+            except BaseException as e:  # except: re-raises
                 rec.interrupted = e  # a compile cut short by it ends "failed" with this reason
                 raise
             finally:
                 _safely(cap, "finish", rec.finish, cap)  # also on error: the partial capture
-        except BaseException as e:
+        except BaseException as e:  # except: re-raises
             _attach(e, cap)
             raise
         finally:
@@ -153,7 +153,7 @@ def _safely(cap: Capture, stage: str, fn: Callable[..., Any], *args: Any) -> Any
     """Run a recording step; a failure becomes a problem on the capture, never raised over the user's error."""
     try:
         return fn(*args)
-    except Exception as e:  # recording must not hide what the user's function did
+    except Exception as e:  # except: records a problem (recording must not hide what the user's function did)
         cap.problems.append(f"recording step {stage!r} failed: {type(e).__name__}: {e}"[:500])
         return None
 
@@ -165,7 +165,7 @@ def _attach(e: BaseException, cap: Capture) -> None:
             f"tracer.capture({cap.fn}): raised while capturing; the partial capture "
             f"({len(cap.frames)} frame(s), {len(cap.graph_breaks)} graph break(s)) is on err.capture"
         )
-    except Exception:  # an exception type that refuses attributes still propagates unchanged
+    except Exception:  # except: display text only (an exception type that refuses attributes keeps its message)
         pass
 
 

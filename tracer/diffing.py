@@ -247,6 +247,6 @@ def attach_recompile_diffs(cap: Capture) -> Capture:
             continue
         try:
             r.diff = diff(fa, fb, reason=r.reason[m.end():])
-        except Exception as e:  # a diff must never lose the capture it describes
+        except Exception as e:  # except: records a problem (a diff must never lose the capture it describes)
             cap.problems.append(f"recompile {r.compile_id}: diff failed: {type(e).__name__}: {e}")
     return cap

@@ -106,7 +106,7 @@ class Worker:
             for callback in listeners:
                 try:
                     callback()
-                except Exception as e:  # a broken panel must not break the trace: recorded, see the Note
+                except Exception as e:  # except: records a problem (a broken panel must not break the trace)
                     self.listener_errors.append("".join(traceback.format_exception_only(type(e), e)).strip()[:500])
         finally:
             self.cond.acquire()
@@ -173,7 +173,7 @@ class Worker:
 
             capture = _run_capture(self.fn, self.args, self.kwargs, self.options,
                                    extra_hooks=(lambda: _pause_hooks(self),))
-        except BaseException as e:  # noqa: B036 - everything must end up in s.error, see Note [comptime callbacks]
+        except BaseException as e:  # noqa: B036 - except: records a problem (it ends in s.error, see Note [comptime callbacks])
             error = e
         aborted = _find_abort(error)
         if aborted is not None or (error is None and self.abort_reason is not None):

@@ -173,7 +173,7 @@ class SessionPanel:
                     self.refresh(keep_message=True)
                     return
             self.message.value = ""
-        except BaseException as e:  # noqa: B036 - the trace's own error is shown, never raised into the frontend
+        except BaseException as e:  # noqa: B036 - except: display text only (the trace's own error is shown)
             self.message.value = status_html(f"{type(e).__name__}: {e}")
             self.refresh(keep_message=True)
             return

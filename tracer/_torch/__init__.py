@@ -22,9 +22,10 @@ module              hook point                                                  
                     ``pgo.get_code_state``, ``torch._dynamo.config.patch``              caches, configs
 ``subgraphs.py``    (reads the GraphModule only)                                        the HOP body tree
 ``fx_graph.py``     (reads fx graphs only)                                              Graph / Node.meta
+``unknowns.py``     (no hook) what a read of a torch object could not give, said once     Frame/Capture.problems
 ``aot.py``          AOTAutograd compilers and partitioner (AOT stage)                   Frame.aot
 ``pause*.py``       comptime pause (tracer.trace)                                       PausedState
-``beyond.py``       (issue #18) holds the three below for one capture                  Frame.inductor/bytecode/
+``beyond.py``       holds the three below for one capture (symbols by ``shape_events``)  Frame.inductor/bytecode/
 ``trace_events.py`` a second handler on ``torch.__trace`` (Inductor, ShapeEnv events)    symbols/specializations
 ``bytecode.py``     ``register_bytecode_hook``, ``ContinueExecutionCache.lookup``         Frame.bytecode (depyf)
 ``inductor.py``     registered "inductor" backend, provenance + cache configs (patch)   Frame.inductor

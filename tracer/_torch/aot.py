@@ -31,6 +31,7 @@ from tracer._torch.aot_provenance import DynamoIndex, annotate_from, seq_nr_orig
 from tracer._torch.fx_graph import graph_from_fx
 from tracer._torch.patching import Patches
 from tracer._torch.structured import logged_graph_code
+from tracer._torch.unknowns import recording_into, unknown
 from tracer.model import Aot, Frame, Graph
 
 __all__ = ["PARTITIONERS", "compile_aot"]
@@ -143,9 +144,10 @@ class _AotRecorder:
     # -- errors ------------------------------------------------------------------------------
     def _failed(self, stage: str, e: BaseException) -> None:
         """Recording is best effort per stage: a failure never breaks the user's compile, but it is
-        never silent either (a warning, and ``frame.meta["aot_errors"]``)."""
+        never silent either (a warning, ``frame.meta["aot_errors"]`` and a problem of the frame)."""
         text = f"{stage}: {type(e).__name__}: {e}"[:500]
         self.frame.meta.setdefault("aot_errors", []).append(text)
+        self.frame.problems.append(f"AOT {stage} not recorded: {type(e).__name__}: {e}"[:500])
         warnings.warn(
             f"dynascope could not record the AOT {text} (frame {self.frame.compile_id})", stacklevel=2
         )
@@ -241,9 +243,10 @@ class _AotRecorder:
             return real(joint, joint_inputs, **kwargs)  # a HOP body: Note [Partitioning HOP bodies]
         bodies: dict[str, Graph] = {}
         try:
-            self.by_seq_nr = seq_nr_origins(joint.graph, self.index)
-            self.joint, bodies = self._convert(joint, "joint")
-        except Exception as e:
+            with recording_into(self.frame.problems):
+                self.by_seq_nr = seq_nr_origins(joint.graph, self.index)
+                self.joint, bodies = self._convert(joint, "joint")
+        except Exception as e:  # except: records a problem
             self._failed("joint", e)
         fw_module, bw_module = real(joint, joint_inputs, **kwargs)
         try:
@@ -252,7 +255,7 @@ class _AotRecorder:
             if self.joint is not None:
                 tag_partition(self.joint, fw_module, bw_module)
             self.hooks_snapshot = snapshot(fw_module, bw_module, kwargs.get("num_fwd_outputs"))
-        except Exception as e:
+        except Exception as e:  # except: records a problem
             self._failed("partition", e)
         return fw_module, bw_module
 
@@ -261,8 +264,9 @@ class _AotRecorder:
         from torch._dynamo.backends.debugging import boxed_nop
 
         try:
-            self._record_forward(gm)
-        except Exception as e:
+            with recording_into(self.frame.problems):
+                self._record_forward(gm)
+        except Exception as e:  # except: records a problem
             self._failed("forward", e)
         return boxed_nop(gm, example_inputs)
 
@@ -289,12 +293,13 @@ class _AotRecorder:
         try:
             aot = self.aot
             if aot is not None:
-                aot.backward, bodies = self._convert(gm, "backward", saved_from=aot.forward)
+                with recording_into(self.frame.problems):
+                    aot.backward, bodies = self._convert(gm, "backward", saved_from=aot.forward)
                 aot.subgraphs.update(bodies)
                 if aot.saved_tensor_hooks is not None and self.hooks_snapshot is not None:
                     mark_hook_nodes(aot.backward, self.hooks_snapshot.backward, "unpack")
                 aot.backward_ran = True
-        except Exception as e:
+        except Exception as e:  # except: records a problem
             self._failed("backward", e)
         return boxed_nop(gm, example_inputs)
 
@@ -306,10 +311,11 @@ class _AotRecorder:
             placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
             aot = self._new_aot("inference", meta, placeholders)
             self.aot = self.frame.aot = aot
-            aot.inference, aot.subgraphs = self._convert(gm, "inference")
+            with recording_into(self.frame.problems):
+                aot.inference, aot.subgraphs = self._convert(gm, "inference")
             aot.forward = aot.inference  # the graph that runs forward, in either mode
             _set_returns(aot.inference, return_kinds(gm, meta, tokens_in_outputs=_tokens_in_outputs()))
-        except Exception as e:
+        except Exception as e:  # except: records a problem
             self._failed("inference", e)
         return boxed_nop(gm, example_inputs)
 
@@ -328,7 +334,8 @@ def _params_and_buffers(gm: torch.fx.GraphModule) -> tuple[list[str], list[str]]
             [k for k, _ in gm.named_parameters(remove_duplicate=False)],
             [k for k, _ in gm.named_buffers(remove_duplicate=False)],
         )
-    except Exception:
+    except Exception as e:  # except: records a problem (AOT inputs then named by their placeholders)
+        unknown("the parameter and buffer names AOTAutograd passes first", e)
         return [], []
 
 

@@ -73,7 +73,7 @@ def body_attrs(gm: torch.fx.GraphModule, node: Optional[torch.fx.Node]) -> list[
         if a.op == "get_attr" and isinstance(a.target, str):
             try:
                 obj = gm.get_submodule(a.target)
-            except Exception:
+            except AttributeError:  # not a submodule (a parameter, a constant): not a body
                 continue
             if isinstance(obj, torch.fx.GraphModule) and a.target not in out:
                 out.append(a.target)

@@ -12,6 +12,7 @@ import torch
 import torch.fx
 
 from tracer._torch.fx_graph import meta_of
+from tracer._torch.unknowns import unknown
 from tracer.model import AotInput, AotOutput, SavedValue
 
 __all__ = [
@@ -40,7 +41,8 @@ def _hint(s: Any) -> int:
 
     try:
         return int(optimization_hint(s, fallback=_UNBACKED_FALLBACK))
-    except Exception:
+    except Exception as e:  # except: records a problem (the fallback hint is used)
+        unknown(f"the size hint of {s}", e)
         return _UNBACKED_FALLBACK
 
 
@@ -79,7 +81,8 @@ def saved_value(node: Any) -> SavedValue:
         numel *= _hint(s)
     try:
         itemsize = val.element_size()
-    except Exception:
+    except Exception as e:  # except: records a problem (nbytes 0 for this value)
+        unknown(f"the itemsize of saved value {node.name!r}", e)
         itemsize = 0
     return SavedValue(
         name=node.name,
@@ -114,7 +117,7 @@ def saved_values(
     if meta is not None:
         try:
             start = int(meta.num_forward) + (len(meta.tokens) if tokens_in_outputs else 0)
-        except Exception:
+        except (AttributeError, TypeError, ValueError):  # metadata without these fields: the descriptors below
             start = None
     if start is None:
         # No metadata: fall back to the output descriptors the partitioner attached.
@@ -188,7 +191,7 @@ def _fake_storage(val: Any) -> Any:
         from torch.multiprocessing.reductions import StorageWeakRef
 
         return StorageWeakRef(val.untyped_storage())
-    except Exception:  # no storage (e.g. a sparse or nested fake): the value owns itself
+    except (RuntimeError, NotImplementedError):  # no storage (e.g. a sparse or nested fake): the value owns itself
         return None
 
 
@@ -252,7 +255,8 @@ def return_kinds(
             ("intermediate_base", int(meta.num_intermediate_bases)),
             ("rng_offset", int(meta.num_outputs_rng_offset)),
         ]
-    except Exception:
+    except Exception as e:  # except: records a problem (the output node gets no "returns")
+        unknown("what each AOT output is for (ViewAndMutationMeta counts)", e)
         return None
     kinds = [k for k, n in counts for _ in range(n)]
     if len(kinds) > len(outs):
@@ -272,7 +276,8 @@ def inputs_from_meta(meta: Any, names: list[str], params: set[int]) -> list[AotI
         mutated = bool(info.mutates_data or info.mutates_metadata)
         try:
             in_graph = mutated and info.mutation_type == MutationType.MUTATED_IN_GRAPH
-        except Exception:
+        except Exception as e:  # except: records a problem (mutation_in_graph False)
+            unknown(f"whether the mutation of AOT input {i} happens in the graph", e)
             in_graph = False
         out.append(
             AotInput(
@@ -352,5 +357,5 @@ def _storage_key(example_inputs: list[Any], i: int) -> Any:
         from torch.multiprocessing.reductions import StorageWeakRef
 
         return StorageWeakRef(t.untyped_storage())
-    except Exception:
+    except (RuntimeError, NotImplementedError):  # no storage (a sparse or nested tensor): shares none
         return None

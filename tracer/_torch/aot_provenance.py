@@ -180,5 +180,5 @@ def annotate_from(
 def _desc_str(desc: Any) -> str:
     try:
         return str(desc)
-    except Exception:
+    except Exception:  # except: display text only (a descriptor's text)
         return type(desc).__name__

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import types
 import warnings
 from typing import Any, Iterator, Optional
 
-from tracer._torch.attempts import AttemptInfo, format_id, local_ids, location, settle_status
 from tracer._torch.beyond import Beyond
 from tracer._torch.breaks import BreakRecord, SkipRecorder, install_graph_break_hook
 from tracer._torch.graph_passes import PassRecorder
@@ -25,8 +23,10 @@ from tracer._torch.structured import GRAPH_TEXTS, StructuredTraceHandler
 from tracer._torch.subgraphs import convert_tree
 from tracer._torch.subtracer import SpecRecord, compile_key, install_speculation_hooks
 from tracer._torch.trace_filter import install_payload_filter
+from tracer._torch.unknowns import recording_into, take_loose
 from tracer.diffing import attach_recompile_diffs
-from tracer.model import Capture, Frame, GraphBreak, GraphPiece, Recompile, Speculation
+from tracer.model import Capture, Frame, GraphBreak, GraphPiece, Speculation
+from tracer.model.attempts import AttemptInfo, format_id, local_ids, location, recompile, settle_status
 
 __all__ = ["Recorder"]
 
@@ -50,7 +50,7 @@ class Recorder:
         self.beyond = Beyond(backend)  # Inductor, bytecode, shapes (issue #18)
         self.specs: list[SpecRecord] = []
         self.breaks: list[BreakRecord] = []
-        self.recompile_reasons: dict[Key, list[str]] = {}
+        self.recompile_reasons: dict[Key, list[list[str]]] = {}  # one list per recompile_reasons artifact
         self.order: list[AttemptKey] = []  # attempts in the order they ran
         self.frames: dict[AttemptKey, list[Frame]] = {}  # graphs the backend received per attempt
         self.guards: dict[AttemptKey, list] = {}
@@ -86,7 +86,7 @@ class Recorder:
 
     def on_recompile(self, key: Key, reasons: list[str]) -> None:
         self._seen(key)
-        self.recompile_reasons.setdefault(key, []).extend(reasons)
+        self.recompile_reasons.setdefault(key, []).append(list(reasons))
 
     def on_metrics(self, akey: AttemptKey, metrics: dict[str, Any]) -> None:
         key = akey[:2]
@@ -127,7 +127,7 @@ class Recorder:
         self._seen(key, attempt)
         try:
             self.guards[(key[0], key[1], attempt)] = guards_from_set(guards)
-        except Exception as e:
+        except Exception as e:  # except: records a problem
             self.errors.append(f"guards of {format_id(key[0], key[1], attempt)} not read: {type(e).__name__}: {e}")
 
     # -- the backend -----------------------------------------------------------------------
@@ -150,8 +150,9 @@ class Recorder:
             frame.meta["filename"] = code.co_filename
         specs = [s for s in self.specs if s.key == key and s.attempt == attempt]
         try:
-            frame.graph, frame.subgraphs, names = convert_tree(gm, specs, code, frame.problems)
-        except Exception as e:  # never break the user's compile because recording failed
+            with recording_into(frame.problems):
+                frame.graph, frame.subgraphs, names = convert_tree(gm, specs, code, frame.problems)
+        except Exception as e:  # except: records a problem (never break the user's compile because recording failed)
             frame.problems.append(f"graph not recorded: {type(e).__name__}: {e}")
             names = {}
         frame.meta["_graph_names"] = names  # dropped in finish(); id(SpecRecord) -> qualified body name
@@ -198,6 +199,7 @@ class Recorder:
             stack.enter_context(self.passes)
             stack.enter_context(self.beyond.hooks(patches))
             install_payload_filter(patches, [self._handler, self.beyond.events])
+            stack.enter_context(recording_into(self.errors))  # Note [No silent fallback]
             yield
 
     # -- the Capture -------------------------------------------------------------------------
@@ -215,10 +217,10 @@ class Recorder:
                                                compile_id=local.get(akey, "") if akey else "", code_line=b.code_line))
         for akey in self.order:
             if akey[2] == 0:
-                for r in self.recompile_reasons.get(akey[:2], []):
-                    cap.recompiles.append(Recompile(compile_id=local[akey], reason=_local_reason(r, local)))
+                for reasons in self.recompile_reasons.get(akey[:2], []):  # Note [One record per recompile]
+                    cap.recompiles.append(recompile(local[akey], reasons, local))
         handler_errors = self._handler.errors if self._handler is not None else []
-        cap.problems.extend([*self.errors, *handler_errors, *self.beyond.finish()])
+        cap.problems.extend([*self.errors, *handler_errors, *self.beyond.finish(), *take_loose()])
         self.specs.clear()
         return attach_recompile_diffs(cap)
 
@@ -280,19 +282,6 @@ def _split_frame(frames: list[Frame]) -> Frame:
     return first
 
 
-_ENTRY_PREFIX = re.compile(r"^(?P<frame>\d+)/(?P<compile>\d+): ")
-
-
-def _local_reason(reason: str, local: dict[AttemptKey, str]) -> str:
-    """Dynamo prefixes a failed guard with the compile id of the cache entry it belongs to
-    ("2/0: tensor 'x' size mismatch ..."); rewrite that id to the capture-local one."""
-    m = _ENTRY_PREFIX.match(reason)
-    if m is None:
-        return reason
-    key = (int(m.group("frame")), int(m.group("compile")), 0)
-    return f"{local[key]}: {reason[m.end():]}" if key in local else reason
-
-
 # Note [Stack at dynamo_start]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # ``log_dynamo_start`` (convert_frame.py) logs the Python stack that led to the frame Dynamo starts
@@ -341,5 +330,5 @@ def _current_code() -> Optional[types.CodeType]:
 
         tx = InstructionTranslator.current_tx()
         return tx.f_code if tx is not None else None
-    except Exception:
-        return None
+    except AttributeError:  # no translator on this thread (its thread-local is unset): the code object
+        return None  # then comes from compilation_metrics, or _fill says torch did not say which it was

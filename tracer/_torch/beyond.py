@@ -15,9 +15,9 @@ from tracer._torch.bytecode import BytecodeRecorder
 from tracer._torch.inductor import compile_inductor, inductor_graphs, provenance_tracking
 from tracer._torch.inductor_backward import BackwardOrigins
 from tracer._torch.patching import Patches
-from tracer._torch.shapes import shape_records
 from tracer._torch.trace_events import TraceEvents, interned_strings
 from tracer.model import Frame
+from tracer.shape_events import shape_records
 
 __all__ = ["BACKENDS", "Beyond"]
 

@@ -42,9 +42,10 @@ def format_stack(stack: Any) -> list[str]:
     out = []
     for fs in stack or []:
         try:
-            out.append(f"{os.path.basename(fs.filename)}:{fs.lineno} in {fs.name}")
-        except Exception:
-            out.append(str(fs))
+            text = f"{os.path.basename(fs.filename)}:{fs.lineno} in {fs.name}"
+        except Exception:  # except: display text only (a stack line as the frame's own text)
+            text = str(fs)
+        out.append(text)
     return out
 
 
@@ -77,7 +78,7 @@ def install_graph_break_hook(patches: Patches, sink: Callable[[BreakRecord], Non
                 code_line = (getattr(last, "line", "") or "").strip() if last is not None else ""
                 key, attempt = compile_key()
                 sink(BreakRecord(key, str(reason), format_stack(frames), location, code_line, attempt))
-        except Exception as e:  # never disturb Dynamo; the capture lists it as a problem
+        except Exception as e:  # except: records a problem (never disturb Dynamo)
             sink(BreakRecord(compile_key()[0], str(reason), [], "", "", compile_key()[1],
                              problem=f"graph break not fully read: {type(e).__name__}: {e}"))
         return real(self, code_options, reason, exc, *args, **kwargs)

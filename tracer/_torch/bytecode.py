@@ -157,7 +157,7 @@ def code_text(code: types.CodeType, *, original: bool = False) -> CodeText:
 
     try:
         source = depyf.decompile(code)
-    except Exception as e:  # depyf raises many kinds on bytecode it does not know: record, never crash
+    except Exception as e:  # except: records a problem (depyf raises many kinds on bytecode it does not know)
         return CodeText(name=code.co_name, dis=listing,
                         problem=f"depyf could not decompile {code.co_name}: {type(e).__name__}: {e}"[:400])
     finally:
@@ -171,5 +171,5 @@ def code_text(code: types.CodeType, *, original: bool = False) -> CodeText:
 def _dis(code: types.CodeType) -> str:
     try:
         return dis.Bytecode(code).dis()
-    except Exception as e:  # a code object dis cannot list is still not a crash
+    except Exception as e:  # except: display text only (the listing says why it is missing)
         return f"<dis failed: {type(e).__name__}: {e}>"

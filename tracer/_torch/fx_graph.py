@@ -14,6 +14,7 @@ from typing import Any, Callable, Optional
 import torch
 import torch.fx
 
+from tracer._torch.unknowns import unknown
 from tracer.model import Graph, Node
 
 __all__ = ["graph_from_fx", "meta_of", "display", "source_of"]
@@ -29,14 +30,16 @@ def _size(s: Any) -> Any:
     if isinstance(s, torch.SymInt):
         try:
             const = s.node.maybe_as_int()
-        except Exception:
+        except Exception as e:  # except: records a problem (the expression below is still exact)
+            unknown(f"whether size {s} is a constant", e)
             const = None
         if const is not None:
             return int(const)
         return _sym_expr(s)
     try:
         return int(s)
-    except Exception:
+    except Exception as e:  # except: records a problem (kept as its text)
+        unknown(f"the size {type(s).__name__} as an int", e)
         return str(s)
 
 
@@ -48,21 +51,21 @@ def _tensor_meta(t: torch.Tensor) -> dict[str, Any]:
     meta: dict[str, Any] = {"kind": "tensor"}
     try:
         meta["shape"] = [_size(s) for s in t.shape]
-    except Exception:
-        meta["shape"] = []
+    except Exception as e:  # except: records a problem (no "shape" key: never [] that reads as 0-d)
+        unknown(f"the shape of a {type(t).__name__}", e)
     try:
         meta["stride"] = [_size(s) for s in t.stride()]
-    except Exception:  # sparse / nested tensors have no strides
+    except (RuntimeError, NotImplementedError):  # sparse / nested tensors have no strides: no "stride" key
         pass
     meta["dtype"] = _dtype(t.dtype)
     try:
         meta["device"] = str(t.device)
-    except Exception:
-        pass
+    except Exception as e:  # except: records a problem (no "device" key)
+        unknown(f"the device of a {type(t).__name__}", e)
     try:
         meta["requires_grad"] = bool(t.requires_grad)
-    except Exception:
-        pass
+    except Exception as e:  # except: records a problem (no "requires_grad" key)
+        unknown(f"requires_grad of a {type(t).__name__}", e)
     # FakeTensor and FunctionalTensor are how a graph *holds* a value, not a user subclass.
     cls = type(t)
     if cls is not torch.Tensor and cls is not torch.nn.Parameter and cls.__name__ not in _PLAIN_TENSOR_TYPES:
@@ -79,7 +82,8 @@ def meta_of(value: Any) -> dict[str, Any]:
     """Meta dict (Note [Node.meta keys] in tracer/model.py) for one value; never raises."""
     try:
         return _meta_of(value, 0)
-    except Exception as e:  # a broken __repr__/__len__ must never break a capture
+    except Exception as e:  # except: records a problem (a broken __repr__/__len__ must never break a capture)
+        unknown(f"the value meta of a {type(value).__name__}", e)
         return {"kind": "opaque", "type": type(value).__name__, "error": f"{type(e).__name__}: {e}"[:200]}
 
 
@@ -113,7 +117,8 @@ def _meta_of(value: Any, depth: int) -> dict[str, Any]:
 def _sym_expr(v: Any) -> str:
     try:
         return str(v.node.expr)
-    except Exception:
+    except Exception as e:  # except: records a problem (kept as str(v))
+        unknown(f"the expression of a {type(v).__name__}", e)
         return str(v)
 
 
@@ -139,7 +144,7 @@ def display(a: Any, depth: int = 0) -> str:
         return f"<{type(a).__name__} {_dtype(a.dtype)}{list(a.shape)}>"
     try:
         text = repr(a)
-    except Exception:
+    except Exception:  # except: display text only (an argument's display form)
         text = f"<{type(a).__name__}>"
     return text if len(text) <= 200 else text[:197] + "..."
 
@@ -156,8 +161,8 @@ def target_str(node: torch.fx.Node) -> str:
             return str(t)
         if isinstance(t, torch._ops.HigherOrderOperator):
             return t.name()
-    except Exception:
-        pass
+    except Exception as e:  # except: records a problem (named by its Python path below)
+        unknown(f"the operator name of {type(t).__name__}", e)
     mod = getattr(t, "__module__", None) or ""
     name = getattr(t, "__qualname__", None) or getattr(t, "__name__", None)
     if isinstance(name, str) and name.startswith("_VariableFunctionsClass."):
@@ -217,8 +222,9 @@ def _module_stack(stack: Any) -> list[list[str]]:
     for key, v in stack.items():
         try:
             path, typ = v
-        except Exception:
-            path, typ = key, v
+        except Exception as e:  # except: records a problem (the entry is left out)
+            unknown(f"nn_module_stack entry {key!r}", e)
+            continue
         if isinstance(typ, type):
             typ = f"{typ.__module__}.{typ.__qualname__}"
         out.append([str(path), str(typ)])
@@ -255,23 +261,13 @@ _MISSING = object()
 
 def readable_code(gm: Any) -> str:
     """``print_readable`` text without ANSI colours; "" when the object has none."""
-    if not isinstance(gm, torch.fx.GraphModule):
-        try:
-            return str(gm.python_code("self").src)
-        except Exception:
-            return ""
     try:
+        if not isinstance(gm, torch.fx.GraphModule):
+            return str(gm.python_code("self").src)
         return gm.print_readable(print_output=False, colored=False)
-    except TypeError:
-        try:
-            return gm.print_readable(print_output=False)
-        except Exception:
-            return ""
-    except Exception:
-        try:
-            return gm.code
-        except Exception:
-            return ""
+    except Exception as e:  # except: records a problem (the graph's text is "")
+        unknown(f"the readable code of {type(gm).__name__}", e)
+        return ""
 
 
 def graph_from_fx(
@@ -307,8 +303,9 @@ def graph_from_fx(
         if role_of is not None:
             try:
                 r = role_of(node)
-            except Exception:
-                r = None
+            except Exception as e:  # except: records a problem (role "unknown")
+                unknown(f"the role of node {node.name!r}", e)
+                r = "unknown"
             if r:
                 node.role = r
         nodes.append(node)
@@ -323,8 +320,9 @@ def _default_role(n: torch.fx.Node, gm: Any) -> str:
     if n.op == "get_attr":
         try:
             obj = getattr(gm, n.target) if gm is not None and "." not in n.target else _getattr_path(gm, n.target)
-        except Exception:
-            obj = None
+        except Exception as e:  # except: records a problem (role "unknown", not "param")
+            unknown(f"what get_attr {n.target!r} reads", e)
+            return "unknown"
         if isinstance(obj, torch.fx.GraphModule):
             return "op"
         return "param"

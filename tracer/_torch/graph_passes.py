@@ -84,7 +84,7 @@ class PassRecorder:
             for module, attr, name in PASSES:
                 owner = importlib.import_module(module)
                 self._patches.set(owner, attr, self._wrap(getattr(owner, attr), name))
-        except BaseException:
+        except BaseException:  # except: re-raises (after undoing the patches)
             self._patches.restore()
             raise
         return self

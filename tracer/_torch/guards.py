@@ -10,6 +10,7 @@ import types
 from typing import Any, Optional
 
 from tracer._torch.breaks import format_stack
+from tracer._torch.unknowns import unknown
 from tracer.model import Guard
 
 __all__ = ["guards_from_set", "backend_match_guards"]
@@ -18,7 +19,7 @@ __all__ = ["guards_from_set", "backend_match_guards"]
 def _sort_key(g: Any) -> Any:
     try:
         return g.sort_key()
-    except Exception:
+    except Exception:  # except: display text only (the order guards are listed in)
         return (str(getattr(g, "name", "")),)
 
 
@@ -27,16 +28,18 @@ def guards_from_set(guards: Any) -> list[Guard]:
     out: list[Guard] = []
     try:
         items = sorted(guards, key=_sort_key)
-    except Exception:
+    except Exception:  # except: display text only (the order guards are listed in)
         items = list(guards)
     for g in items:
         try:
             kind = g.create_fn_name()
-        except Exception:
-            kind = type(g).__name__
+        except Exception as e:  # except: records a problem (kind "unknown")
+            unknown("a guard's kind", e)
+            kind = "unknown"
         try:
             source = str(g.name)
-        except Exception:
+        except Exception as e:  # except: records a problem (source "")
+            unknown(f"the source of a {kind} guard", e)
             source = ""
         code = [str(c) for c in (getattr(g, "code_list", None) or [])]
         out.append(Guard(kind=str(kind), source=source, code=code, user_stack=format_stack(getattr(g, "user_stack", None))))
@@ -60,14 +63,16 @@ def backend_match_guards(codes: list[types.CodeType], region: Optional[int]) -> 
             entries = (
                 _get_cache_entries_for_region(code, region) if region is not None else _debug_get_cache_entry_list(code)
             )
-        except Exception:
+        except Exception as err:  # except: records a problem (no BACKEND_MATCH guard for its compiles)
+            unknown(f"the cache entries (BACKEND_MATCH guards) of {code.co_name}", err)
             continue
         for e in entries:
             try:
                 backend = e.backend
                 name = getattr(backend, "__qualname__", None) or type(backend).__qualname__
                 cid = str(e.compile_id)
-            except Exception:
+            except Exception as err:  # except: records a problem (that entry's BACKEND_MATCH guard is missing)
+                unknown(f"a cache entry's backend or compile id (BACKEND_MATCH) of {code.co_name}", err)
                 continue
             out[cid] = Guard(
                 kind="BACKEND_MATCH",

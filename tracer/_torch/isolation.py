@@ -19,6 +19,8 @@ from typing import Any, Callable, Iterator, Optional
 
 import torch
 
+from tracer._torch.unknowns import unknown
+
 __all__ = ["CodeTracker", "Target", "code_location", "code_state_scope", "compile_target", "describe_callable", "dynamo_config",
            "fresh_callable"]
 
@@ -284,7 +286,8 @@ def _entry_count(code: types.CodeType) -> int:
 
     try:
         return int(_get_total_cache_entry_count(code))
-    except Exception:
+    except Exception as e:  # except: records a problem (-1: the count before the capture is unknown)
+        unknown(f"the cache entries of {code.co_name} before the capture", e)
         return -1
 
 

@@ -119,7 +119,7 @@ def _on_comptime(ctx: Any) -> None:
     try:
         if vt is not None and vt.is_python_constant():
             label = str(vt.as_python_constant())
-    except Exception as e:  # the pause still happens; its label is recorded as unknown
+    except Exception as e:  # except: records a problem (the pause still happens; its label is unknown)
         problems.append(f"the pause label: {type(e).__name__}: {e}"[:300])
     user_tx = tx
     while getattr(user_tx, "parent", None) is not None and is_dynascope_file(user_tx.f_code.co_filename):

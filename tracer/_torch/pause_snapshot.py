@@ -19,6 +19,7 @@ from torch._guards import CompileContext
 from tracer._torch.breaks import format_stack
 from tracer._torch.fx_graph import graph_from_fx, meta_of
 from tracer._torch.subtracer import hop_name_of
+from tracer._torch.unknowns import unknown
 from tracer.model import Graph, Guard
 from tracer.paused import LocalVar, Location, TracerState, value_text
 
@@ -122,7 +123,8 @@ def _location(tx: Any, inst: Any, line: Optional[int]) -> Location:
 def _graph(fx_graph: torch.fx.Graph, name: str) -> Graph:
     try:
         return graph_from_fx(fx_graph, name=name)
-    except Exception as e:  # a half-built graph must never break the pause: recorded in the graph's code
+    except Exception as e:  # except: records a problem (a half-built graph must never break the pause)
+        unknown(f"the graph {name or 'root'} at the pause", e)
         return Graph(nodes=[], code=f"<graph unavailable: {type(e).__name__}: {e}>"[:300], name=name)
 
 
@@ -149,7 +151,7 @@ def describe(name: str, vt: Any, tx: Any, problems: list[str], depth: int = 0) -
                 meta = meta_of(value)
                 meta["lazy"] = True
                 text = value_text(meta) or type(value).__name__
-            except Exception as e:
+            except Exception as e:  # except: records a problem
                 _unread(problems, f"local {name!r}: the value of a lazy variable", e)
                 meta, text = {"lazy": True}, ""
             return LocalVar(name=name, kind="LazyVariableTracker", value=f"{text} (not yet realized)".strip(),
@@ -166,7 +168,7 @@ def describe(name: str, vt: Any, tx: Any, problems: list[str], depth: int = 0) -
     proxy = None
     try:
         proxy = vt.as_proxy() if hasattr(vt, "proxy") else None
-    except Exception as e:
+    except Exception as e:  # except: records a problem
         _unread(problems, f"local {name!r}: its graph proxy", e)
         proxy = None
     node = getattr(proxy, "node", None)
@@ -179,7 +181,7 @@ def describe(name: str, vt: Any, tx: Any, problems: list[str], depth: int = 0) -
             const = vt.as_python_constant()
             meta = meta_of(const)
             return LocalVar(name=name, kind=kind, value=_short(repr(const)), meta=meta)
-    except Exception as e:
+    except Exception as e:  # except: records a problem
         _unread(problems, f"local {name!r}: its constant value", e)
     value = getattr(vt, "value", None)
     text = type(value).__name__ if value is not None else ""
@@ -191,7 +193,7 @@ def _cell_contents(cell: Any, tx: Any, problems: list[str]) -> Any:
     mutations = side_effects.store_attr_mutations
     try:
         pending = mutations.get(cell, {})
-    except Exception as e:
+    except Exception as e:  # except: records a problem
         _unread(problems, "a cell's pending store", e)
         pending = {}
     if "cell_contents" in pending:
@@ -213,12 +215,12 @@ def _guards(tx: Any, problems: list[str]) -> list[Guard]:
     for g in list(tx.output.guards):
         try:
             kind = g.create_fn_name()
-        except Exception as e:
+        except Exception as e:  # except: records a problem
             _unread(problems, "a guard's kind", e)
             kind = "?"
         try:
             source = str(g.name)
-        except Exception as e:
+        except Exception as e:  # except: records a problem
             _unread(problems, "a guard's source", e)
             source = ""
         # Basenames, as everywhere else ("file.py:LINE in fn"), so a notebook's stored output does not

@@ -71,7 +71,7 @@ class TraceReader(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             self._read(record)
-        except Exception as e:  # a logging handler must never raise into torch: keep it as a problem
+        except Exception as e:  # except: records a problem (a logging handler must never raise into torch)
             self.errors.append(f"structured trace record not read: {type(e).__name__}: {e}"[:300])
 
     def _read(self, record: logging.LogRecord) -> None:

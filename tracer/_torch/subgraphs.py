@@ -7,7 +7,6 @@ body input exists (operand vs lifted), never which inputs exist or where they co
 
 from __future__ import annotations
 
-import re
 import types
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -19,8 +18,10 @@ from tracer._torch.body_inputs import call_feeds
 from tracer._torch.fx_graph import graph_from_fx
 from tracer._torch.graph_passes import root_code
 from tracer._torch.subtracer import SpecRecord
+from tracer._torch.unknowns import unknown
 from tracer.hop_feeds import Feed
 from tracer.model import CallSite, Graph, Node, Subgraph, SubgraphInput
+from tracer.root_roles import root_role
 
 __all__ = ["BodyInfo", "walk_bodies", "convert_tree"]
 
@@ -39,7 +40,8 @@ class BodyInfo:
 def _hop_target_name(target: Any) -> str:
     try:
         return str(target.name())
-    except Exception:
+    except Exception as e:  # except: records a problem (named by its __name__)
+        unknown(f"the name of HOP {target!r}", e)
         return str(getattr(target, "__name__", target))
 
 
@@ -57,7 +59,7 @@ def _flatten(a: Any, out: list[Any]) -> None:
 def _submodule(gm: torch.nn.Module, target: str) -> Any:
     try:
         return gm.get_submodule(target)
-    except Exception:
+    except AttributeError:  # not a submodule (a parameter, a constant): not a body
         return None
 
 
@@ -164,9 +166,6 @@ def _reached_from(node: torch.fx.Node, sources: list[Any]) -> bool:
     return False
 
 
-_LOCAL_ARG = re.compile(r"^L\['(?P<name>[^']+)'\](\[[^\]]+\])*$")
-
-
 def _graph_arg_source(node: torch.fx.Node) -> str:
     ga = node.meta.get("grapharg")
     src = getattr(ga, "source", None)
@@ -175,31 +174,22 @@ def _graph_arg_source(node: torch.fx.Node) -> str:
     name = getattr(src, "name", "")
     try:
         return str(name() if callable(name) else name)
-    except Exception:
+    except Exception as e:  # except: records a problem (source "")
+        unknown(f"the source of graph input {node.name!r}", e)
         return ""
 
 
 def _root_role(node: torch.fx.Node, arg_names: set[str]) -> str:
-    """Role of a root-graph placeholder (Note [Closed sets of kinds] in tracer/model.py).
-
-    A frame argument (``L['x']``, ``L['n']`` even as a SymInt, ``L['xs'][0]``) is an operand;
-    a size symbol (``L['x'].size()[0]``) is a lifted symbol; parameters and buffers are params;
-    globals, closure cells and module attributes are lifted free variables.
-    """
+    """Role of a root-graph placeholder: :func:`tracer.root_roles.root_role` (the policy a loaded log
+    uses too) on its GraphArg's source, with the frame's argument names from its code object."""
     ga = node.meta.get("grapharg")
     try:
         example = getattr(ga, "example", None)
-    except Exception:
+    except Exception as e:  # except: records a problem (then not known to be a Parameter)
+        unknown(f"the example value of graph input {node.name!r}", e)
         example = None
-    src = _graph_arg_source(node)
-    if isinstance(example, torch.nn.Parameter) or "._parameters[" in src or "._buffers[" in src:
-        return "param"
-    m = _LOCAL_ARG.match(src)
-    if m and m.group("name") in arg_names:
-        return "operand"
-    if _is_symbolic(_value(node)):
-        return "lifted_symbol"
-    return "lifted_freevar"
+    return root_role(_graph_arg_source(node), parameter=isinstance(example, torch.nn.Parameter),
+                     symbolic=_is_symbolic(_value(node)), arg_names=arg_names)
 
 
 def _arg_names(code: Optional[types.CodeType]) -> set[str]:
@@ -216,7 +206,7 @@ def _arg_names(code: Optional[types.CodeType]) -> set[str]:
 # match by graph identity. A few rebuild the graph before installing it (autograd.Function's
 # fwd/bwd); those we match to the first unused successful speculation of the frame with the same
 # placeholder names. A body with no match keeps its inputs and sources, but whether each is an
-# operand or lifted is unknown: the frame's problems say so (Note [Operand or lifted]).
+# operand or lifted is unknown: kind "unknown", and the frame's problems say so (Note [Operand or lifted]).
 def _match_specs(bodies: list[BodyInfo], specs: list[SpecRecord]) -> dict[str, SpecRecord]:
     by_graph: dict[int, SpecRecord] = {}
     for s in specs:
@@ -245,7 +235,7 @@ def convert_tree(gm: torch.fx.GraphModule, specs: list[SpecRecord], code: Option
     """Root Graph, subgraphs by qualified name, and id(SpecRecord) -> qualified name of its body.
 
     What could not be known exactly (an input's source or kind) is appended to ``problems``
-    (the frame's ``problems``), one string each; the record then says "" / a lifted kind for it.
+    (the frame's ``problems``), one string each; the record then says "" / "unknown" for it.
     """
     problems = problems if problems is not None else []
     for s in specs:
@@ -287,15 +277,15 @@ def _subgraph(b: BodyInfo, spec: Optional[SpecRecord], lifted_from: dict[torch.f
         src = feed.node if feed is not None else None
         lifted_from[ph] = src
         kind = _classify(ph, feed, spec, lifted_from)
-        if kind is None:
+        if kind is None:  # no record, not a guess: see Note [Matching speculations to bodies]
             unknown.append(ph.name)
-            kind = "lifted_symbol" if _is_symbolic(_value(ph)) else "lifted_freevar"
+            kind = "unknown"
         roles[ph.name] = kind
         inputs.append(SubgraphInput(name=ph.name, kind=kind, source=src.name if src is not None else "",
                                     supplied=feed.supplied if feed is not None else ""))
     if unknown:
         problems.append(f"body {b.name!r} ({b.hop}): no speculation record matched it, so whether "
-                        f"{unknown} are operands or lifted is unknown (recorded as lifted)")
+                        f"{unknown} are operands or lifted is unknown (kind 'unknown')")
     graph = graph_from_fx(b.module, b.name, role_of=_role_fn(b.module.graph, roles, calls))
     for i, feed in zip(inputs, feeds, strict=True):
         i.meta = {k: v for k, v in graph.node(i.name).meta.items() if k not in ("stack_trace", "source")}

@@ -76,7 +76,7 @@ def hop_name_of(source_target: Any, default: str = "") -> str:
     if callable(name):
         try:
             return str(name())
-        except Exception:
+        except Exception:  # except: display text only (the speculation's label: its __name__ below)
             pass
     return str(getattr(source_target, "__name__", source_target))
 
@@ -141,14 +141,14 @@ def _wrap(real: Callable[..., Any], sink: Callable[[SpecRecord], None]) -> Calla
         sink(rec)
         try:
             result = real(tx, f, sub_args, sub_kwargs, description, *args, **kwargs)
-        except BaseException as e:
+        except BaseException as e:  # except: re-raises (after marking the speculation failed)
             rec.ok = False
             rec.reason = f"{type(e).__name__}: {e}"
             raise
         rec.ok = True
         try:
             _record_result(rec, tx, sub_args, sub_kwargs, result)
-        except Exception as e:  # recording must never disturb Dynamo; say what is missing instead
+        except Exception as e:  # except: records a problem (recording must never disturb Dynamo)
             rec.problems.append(f"speculation {rec.hop}/{rec.description}: could not read its result "
                                 f"({type(e).__name__}: {e}); its body's input kinds are unknown")
             rec.graph = None

@@ -4,26 +4,24 @@ guard manager text.
 
 Invariant: attached for one capture and detached after it (also on error); it only reads records.
 Events are kept in the order torch emitted them (the shape reader relies on that: Note [Where a
-specialization came from] in tracer/_torch/shapes.py).
+specialization came from] in tracer/shape_events.py).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from tracer._torch.structured import TraceReader
+from tracer.shape_events import SHAPE_EVENTS, Event
 
 __all__ = ["EVENTS", "Event", "TraceEvents", "interned_strings"]
 
 # Top-level structured-trace event names (trace_structured's first argument) we keep.
-EVENTS = ("inductor_post_grad_graph", "inductor_output_code", "create_symbol", "create_unbacked_symbol",
-          "symbolic_shape_specialization", "guard_added_fast", "dynamo_cpp_guards_str")
+EVENTS = ("inductor_post_grad_graph", "inductor_output_code", *SHAPE_EVENTS, "dynamo_cpp_guards_str")
 # "artifact" events we keep, by their metadata name.
 ARTIFACTS = ("inductor_post_grad_graph", "inductor_provenance_tracking_node_mappings",
              "inductor_provenance_tracking_kernel_stack_traces")
 
-Event = tuple[str, Any, Any]  # (event or artifact name, its metadata value, payload or None)
 AttemptKey = tuple[int, int, int]
 
 

@@ -12,12 +12,14 @@ tracer/model/frame.py. A status or time torch did not report is left unknown and
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from tracer.model.frame import Frame
+from tracer.model.guards import Recompile
 
-__all__ = ["AttemptInfo", "local_ids", "settle_status", "format_id", "metric_times", "location"]
+__all__ = ["AttemptInfo", "local_ids", "settle_status", "format_id", "metric_times", "location", "recompile"]
 
 Key = tuple[int, int]
 AttemptKey = tuple[int, int, int]
@@ -131,3 +133,39 @@ def settle_status(frame: Frame, attempt: int, info: AttemptInfo, restarted_attem
         else:
             frame.status_reason = "unknown"
             frame.problems.append("the compile produced no graph and torch did not say why")
+
+
+# Note [One record per recompile]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Before compiling a frame again, Dynamo checks every cache entry of the code object and logs one
+# ``recompile_reasons`` artifact with the failed guard of each (torch/_dynamo/guards.py
+# ``get_and_maybe_log_recompilation_reasons``, newest entry first; TORCH_LOGS=recompiles prints the
+# same list under one "Recompiling function" line). So a function recompiled three times is three
+# recompiles, the third carrying three failed guards: one Recompile per artifact, ``failed`` holding
+# every entry's guard, ``reason`` the first. Each guard keeps Dynamo's "F/C: " prefix, rewritten to the
+# capture-local id, and loses the column padding torch puts between a check and its comment
+# ("n == 1.0          # ..." -> "n == 1.0  # ...", trailing blanks dropped).
+_ENTRY_PREFIX = re.compile(r"^(?P<frame>\d+)/(?P<compile>\d+): ")
+_PADDING = re.compile(r" {2,}(?=# )")
+
+
+def recompile(new_id: str, reasons: list[str], local: dict[AttemptKey, str]) -> Recompile:
+    """The Recompile of compile ``new_id`` from one ``recompile_reasons`` list (Note [One record per recompile]).
+
+    >>> r = recompile("0/2", ["1/1: s == 'bb'      # f.py:3", "1/0: s == 'a'    "], {(1, 0, 0): "0/0", (1, 1, 0): "0/1"})
+    >>> r.reason, r.failed
+    ("0/1: s == 'bb'  # f.py:3", ["0/1: s == 'bb'  # f.py:3", "0/0: s == 'a'"])
+    """
+    failed = ["\n".join(_PADDING.sub("  ", line).rstrip() for line in _local_reason(r, local).split("\n"))
+              for r in reasons]
+    return Recompile(compile_id=new_id, reason=failed[0] if failed else "", failed=failed)
+
+
+def _local_reason(reason: str, local: dict[AttemptKey, str]) -> str:
+    """Dynamo prefixes a failed guard with the compile id of the cache entry it belongs to
+    ("2/0: tensor 'x' size mismatch ..."); rewrite that id to the capture-local one."""
+    m = _ENTRY_PREFIX.match(reason)
+    if m is None:
+        return reason
+    key = (int(m.group("frame")), int(m.group("compile")), 0)
+    return f"{local[key]}: {reason[m.end():]}" if key in local else reason

@@ -46,12 +46,14 @@ class Recompile:
     """A recompilation of a frame whose guards failed."""
 
     compile_id: str  # the new compile id ("0/1")
-    reason: str  # the failed guard, as Dynamo reported it
+    reason: str  # the failed guard of the newest cache entry, as Dynamo reported it (``failed[0]``)
+    failed: list[str] = field(default_factory=list)  # the failed guard of every cache entry Dynamo checked, newest first
     replaced: str = ""  # the compile whose guard failed ("0/0", from the reason's prefix); "" when unknown
     diff: Optional[FrameDiff] = None  # tracer.diff(replaced, compile_id), filled at the end of a capture
 
     def __repr__(self) -> str:
-        return f"Recompile({self.compile_id}, {self.reason[:60]!r})"
+        more = f", +{len(self.failed) - 1} entries" if len(self.failed) > 1 else ""
+        return f"Recompile({self.compile_id}, {self.reason[:60]!r}{more})"
 
 
 @dataclass

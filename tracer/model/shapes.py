@@ -3,7 +3,7 @@
 Invariant: every ShapeSymbol and Specialization comes from one ShapeEnv structured-trace event of
 this compile attempt (``create_symbol``, ``create_unbacked_symbol``, ``symbolic_shape_specialization``,
 ``guard_added_fast``; torch/fx/experimental/symbolic_shapes.py); a user line torch did not log is
-``None``, never guessed. See Note [Where a specialization came from] in tracer/_torch/shapes.py.
+``None``, never guessed. See Note [Where a specialization came from] in tracer/shape_events.py.
 """
 
 from __future__ import annotations

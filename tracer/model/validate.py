@@ -61,6 +61,8 @@ def validate(cap: Capture) -> None:
     for r in cap.recompiles:
         if r.compile_id not in known:
             problems.append(f"recompile: compile id {r.compile_id!r} is not a frame of the capture")
+        if r.failed and r.reason != r.failed[0]:
+            problems.append(f"recompile {r.compile_id}: reason is not the first failed guard")
         if r.diff is not None:  # its two frames exist and it names only their nodes
             if r.diff.a not in known or r.diff.b not in known:
                 problems.append(f"recompile {r.compile_id}: diff of {r.diff.a!r}/{r.diff.b!r}, not frames of the capture")

@@ -10,59 +10,75 @@ from __future__ import annotations
 from typing import Any
 
 from tracer.model.aot import Aot
-from tracer.model.attempts import AttemptInfo, format_id, local_ids, location, settle_status
+from tracer.model.attempts import AttemptInfo, format_id, local_ids, location, recompile, settle_status
 from tracer.model.capture import Capture
 from tracer.model.frame import Frame
 from tracer.model.graph import Graph
-from tracer.model.guards import Guard, Recompile
+from tracer.model.guards import Guard
 from tracer.model.lazy import on_first_read
 from tracer.model.subgraph import CallSite, Subgraph, SubgraphInput
+from tracer.root_roles import placeholder_name, root_role
+from tracer.shape_events import shape_records
 from tracer.trace_log.body_feeds import LogCalls
 from tracer.trace_log.deferred import deferred_graph, has_bodies, parse_logged, problems_wait_for_graphs
-from tracer.trace_log.events import AttemptKey, AttemptLog, LogState
+from tracer.trace_log.events import AttemptLog, LogState
 from tracer.trace_log.graph_text import ParsedModule
 
 __all__ = ["assemble", "LOG_LIMITS"]
 
 # Note [What a log does not contain]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# TORCH_TRACE records what torch logs, which is less than a live capture watches:
+# TORCH_TRACE records what torch logs, which is less than a live capture watches. LOG_LIMITS names
+# each model field a loaded log cannot fill as a live capture does, and why; a loaded Capture says
+# each once in its problems, and tests/test_trace_log.py checks that a log and a live capture of the
+# same program agree on every other field it compares, and differ on these only as written here:
 # - speculations (every SubgraphTracer run, failed ones included) are not logged, so whether a
 #   body input is the user's operand or a lifted free variable or symbol is unknown (kind
 #   "unknown"); what the HOP supplies and every source are read from the call (Note [Body input
 #   sources from a log]);
+# - a root placeholder read from a frame local (L['y']) is an argument or a closure variable: the
+#   log does not name the frame's arguments (Note [Root roles from a log]);
 # - the output graph is logged before Dynamo's graph passes (e.g. invoke_subgraph inlining), so
 #   ``Frame.passes`` is unknown and the graph may differ from what the backend received;
 # - ViewAndMutationMeta, saved values and their origins are not read (only the AOT graphs);
 # - node meta is what the annotations and "# File:" comments print: shapes, strides, dtype,
-#   device and the user line; no requires_grad, nn_module_stack or full stack trace;
-# - why a frame produced no graph is logged at debug level only (not in the trace).
-LOG_LIMITS = [
-    "loaded from a log: speculations are not recorded in TORCH_TRACE (a body input the HOP does not supply "
-    "has kind 'unknown': whether it is an operand or lifted is not in the log; its source is)",
-    "loaded from a log: graphs are as logged before Dynamo's graph passes; Frame.passes is unknown",
-    "loaded from a log: AOT saved values and ViewAndMutationMeta are not read; only the AOT graphs are",
-    "loaded from a log: node meta holds only what print_readable prints (shape, stride, dtype, device, user line)",
-]
+#   device and the innermost line of the node's stack; no requires_grad, nn_module_stack or full
+#   stack trace (so not the user line when the innermost frame is torch's own code);
+# - why a frame produced no graph is logged at debug level only (not in the trace);
+# - Dynamo's bytecode is logged for resume functions only, and not read;
+# - guards are the leaves of the C++ guard tree (its kinds: ID_MATCH where the Python guard says
+#   MODULE_MATCH, ...), not the guards Dynamo built.
+LOG_LIMITS: dict[str, str] = {
+    "Frame.speculations": "speculations are not recorded in TORCH_TRACE",
+    "SubgraphInput.kind": "a body input the HOP does not supply has kind 'unknown': whether it is an operand or "
+                          "lifted is decided by speculation, which is not in the log; its source is",
+    "Node.role": "a root placeholder read from a frame local (L['x']) has role 'unknown': an argument or a "
+                 "closure variable, the log does not name the frame's arguments; body placeholders as SubgraphInput.kind",
+    "Frame.passes": "graphs are as logged before Dynamo's graph passes; Frame.passes is unknown",
+    "Frame.aot": "AOT saved values and ViewAndMutationMeta are not read; only the AOT graphs are",
+    "Node.meta": "node meta holds only what print_readable prints (shape, stride, dtype, device, the innermost "
+                 "line of the node's stack)",
+    "Frame.status_reason": "why a frame produced no graph is logged at debug level only",
+    "Frame.bytecode": "Dynamo's bytecode is logged for resume functions only and is not read",
+    "Frame.guards": "guards are the C++ guard tree's leaves, with its kinds, not the guards Dynamo built",
+}
 
 
 def assemble(st: LogState, fn: str = "") -> Capture:
-    cap = Capture(fn=fn, limits=list(LOG_LIMITS))
+    cap = Capture(fn=fn, limits=[f"{k}: {why}" for k, why in LOG_LIMITS.items()])
     local = local_ids(st.order)
     for key in st.order:
         a = st.attempts[key]
         info = st.info.get(key[:2], AttemptInfo())
         frame = Frame(compile_id=local[key], code=_code(a, info, st), dynamo_id=format_id(*key))
-        _fill_graphs(frame, a)
+        _fill_graphs(frame, a, _graph_input_sources(a, st))
         _fill_guards(frame, a)
         first = st.attempts.get((key[0], key[1], 0))
         start = a.start_stack or (first.start_stack if first is not None else [])
         if start:  # dynamo_start's user stack, outermost first (the stack trie); logged once, for attempt 0
             frame.meta["stack"] = st.stack(start)
-        if a.symbols:
-            frame.meta["symbols"] = a.symbols  # create_symbol / create_unbacked_symbol records, user stacks formatted
-        if a.specializations:
-            frame.meta["specializations"] = a.specializations  # symbolic_shape_specialization records
+        # the same reader a live capture uses (Note [Where a specialization came from])
+        frame.symbols, frame.shape_guards, frame.specializations = shape_records(a.shape_events, st.strings)
         if a.ddp_split is not None:
             frame.meta["ddp_split"] = {"graph": a.ddp_split, "children": a.ddp_children}  # DDPOptimizer's split
         restarted = len([k for k in st.order if k[:2] == key[:2] and info.final_attempt is not None
@@ -80,11 +96,10 @@ def assemble(st: LogState, fn: str = "") -> Capture:
     for key, gb in st.breaks:
         gb.compile_id = local.get(key, "") if key else ""
         cap.graph_breaks.append(gb)
-    for k2, reasons in st.recompiles:
+    for k2, reasons in st.recompiles:  # Note [One record per recompile] in tracer/model/attempts.py
         key = (*k2, 0)
-        for r in reasons:
-            if key in local:
-                cap.recompiles.append(Recompile(compile_id=local[key], reason=_local_reason(r, local)))
+        if key in local:
+            cap.recompiles.append(recompile(local[key], reasons, local))
     cap.meta["source"] = "TORCH_TRACE"
     if st.torch_version:
         cap.meta["torch"] = st.torch_version
@@ -104,27 +119,17 @@ def _code(a: AttemptLog, info: AttemptInfo, st: LogState) -> str:
     return where[0] if where else ""
 
 
-def _local_reason(reason: str, local: dict[AttemptKey, str]) -> str:
-    """"2/0: tensor 'x' size mismatch" names the cache entry by torch's id: rewrite it to the local one,
-    as tracer/_torch/backend.py does for live captures."""
-    head, sep, rest = reason.partition(": ")
-    f, slash, c = head.partition("/")
-    if sep and slash and f.isdigit() and c.isdigit() and (int(f), int(c), 0) in local:
-        return f"{local[(int(f), int(c), 0)]}: {rest}"
-    return reason
-
-
-def _fill_graphs(frame: Frame, a: AttemptLog) -> None:
+def _fill_graphs(frame: Frame, a: AttemptLog, sources: dict[str, tuple[str, bool]]) -> None:
     """The Dynamo and AOT graphs; each waits for its first read unless its bodies are needed now
     (Note [Which logged graphs wait] in deferred.py)."""
     if "dynamo" in a.texts:
         text, line = a.texts["dynamo"]
         if not has_bodies(text):
-            frame.graph = deferred_graph(frame, text, line, "", finish=_root_roles)
+            frame.graph = deferred_graph(frame, text, line, "", finish=lambda g: _root_roles(g, sources))
         else:
             parsed = parse_logged(frame.problems, text, line, "")
             frame.graph = parsed.graph if parsed is not None else Graph(code=text)
-            _root_roles(frame.graph)
+            _root_roles(frame.graph, sources)
             if parsed is not None:
                 frame.subgraphs = _bodies(parsed, "", frame.problems)
     graphs: dict[str, Graph] = {}
@@ -157,19 +162,40 @@ def _flat_children(p: ParsedModule, prefix: str) -> dict[str, Graph]:
     return out
 
 
-def _root_roles(g: Graph) -> None:
-    """Root placeholders by the source Dynamo named them after (torch/_dynamo/output_graph.py makes the
-    placeholder name from the Source: L['x'] -> L_x_, self.weight -> L_self_modules_..._parameters_weight_)."""
+# Note [Root roles from a log]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Dynamo names a root placeholder after the Source it read the value from
+# (tracer.root_roles.placeholder_name: L['x'] -> L_x_), and the log names those Sources: the
+# ``describe_source`` of every fakified tensor (its ``describe_tensor`` says whether it is a
+# Parameter) and the ``create_symbol`` of every symbol (s77 <- L['x'].size()[0], L_n_ <- L['n']).
+# With the Source found, the role is the live capture's policy (tracer.root_roles.root_role) without
+# the frame's argument names, which the log does not carry: a frame local L['y'] is "unknown"
+# (an argument, or a closure variable Dynamo also reads as L['y']), a global, a module attribute
+# or a size is lifted, a parameter or buffer is a param. A placeholder whose Source the log does
+# not name (or names twice) is "unknown" too. LOG_LIMITS says so once.
+def _graph_input_sources(a: AttemptLog, st: LogState) -> dict[str, tuple[str, bool]]:
+    """Placeholder target -> (the Source it was read from, whether that is a Parameter); a name two
+    Sources would give is left out."""
+    named: dict[str, set[str]] = {}
+    for src in a.sources:
+        named.setdefault(placeholder_name(src), set()).add(src)
+    for event, meta, _ in a.shape_events:
+        if event == "create_symbol" and isinstance(meta.get("source"), str) and meta["source"]:
+            named.setdefault(placeholder_name(meta["source"]), set()).add(meta["source"])
+            named.setdefault(str(meta.get("symbol")), set()).add(meta["source"])
+    return {name: (src, src in st.param_sources) for name, (src, *more) in
+            ((n, sorted(s)) for n, s in named.items()) if not more}
+
+
+def _root_roles(g: Graph, sources: dict[str, tuple[str, bool]]) -> None:
+    """Root placeholder roles by Note [Root roles from a log]."""
     for n in g.placeholders:
-        t = n.target
-        if "_parameters_" in t or "_buffers_" in t:
-            n.role = "param"
-        elif n.meta.get("kind") == "symint":
-            n.role = "lifted_symbol"
-        elif t.startswith("L_"):
-            n.role = "operand"
-        else:
-            n.role = "lifted_freevar"
+        if n.target not in sources:
+            n.role = "unknown"
+            continue
+        src, parameter = sources[n.target]
+        n.meta["graph_arg_source"] = src
+        n.role = root_role(src, parameter=parameter, symbolic=n.meta.get("kind") == "symint", arg_names=None)
 
 
 # Note [Body input sources from a log]
@@ -187,6 +213,9 @@ def _bodies(p: ParsedModule, qual: str, problems: list[str]) -> dict[str, Subgra
     out: dict[str, Subgraph] = {}
     g = p.graph
     attrs = {n.name: n.target for n in g.nodes if n.op == "get_attr" and n.target in p.children}
+    for n in g.nodes:
+        if n.name in attrs:
+            n.role = "op"  # a body module, not a parameter (as tracer/_torch/fx_graph.py decides live)
     calls = LogCalls(g, {a: c.graph for a, c in p.children.items()})
     for n in g.nodes:
         if n.op != "call_function":

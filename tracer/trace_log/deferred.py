@@ -70,7 +70,7 @@ def deferred_graph(frame: Frame, text: str, line: int, name: str,
             parsed = parse_logged(problems, text, line, name)
             if parsed is not None and finish is not None:
                 finish(parsed.graph)
-        except Exception as e:  # parsing runs inside whatever view reads the graph first: record, never raise
+        except Exception as e:  # except: records a problem (parsing runs inside whatever view reads the graph first)
             problems.append(f"line {line}: {name or 'output'} graph text not parsed ({type(e).__name__}: {e})"[:300])
             return []
         if parsed is None:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Optional
 
 from tracer.model.attempts import AttemptInfo
 from tracer.model.guards import GraphBreak
+from tracer.shape_events import SHAPE_EVENTS, Event
 from tracer.trace_log.reader import Record
 
 __all__ = ["AttemptLog", "LogState", "PARSERS", "apply"]
@@ -30,8 +31,12 @@ __all__ = ["AttemptLog", "LogState", "PARSERS", "apply"]
 #   dynamo_cpp_guards_str         torch/_dynamo/guards.py: the C++ guard tree as text
 #   artifact dynamo_graph_break_reason  symbolic_convert.py ``log_graph_break``: location, reason, user stack
 #   artifact recompile_reasons    torch/_dynamo/guards.py: the failed guards before a recompile (JSON)
-#   create_symbol, create_unbacked_symbol, symbolic_shape_specialization
-#                                 torch/fx/experimental/symbolic_shapes.py, with user stacks
+#   create_symbol, create_unbacked_symbol, guard_added_fast, symbolic_shape_specialization
+#                                 torch/fx/experimental/symbolic_shapes.py, with user stacks: kept as
+#                                 they are, in log order, for tracer/shape_events.py (the code a live
+#                                 capture reads the same events with)
+#   describe_tensor, describe_source  torch/_subclasses/meta_utils.py: which source each fakified
+#                                 tensor was read from, and whether it is a Parameter (root roles)
 #   optimize_ddp_split_graph / _child  torch/_dynamo/backends/distributed.py: DDPOptimizer's split
 #   dump_file                     torch/_logging/structured.py: source of fx-generated files
 # Events we know and do not use (chromium timings, tensor descriptions, other artifacts) are
@@ -40,8 +45,8 @@ __all__ = ["AttemptLog", "LogState", "PARSERS", "apply"]
 AttemptKey = tuple[int, int, int]
 GRAPH_EVENTS = {"dynamo_output_graph": "dynamo", "aot_joint_graph": "joint", "aot_forward_graph": "forward",
                 "aot_backward_graph": "backward", "aot_inference_graph": "inference"}
-IGNORED = frozenset(("chromium_event", "describe_storage", "describe_tensor", "describe_source", "artifact",
-                     "link", "guard_added", "guard_added_fast", "propagate_real_tensors_provenance",
+IGNORED = frozenset(("chromium_event", "describe_storage", "artifact",
+                     "link", "guard_added", "propagate_real_tensors_provenance",
                      "dynamo_cache_entries", "fx_graph_cache_miss", "fx_graph_cache_hit",
                      "fx_graph_bundled_cache_hit", "dynamo_side_effects", "precompile_cache_bypass",
                      "dynamo_cache_bypass", "missing_fake_kernel", "bwd_compilation_metrics",
@@ -59,8 +64,8 @@ class AttemptLog:
     guards_json: Optional[list[Any]] = None  # dynamo_guards payload
     cpp_guards: str = ""  # dynamo_cpp_guards_str payload
     start_stack: list[dict[str, Any]] = field(default_factory=list)  # dynamo_start's stack
-    symbols: list[dict[str, Any]] = field(default_factory=list)  # create_symbol / create_unbacked_symbol
-    specializations: list[dict[str, Any]] = field(default_factory=list)
+    shape_events: list[Event] = field(default_factory=list)  # ShapeEnv's events (SHAPE_EVENTS), log order
+    sources: list[str] = field(default_factory=list)  # describe_source sources, log order
     ddp_split: Optional[str] = None  # optimize_ddp_split_graph text
     ddp_children: dict[str, str] = field(default_factory=dict)  # split submodule name -> text
 
@@ -80,6 +85,8 @@ class LogState:
     ignored: collections.Counter = field(default_factory=collections.Counter)
     unknown: collections.Counter = field(default_factory=collections.Counter)
     torch_version: str = ""
+    parameters: set[tuple[Any, Any]] = field(default_factory=set)  # (describer_id, id) of described Parameters
+    param_sources: set[str] = field(default_factory=set)  # describe_source sources of those Parameters
 
     def attempt(self, rec: Record) -> Optional[AttemptKey]:
         m = rec.meta
@@ -214,13 +221,27 @@ def _version(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
     st.torch_version = str(data.get("pytorch_version", "")) if isinstance(data, dict) else ""
 
 
-def _symbol(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
-    m = dict(rec.meta[rec.event])
-    m["event"] = rec.event
-    m["user_stack"] = st.stack(m.get("user_stack"))
-    m.pop("stack", None)
-    target = st.attempts[_need(key)]
-    (target.specializations if rec.event == "symbolic_shape_specialization" else target.symbols).append(m)
+def _shape(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
+    m = rec.meta[rec.event]
+    if not isinstance(m, dict):
+        raise ValueError(f"{rec.event} is not an object")
+    m = {k: v for k, v in m.items() if k != "stack"}  # the framework stack: not read, not kept
+    st.attempts[_need(key)].shape_events.append((rec.event, m, None))
+
+
+def _describe_tensor(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
+    m = rec.meta["describe_tensor"]
+    if isinstance(m, dict) and m.get("is_parameter") is True:  # as_json leaves out fields at their default
+        st.parameters.add((m.get("describer_id"), m.get("id")))
+
+
+def _describe_source(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
+    m = rec.meta["describe_source"]
+    if not isinstance(m, dict) or not isinstance(m.get("source"), str):
+        raise ValueError("describe_source has no source")
+    st.attempts[_need(key)].sources.append(m["source"])
+    if (m.get("describer_id"), m.get("id")) in st.parameters:
+        st.param_sources.add(m["source"])
 
 
 def _ddp(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
@@ -244,7 +265,9 @@ PARSERS: list[Parser] = [
     Parser("artifact", _break, _artifact("dynamo_graph_break_reason")),
     Parser("artifact", _recompile, _artifact("recompile_reasons")),
     Parser("artifact", _version, _artifact("torch_version")),
-    *(Parser(name, _symbol) for name in ("create_symbol", "create_unbacked_symbol", "symbolic_shape_specialization")),
+    *(Parser(name, _shape) for name in SHAPE_EVENTS),
+    Parser("describe_tensor", _describe_tensor),
+    Parser("describe_source", _describe_source),
     Parser("optimize_ddp_split_graph", _ddp),
     Parser("optimize_ddp_split_child", _ddp),
     Parser("dump_file", _dump_file),
@@ -262,7 +285,7 @@ def apply(rec: Record, st: LogState) -> None:
             if p.concerns is None or p.concerns(rec):
                 p.parse(rec, st, key)
                 return
-    except Exception as e:  # a damaged record: keep going, say which line was not read
+    except Exception as e:  # except: records a problem (a damaged record: keep going, say which line)
         st.problems.append(f"line {rec.line}: {rec.event or 'record'} not read ({type(e).__name__}: {e})"[:300])
         return
     (st.ignored if rec.event in IGNORED else st.unknown)[rec.event] += 1

@@ -9,6 +9,7 @@ classes. A statement we cannot read becomes an error string, never a guessed nod
 from __future__ import annotations
 
 import ast
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -78,7 +79,8 @@ def _module(cls: ast.ClassDef, name: str, lines: list[str]) -> ParsedModule:
     fwd: Optional[ast.FunctionDef] = None
     for stmt in cls.body:
         if isinstance(stmt, ast.ClassDef):
-            out.children[stmt.name] = _module(stmt, f"{name}.{stmt.name}" if name else stmt.name, lines)
+            child = out.children[stmt.name] = _module(stmt, f"{name}.{stmt.name}" if name else stmt.name, lines)
+            child.graph.code = _class_text(stmt, lines)
         elif isinstance(stmt, ast.FunctionDef) and stmt.name == "forward":
             fwd = stmt
     if fwd is None:
@@ -86,6 +88,13 @@ def _module(cls: ast.ClassDef, name: str, lines: list[str]) -> ParsedModule:
         return out
     _GraphBuilder(out, lines).build(fwd)
     return out
+
+
+def _class_text(cls: ast.ClassDef, lines: list[str]) -> str:
+    """A nested body's text as fx prints the body module itself: dedented, named GraphModule."""
+    body = textwrap.dedent("\n".join(lines[cls.lineno - 1:cls.end_lineno]))
+    head, nl, rest = body.partition("\n")
+    return f"class GraphModule(torch.nn.Module):{nl}{rest}\n"
 
 
 class _GraphBuilder:
@@ -105,13 +114,15 @@ class _GraphBuilder:
                 self._add(Node(a.arg, "placeholder", a.arg, role="operand",
                                meta=meta_of_annotation(ann) if isinstance(ann, str) else {}))
                 self.by_target[a.arg] = self.order[-1]
-        prev_end = fwd.body[0].lineno - 1 if fwd.body else 0
+        # comments before the first statement follow the signature (a body's first "# File:" is there)
+        args = [*fwd.args.args, *fwd.args.kwonlyargs]
+        prev_end = max([fwd.lineno, *((a.end_lineno or a.lineno) for a in args)])
         for stmt in fwd.body:
             self._comments(prev_end, stmt.lineno - 1)
             prev_end = stmt.end_lineno or stmt.lineno
             try:
                 self._stmt(stmt)
-            except Exception as e:  # a statement fx would not write (a damaged log): recorded, not a node
+            except Exception as e:  # except: records a problem (a statement fx would not write: a damaged log)
                 self.out.errors.append(f"{self.out.graph.name or 'graph'} line {stmt.lineno}: {e}")
         for n in self.order:
             for i in n.inputs:

@@ -3,7 +3,10 @@
 Invariant: everything here is read from the structured-trace events ShapeEnv emits
 (torch/fx/experimental/symbolic_shapes.py: ``create_symbol``, ``create_unbacked_symbol``,
 ``guard_added_fast``, ``symbolic_shape_specialization``); nothing is re-derived from the graph.
-A user line torch did not log stays ``None``.
+A user line torch did not log stays ``None``. Torch-free: a live capture (the events its
+structured-trace handler kept, tracer/_torch/trace_events.py) and a loaded TORCH_TRACE log (the
+same events read from the file, tracer/trace_log/events.py) both call :func:`shape_records`, so
+the two cannot read them differently.
 """
 
 from __future__ import annotations
@@ -11,10 +14,13 @@ from __future__ import annotations
 import ast
 from typing import Any, Optional
 
-from tracer._torch.trace_events import Event
-from tracer.model import ShapeGuard, ShapeSymbol, SourceLine, Specialization
+from tracer.model.shapes import ShapeGuard, ShapeSymbol, SourceLine, Specialization
 
-__all__ = ["shape_records"]
+__all__ = ["SHAPE_EVENTS", "Event", "shape_records"]
+
+# The events shape_records reads (trace_structured's first argument), in the order torch emits them.
+SHAPE_EVENTS = ("create_symbol", "create_unbacked_symbol", "guard_added_fast", "symbolic_shape_specialization")
+Event = tuple[str, Any, Any]  # (event name, its metadata value, payload or None)
 
 
 # Note [Where a specialization came from]
@@ -38,7 +44,11 @@ __all__ = ["shape_records"]
 # with the line where the symbol was created.
 def shape_records(events: list[Event], strings: dict[int, str]
                   ) -> tuple[list[ShapeSymbol], list[ShapeGuard], list[Specialization]]:
-    """(symbols, shape guards, specializations) from the kept events of one attempt, in trace order."""
+    """(symbols, shape guards, specializations) from the events of one attempt, in trace order.
+
+    ``strings`` resolves a stack frame's interned ``filename`` number (torch/_logging/structured.py
+    ``intern_string``); events of other names are skipped.
+    """
     symbols: list[ShapeSymbol] = []
     guards: list[ShapeGuard] = []
     specs: list[Specialization] = []
@@ -72,18 +82,21 @@ def shape_records(events: list[Event], strings: dict[int, str]
             if tied is not None:  # Note [Where a specialization came from]: "find" is lazy, its stack is not the cause
                 (other, via) = tied
                 line, guard, reason = other.user_line, other.guard, f"find: {via} ties it to {other.symbol}"
-            specs.append(Specialization(kind="static", symbol=symbol, sources=[str(s) for s in meta.get("sources") or []],
+            sources = meta.get("sources")
+            specs.append(Specialization(kind="static", symbol=symbol,
+                                        sources=[str(s) for s in sources] if isinstance(sources, list) else [],
                                         value=str(meta.get("value", "")), reason=reason, guard=guard, user_line=line))
     return symbols, guards, specs
 
 
 def _stack(frames: Any, strings: dict[int, str]) -> list[SourceLine]:
     out = []
-    for fr in frames or []:
+    for fr in frames if isinstance(frames, list) else []:
         if isinstance(fr, dict):
             file = fr.get("filename")
             file = strings.get(file, f"<file #{file}>") if isinstance(file, int) else str(file or "")
-            out.append(SourceLine(file=file, line=int(fr.get("line") or 0), fn=str(fr.get("name") or ""),
+            line = fr.get("line")  # an int as torch logs it; anything else (a damaged log) is line 0
+            out.append(SourceLine(file=file, line=line if isinstance(line, int) else 0, fn=str(fr.get("name") or ""),
                                   code=str(fr.get("loc") or "")))
     return out
 
@@ -91,7 +104,7 @@ def _stack(frames: Any, strings: dict[int, str]) -> list[SourceLine]:
 def _names(expr: str) -> set[str]:
     try:
         return {n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError):  # not sympy text fx would print (a damaged log)
         return set()
 
 
@@ -114,7 +127,7 @@ def _divisibility(expr: str) -> list[tuple[str, str]]:
     """(symbol, divisor) for each ``Eq(Mod(symbol, N), 0)`` in a guard's sympy text (parsed with ast)."""
     try:
         tree = ast.parse(expr, mode="eval")
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError):  # not sympy text fx would print (a damaged log)
         return []
     out = []
     for node in ast.walk(tree):
