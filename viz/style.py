@@ -64,6 +64,7 @@ def role_style(role: str) -> RoleStyle:
 # as fixedsize width/height), which keeps the SVG identical in shape whichever engine ran.
 CHAR_W = 7.2
 FONT_PX = 12
+READABLE_PX = 10  # the canvas never fits a graph below labels this size (Note [Readable first view], viz/view.js)
 PAD_X = 10.0
 BOX_H = 36.0
 GROUP_H = 44.0
