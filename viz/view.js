@@ -62,9 +62,7 @@ function viewport(parts, st, height) {
     st.k = nk;
     apply();
   };
-  // Note [Readable first view]: labels are FONT_PX (12 px) at scale 1; "fit" never goes below
-  // READABLE_PX (10 px labels). A graph too big for that starts at its top, centred or left-aligned,
-  // and the minimap shows where the view is.
+  // See Note [Readable first view] in viz/style.py: never below READABLE_PX labels.
   const readable = READABLE_PX / FONT_PX;
   const fit = () => {
     const w = st.d.w || 1, h = st.d.h || 1;
