@@ -3,7 +3,8 @@
 Owns the before/after measurement of issue "#14 item 2": the canvas used to receive the server-rendered
 SVG string (``viz.to_svg``); it now receives layout data (``viz.canvas.drawing``) and ``canvas.js``
 builds the SVG. Invariant: both variants are measured on the same Layout of the same graph, in the same
-headless Chromium, through the real ``canvas.js`` files (the old one from git when git has it), driven
+headless Chromium, through the real widget modules (today's ``GraphCanvas._esm``, the old ``canvas.js``
+from git when git has it), driven
 by a stand-in for anywidget's model (``get``/``set``/``on``/``off``/``save_changes``).
 """
 
@@ -112,7 +113,7 @@ def browser_steps(graph: Graph, *, threshold: Optional[int] = None, steps: int =
     canvas.draw(lay)
     state = {k: v for k, v in canvas.get_state().items() if k in ("drawing", "graph", "selected", "expanded",
                                                                      "height", "role_css")}
-    variants = {"new": ((REPO / "viz" / "canvas.js").read_text(), state)}
+    variants = {"new": (GraphCanvas._esm, state)}
     old = _old_canvas_js()
     if old is not None:
         variants["old"] = (old, {**{k: state[k] for k in ("graph", "selected", "expanded", "height")},

@@ -5,7 +5,7 @@ Invariant: every number comes from a real run: ``tracer.capture`` of bench.model
 model's TORCH_TRACE log (bench.report_vs_tlparse.training_log) through ``dynascope report`` and
 ``tlparse``, whole processes; first paints measured in headless Chromium at 1,440 x 900 with the
 page's own ``performance.now()``: the report's first drawn graph, and the explorer's first view
-(``viz.Explorer`` built in Python, then its canvas drawing drawn by canvas.js).
+(``viz.Explorer`` built in Python, then its canvas drawing drawn by the canvas's dsView, viz/view.js).
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ _REPORT_PAINT = """async () => {
   return null;
 }"""
 
-_CANVAS_PAINT = """(d) => {
+_CANVAS_PAINT = """async ([src, d]) => {
+  const { dsView } = await import(URL.createObjectURL(new Blob([src], {type: "text/javascript"})));
   const el = document.createElement('div');
   document.body.appendChild(el);
   const t0 = performance.now();
@@ -58,8 +59,7 @@ def _paints(report: str, drawing: dict[str, Any], script: str) -> dict[str, floa
             report_ms = page.evaluate(_REPORT_PAINT)
             blank = b.new_page(viewport={"width": 1440, "height": 900})
             blank.set_content("<html><body></body></html>")
-            blank.add_script_tag(content=script.replace("for (const r of document.querySelectorAll", "globalThis.dsView = dsView;\nfor (const r of document.querySelectorAll"))
-            canvas_ms = blank.evaluate(_CANVAS_PAINT, drawing)
+            canvas_ms = blank.evaluate(_CANVAS_PAINT, [script, drawing])
         finally:
             b.close()
     return {"report_first_graph_ms": round(report_ms, 1) if report_ms is not None else None,
@@ -73,8 +73,8 @@ def run(repeat: int = 3, size: str = "full", browser: bool = True, tlparse: bool
     import viz
     from bench import models, report_vs_tlparse
     from bench.timing import fresh
+    from viz.browser_code import Bundle, join
     from viz.canvas import drawing
-    from viz.report_graphs import report_script
 
     model, args = models.make("transformer12", size)
     fresh()
@@ -96,7 +96,7 @@ def run(repeat: int = 3, size: str = "full", browser: bool = True, tlparse: bool
             build = min(build, time.perf_counter() - t0)
         out["explorer_build_seconds"] = round(build, 3)
         if browser:
-            paints = _paints(path, drawing(ex._layouts.get(ex.graph, ex.expanded)), report_script())
+            paints = _paints(path, drawing(ex._layouts.get(ex.graph, ex.expanded)), join(Bundle(("svg_draw.js", "view.js"), "module")))
             out.update(paints)
             out["explorer_first_paint_seconds"] = round(build + paints["explorer_canvas_draw_ms"] / 1000, 3)
         if tlparse:

@@ -30,6 +30,7 @@ MODULES = [
     "tracer.trace_log.body_feeds",
     "tracer.trace_log.graph_text",
     "viz",
+    "viz.browser_code",
     "viz.drawing",
     "viz.dot",
     "viz.explorer",

@@ -192,5 +192,6 @@ def test_static_page_draws_with_one_script_and_the_widget_with_its_module(jobs):
     assert "<script>" not in view.grid.html  # the widget's markup runs nothing: its module draws it
     assert view.grid.html.count('class="ds-drawings"') == len(job.divergence)
     esm = view.grid._esm
-    assert "function dsReport(" in esm and "dsReports.dsReport(r)" in esm and esm.count("export default") == 1
+    # report.js's set-up, called on the widget's own element (viz/browser_code.py "job_grid" bundle)
+    assert "function dsReport(" in esm and "setUpReports(el)" in esm and esm.count("export default") == 1
     assert 'document.querySelectorAll(".ds-report")' not in esm  # only its own element's reports

@@ -1,7 +1,8 @@
 """The graph canvas: an anywidget that draws one laid-out graph client-side, with pan, zoom and clicks.
 
 Invariant: only JSON-friendly layout data crosses to the browser (``drawing``: boxes, edges, labels as
-plain strings and numbers, from :func:`viz.drawing.drawing`, re-exported here); ``canvas.js`` builds SVG elements from it with DOM
+plain strings and numbers, from :func:`viz.drawing.drawing`, re-exported here); the browser code
+(``canvas.js`` and the modules it imports, joined by :mod:`viz.browser_code`) builds SVG elements from it with DOM
 calls and sets every user string with ``textContent`` / ``setAttribute``, never as markup. The same
 Layout drawn by :func:`viz.to_svg` and by the canvas has the same boxes, classes and ``data-*`` ids.
 """
@@ -14,6 +15,7 @@ from typing import Iterable
 import anywidget
 import traitlets
 
+from viz.browser_code import bundle
 from viz.drawing import drawing
 from viz.graph_layout import Layout
 from viz.style import css
@@ -31,7 +33,7 @@ class GraphCanvas(anywidget.AnyWidget):
     the new drawing; a new ``drawing`` of the same ``graph`` keeps the view.
     """
 
-    _esm = _HERE / "canvas.js"
+    _esm = bundle("canvas")  # canvas.js and the modules it imports (viz/browser_code.py)
     _css = _HERE / "canvas.css"
 
     drawing = traitlets.Dict().tag(sync=True)  # from drawing(layout); {} draws nothing

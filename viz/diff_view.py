@@ -3,21 +3,19 @@ with added / removed / changed nodes coloured) and its mime bundle. The explorer
 :mod:`viz.diff_widget`.
 
 Invariant: reads ``tracer.model`` only; every string from user code is escaped, by the templates
-(autoescape) or, inside SVG, by :mod:`viz.svg`; the only markup added to an SVG here is a class
-from a fixed set and a ``data-partner`` attribute escaped like every other attribute. The static
-HTML is deterministic and has no script. See Note [Diff colours].
+(autoescape) or, inside SVG, by :mod:`viz.svg`, which also writes the diff's classes (from a fixed
+set) and ``data-partner`` attributes (``to_svg(classes=, data=)``): nothing here edits markup. The
+static HTML is deterministic and has no script. See Note [Diff colours].
 """
 
 from __future__ import annotations
 
-import html
-import re
 from collections.abc import Container
 from typing import Any, Optional
 
 from tracer.model import Capture, Frame, FrameDiff, Graph, GraphDiff
 from tracer.model.diff import frame_graphs
-from viz.grouping import default_expanded
+from viz.grouping import first_expanded
 from viz.markup import fragment, render
 from viz.svg import to_svg
 
@@ -32,7 +30,6 @@ __all__ = ["diff_html", "frame_of", "graph_diff_svg", "mimebundle", "recompiles_
 # transformer is ~2k nodes: two of them side by side are unreadable and slow to lay out).
 MAX_DRAWN = 400
 MAX_ROWS = 60  # rows per node table; the rest is counted
-_BOX = re.compile(r'<g class="(node[^"]*)" data-node="([^"]*)">')
 _CSS = (".ds-diff-added rect{fill:#dcfce7;stroke:#16a34a;stroke-width:2.5}"
         ".ds-diff-removed rect{fill:#fee2e2;stroke:#dc2626;stroke-width:2.5}"
         ".ds-diff-changed rect{fill:#fef3c7;stroke:#d97706;stroke-width:2.5}"
@@ -52,20 +49,13 @@ def _status(gd: GraphDiff, side: str) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def graph_diff_svg(graph: Graph, gd: GraphDiff, side: str) -> str:
-    """The SVG of one side's graph (linear layout, as in the static report) with Note [Diff colours]."""
+    """The SVG of one side's graph (linear layout and first view as in the static report) with Note [Diff colours]."""
     from viz.graph_layout import layout
 
-    svg = to_svg(layout(graph, expanded=default_expanded(graph), engine="linear"))
     cls, partner = _status(gd, side)
-
-    def mark(m: re.Match) -> str:
-        name = html.unescape(m.group(2))
-        extra = f" {cls[name]}" if name in cls else ""
-        link = f' data-partner="{html.escape(partner[name], quote=True)}"' if name in partner else ""
-        return f'<g class="{m.group(1)}{extra}" data-node="{m.group(2)}"{link}>'
-
-    svg = _BOX.sub(mark, svg)
-    return svg.replace("</style>", _CSS + "</style>", 1)
+    return to_svg(layout(graph, expanded=first_expanded(graph), engine="linear"),
+                  classes={name: [c] for name, c in cls.items()},
+                  data={name: {"partner": other} for name, other in partner.items()}, style=_CSS)
 
 
 def _rows(gd: GraphDiff) -> list[list[str]]:

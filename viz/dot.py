@@ -2,19 +2,20 @@
 
 Invariant: same graph and options give the same text; every user string (node names, targets,
 module paths, meta) goes through graphviz's own ``escape`` + ``quote`` (never treated as an HTML
-label), so hostile names stay text. Boxes and grouping are the ones ``viz.layout`` draws.
+label), so hostile names stay text. Boxes, labels and grouping are the ones ``viz.layout`` draws
+(:func:`viz.graph_layout.visible_boxes`): the same arguments give the same boxes.
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Optional
 
 from graphviz import escape, nohtml
 from graphviz.quoting import quote
 
 from tracer.model import Graph
-from viz.grouping import GROUP_THRESHOLD, visible
-from viz.style import GROUP_ROLE, node_labels, role_style, shorten
+from viz.graph_layout import visible_boxes
+from viz.style import role_style
 
 __all__ = ["RANKDIRS", "to_dot"]
 
@@ -32,11 +33,15 @@ def _label(*lines: str) -> str:
 
 
 def to_dot(graph: Graph, *, rankdir: str = "TB", expanded: Iterable[str] = (), max_label: int = 40,
-           threshold: int = GROUP_THRESHOLD) -> str:
+           threshold: Optional[int] = None) -> str:
     """DOT text for ``graph``: one box per visible node or collapsed module group, styled by role.
 
-    Above ``threshold`` nodes, nodes fold into ``nn_module_stack`` groups (``expanded`` opens some;
-    see :mod:`viz.grouping`). Labels are the node name, then op/target and ``format_meta``.
+    Nodes fold into ``nn_module_stack`` groups exactly as :func:`viz.layout` folds them for the
+    explorer and the report (:mod:`viz.grouping`): ``expanded`` names the opened module paths (the
+    explorer's first view is ``viz.grouping.first_expanded(graph)``), ``threshold`` the node count
+    above which a graph without module stacks groups (default :func:`viz.grouping.threshold_for`:
+    a graph whose nodes carry module stacks groups at any size). Labels are the node name, then op/target and
+    ``format_meta``, or a module box's path, type and node count.
 
     >>> from tracer.model import Graph, Node
     >>> g = Graph([Node("x", "placeholder", "x", role="operand", users=["output"]),
@@ -53,27 +58,16 @@ def to_dot(graph: Graph, *, rankdir: str = "TB", expanded: Iterable[str] = (), m
     """
     if rankdir not in RANKDIRS:
         raise ValueError(f"unknown rankdir {rankdir!r} (must be one of {list(RANKDIRS)})")
-    vis = visible(graph, expanded, threshold)
+    boxes, vis = visible_boxes(graph, expanded=expanded, threshold=threshold, max_label=max_label)
     lines = [
         f"digraph {_id(graph.name or 'root')} {{",
         f"\tgraph [fontname=monospace rankdir={rankdir}]",
         '\tnode [fontname=monospace fontsize=10 shape=box style="rounded,filled"]',
     ]
-    for it in vis.items:
-        if it.node is not None:
-            label, sub = node_labels(it.node, max_label)
-            role = it.node.role
-            extra = ""
-        else:
-            path = it.group or ""
-            label = path if len(path) <= max_label else "\u2026" + path[-(max_label - 1):]
-            typ = it.module_type.rsplit(".", 1)[-1]
-            sub = f"{typ} \u00b7 {it.count} nodes" if typ else f"{it.count} nodes"
-            sub = shorten(f"{it.partition} \u00b7 {sub}" if it.partition else sub, max_label)
-            role = GROUP_ROLE
-            extra = ' style="rounded,filled,dashed"'
-        st = role_style(role)
-        lines.append(f"\t{_id(it.id)} [label={_label(label, sub)} class={_id('role-' + role)} "
+    for b in boxes:
+        st = role_style(b.role)
+        extra = ' style="rounded,filled,dashed"' if b.group is not None else ""
+        lines.append(f"\t{_id(b.id)} [label={_label(b.label, b.sublabel)} class={_id('role-' + b.role)} "
                      f'color="{st.stroke}" fillcolor="{st.fill}"{extra}]')
     for s, d in vis.edges:
         lines.append(f"\t{_id(s)} -> {_id(d)}")

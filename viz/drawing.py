@@ -11,7 +11,13 @@ from typing import Any, Iterable
 
 from viz.graph_layout import Layout
 
-__all__ = ["drawing"]
+__all__ = ["PACKED_BOX_KEYS", "PACKED_INTERNED", "drawing"]
+
+# A box of a packed drawing (the static report's, Note [Compact drawings] in viz/report_graphs.py) is
+# the list of these keys' values; the values at PACKED_INTERNED are indices into the report's string
+# table. report.js unpacks with the same two tuples (constants.js, viz/browser_code.py).
+PACKED_BOX_KEYS = ("id", "label", "sub", "role", "x", "y", "w", "h", "group", "part", "src")
+PACKED_INTERNED = tuple(PACKED_BOX_KEYS.index(k) for k in ("sub", "role", "group", "part", "src"))
 
 
 def _num(v: float) -> float | int:

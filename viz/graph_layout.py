@@ -15,10 +15,10 @@ from typing import Any, Iterable, Optional
 
 from tracer.model import Graph
 from viz import layout_dot, layout_linear
-from viz.grouping import Item, threshold_for, visible
+from viz.grouping import Item, Visible, threshold_for, visible
 from viz.style import GROUP_ROLE, box_size, node_labels, shorten
 
-__all__ = ["DOT_MAX_BOXES", "DOT_MAX_VIRTUAL", "ENGINES", "Box", "Edge", "Layout", "layout"]
+__all__ = ["DOT_MAX_BOXES", "DOT_MAX_VIRTUAL", "ENGINES", "Box", "Edge", "Layout", "layout", "visible_boxes"]
 
 ENGINES = ("auto", "dot", "linear")
 # See Note [dot limits] in viz/layout_dot.py for the measurements behind these two numbers.
@@ -120,6 +120,18 @@ def _boxes(items: list[Item], max_label: int) -> list[Box]:
     return out
 
 
+def visible_boxes(graph: Graph, *, expanded: Iterable[str] = frozenset(), threshold: Optional[int] = None,
+                  max_label: int = 40) -> tuple[list[Box], Visible]:
+    """The boxes ``graph`` shows with the module paths ``expanded`` open (not placed yet: x = y = 0)
+    and the grouping they come from: what :func:`layout` lays out and :func:`viz.to_dot` writes, so
+    both group and label alike. ``threshold`` defaults to :func:`viz.grouping.threshold_for`.
+    """
+    if threshold is None:
+        threshold = threshold_for(graph)
+    vis = visible(graph, expanded, threshold)
+    return _boxes(vis.items, max_label), vis
+
+
 def virtual_nodes(boxes: list[Box], edges: list[tuple[str, str]]) -> int:
     """How many virtual nodes ``dot`` would add: rows crossed by edges, using our longest-path ranks."""
     index = {b.id: i for i, b in enumerate(boxes)}
@@ -144,14 +156,11 @@ def layout(graph: Graph, *, expanded: Iterable[str] = frozenset(), engine: str =
     >>> lay.engine, len(lay.boxes), lay.boxes[0].id
     ('linear', 10, 'l_x_')
     """
-    if threshold is None:
-        threshold = threshold_for(graph)
     if engine not in ENGINES:
         raise ValueError(f"unknown layout engine {engine!r} (must be one of {list(ENGINES)})")
     if deadline <= 0:
         raise ValueError(f"deadline must be positive seconds (got {deadline!r})")
-    vis = visible(graph, expanded, threshold)
-    boxes = _boxes(vis.items, max_label)
+    boxes, vis = visible_boxes(graph, expanded=expanded, threshold=threshold, max_label=max_label)
     note = ""
     if engine != "linear":
         if engine == "auto" and len(boxes) > DOT_MAX_BOXES:

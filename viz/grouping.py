@@ -328,7 +328,8 @@ def default_expanded(graph: Graph, threshold: int = GROUP_THRESHOLD) -> frozense
 
 
 # The first view of a graph with module stacks opens module boxes breadth-first up to this many boxes:
-# a 1,440 px notebook shows about this many labelled boxes at >= 10 px (canvas.js never fits below 10 px labels).
+# a 1,440 px notebook shows about this many labelled boxes at >= 10 px (the canvas never fits below
+# viz.style.READABLE_PX labels, viz/view.js).
 FIRST_VIEW_BOXES = 20
 
 

@@ -19,7 +19,7 @@ from viz import panels
 from viz.code_view import frame_code_html
 from viz.diff_view import recompiles_html
 from viz.graph_layout import layout
-from viz.grouping import default_expanded
+from viz.grouping import first_expanded
 from viz.markup import fragment, render
 from viz.module_view import module_html
 from viz.report_graphs import canvas_css, report_data, report_script
@@ -30,8 +30,8 @@ __all__ = ["capture_html", "export_html", "frame_html", "graph_svg", "subgraph_t
 
 
 def graph_svg(graph: Graph) -> str:
-    """The SVG of ``graph`` for static output: linear layout (deterministic), big graphs grouped."""
-    return to_svg(layout(graph, expanded=default_expanded(graph), engine="linear"))
+    """The SVG of ``graph`` for static output: linear layout (deterministic), grouped as the report's first view."""
+    return to_svg(layout(graph, expanded=first_expanded(graph), engine="linear"))
 
 
 def subgraph_tree_html(frame: Frame) -> str:

@@ -3,18 +3,9 @@
 // ({rank, frame, n}; frame "" when the rank has no such frame, n makes every click a change); a
 // click on a finding's "side by side" link opens that finding's details in place. `current` marks
 // the cell whose capture Python shows. Each side-by-side view is a report fragment (`.ds-report`: the
-// frames' reports and their drawings block); `dsReports` (report.js's set-up functions, placed before
-// this module by viz/report_graphs.py report_module) draws its graphs and fills its guards views.
-
-function setUp(el) {
-  for (const r of el.querySelectorAll(".ds-report")) {
-    if (r.dataset.dsReady) continue;
-    r.dataset.dsReady = "1";
-    dsReports.dsReport(r);
-    dsReports.dsGuards(r);
-    dsReports.dsModuleLinks(r);
-  }
-}
+// frames' reports and their drawings block); report.js's setUpReports draws its graphs and fills its
+// guards views (only this widget's own element: markup placed in a widget runs no script of its own).
+import { setUpReports } from "./report.js";
 
 function render({ model, el }) {
   let clicks = Date.now();
@@ -29,7 +20,7 @@ function render({ model, el }) {
   };
   const show = () => {
     el.innerHTML = model.get("html");
-    setUp(el);
+    setUpReports(el);
     mark();
   };
   el.addEventListener("click", (ev) => {

@@ -5,7 +5,7 @@ each rank's capture — as static HTML (:func:`job_html`, :func:`export_job_html
 Invariant: reads ``tracer.model`` only, and every string from a log or user code reaches markup
 through an autoescaping template (viz/markup.py); the browser side (``job_grid.js``) shows that
 markup, draws the graphs of each finding's side-by-side view from the view's own JSON drawings block
-with the static report's code (viz/report.js, see :func:`viz.report_graphs.report_module`), and
+with the static report's code (viz/report.js, joined with job_grid.js by :mod:`viz.browser_code`), and
 sends back rank numbers and compile ids. A Job loaded from JSON renders like a live one.
 """
 
@@ -21,14 +21,12 @@ import traitlets
 
 from tracer.model import Capture, Divergence, Frame, Job
 from viz import html
+from viz.browser_code import bundle
 from viz.diff_view import diff_html
 from viz.markup import fragment, render
-from viz.report_graphs import canvas_css, report_data, report_module, report_script
+from viz.report_graphs import canvas_css, report_data, report_script
 
 __all__ = ["JobGrid", "JobView", "export_job_html", "grid_columns", "job_html", "mimebundle"]
-
-_HERE = pathlib.Path(__file__).parent
-
 
 def grid_columns(job: Job) -> list[str]:
     """Every compile id of every rank, each once: rank order, then each rank's compile order."""
@@ -126,7 +124,7 @@ class JobGrid(anywidget.AnyWidget):
     sets ``picked``; ``current`` marks the shown cell. Only markup rendered here (autoescaped)
     and plain ids cross to the browser."""
 
-    _esm = report_module((_HERE / "job_grid.js").read_text(encoding="utf-8"))  # draws the side-by-side views
+    _esm = bundle("job_grid")  # job_grid.js with report.js: draws the side-by-side views
 
     html = traitlets.Unicode("").tag(sync=True)  # job_html_summary(job): grid, findings, side-by-side views
     picked = traitlets.Dict().tag(sync=True)  # set by a click: {"rank": int, "frame": compile id or "", "n": click count}

@@ -73,29 +73,56 @@ def _straight(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
 def place(boxes: list[Box], edges: list[tuple[str, str]]) -> tuple[list[list[tuple[float, float]]], float, float]:
     """Set ``x``/``y`` of ``boxes`` (in topological order) in place; return (edge paths, width, height).
 
-    Edge paths are cubic bezier control points, like ``Edge.points``.
+    Edge paths are cubic bezier control points, like ``Edge.points``. The steps of Note [Linear
+    layered layout]: rank, rows and their heights, x within rows, lanes for long edges, edge paths.
     """
-    n = len(boxes)
     index = {b.id: i for i, b in enumerate(boxes)}
     ie = [(index[s], index[d]) for s, d in edges]
-    rank = ranks(n, ie)
+    rank = ranks(len(boxes), ie)
+    rows = _rows(rank)
+    row_y, row_h, height = _row_heights(boxes, rows)
+    cx = _place_x(boxes, rows, row_y, row_h, _preds(len(boxes), ie))
+    max_right = max((b.x + b.w for b in boxes), default=MARGIN)
+    lane_of, lanes = _lanes(rank, ie)
+    paths = [_edge_path(boxes, cx, rank, row_y, row_h, max_right, s, d, lane_of.get(k)) for k, (s, d) in enumerate(ie)]
+    width = max_right + LANE_GAP * (lanes + 1) + MARGIN
+    paths = [[(round(px, 1), round(py, 1)) for px, py in p] for p in paths]
+    return paths, round(width, 1), round(height, 1)
+
+
+def _preds(n: int, ie: list[tuple[int, int]]) -> list[list[int]]:
+    """Predecessors of each item along forward edges."""
     preds: list[list[int]] = [[] for _ in range(n)]
     for s, d in ie:
         if s < d:
             preds[d].append(s)
-    nrows = (max(rank) + 1) if n else 0
-    rows: list[list[int]] = [[] for _ in range(nrows)]
-    for i in range(n):
-        rows[rank[i]].append(i)
+    return preds
+
+
+def _rows(rank: list[int]) -> list[list[int]]:
+    """Item indices of each row, in graph order."""
+    rows: list[list[int]] = [[] for _ in range((max(rank) + 1) if rank else 0)]
+    for i, r in enumerate(rank):
+        rows[r].append(i)
+    return rows
+
+
+def _row_heights(boxes: list[Box], rows: list[list[int]]) -> tuple[list[float], list[float], float]:
+    """Top y and height of each row (its tallest box), and the drawing's height."""
     row_h = [max((boxes[i].h for i in row), default=0.0) for row in rows]
     row_y: list[float] = []
     y = MARGIN
     for h in row_h:
         row_y.append(y)
         y += h + RANK_GAP
-    height = (y - RANK_GAP + MARGIN) if n else 2 * MARGIN
+    return row_y, row_h, (y - RANK_GAP + MARGIN) if boxes else 2 * MARGIN
 
-    cx = [0.0] * n
+
+def _place_x(boxes: list[Box], rows: list[list[int]], row_y: list[float], row_h: list[float],
+             preds: list[list[int]]) -> list[float]:
+    """Order each row by its boxes' predecessors' mean x, set every box's x/y (rows centred
+    vertically, the drawing shifted to the left margin); return the boxes' centre x."""
+    cx = [0.0] * len(boxes)
     for r, row in enumerate(rows):
         want = {i: (sum(cx[p] for p in preds[i]) / len(preds[i]) if preds[i] else None) for i in row}
         if r > 0:
@@ -115,9 +142,12 @@ def place(boxes: list[Box], edges: list[tuple[str, str]]) -> tuple[list[list[tup
         b.x = round(b.x + shift, 1)
         b.y = round(b.y, 1)
         cx[i] = b.x + b.w / 2
-    max_right = max((b.x + b.w for b in boxes), default=MARGIN)
+    return cx
 
-    # Long edges get lanes by interval scheduling over the rows they span. See Note [Linear layered layout].
+
+def _lanes(rank: list[int], ie: list[tuple[int, int]]) -> tuple[dict[int, int], int]:
+    """A lane for each edge that does not join adjacent rows (edge index -> lane), by interval
+    scheduling over the rows it spans, and the number of lanes. See Note [Linear layered layout]."""
     long_edges = sorted(
         (min(rank[s], rank[d]), max(rank[s], rank[d]), k) for k, (s, d) in enumerate(ie) if rank[d] - rank[s] != 1
     )
@@ -132,20 +162,19 @@ def place(boxes: list[Box], edges: list[tuple[str, str]]) -> tuple[list[list[tup
         lanes = max(lanes, lane + 1)
         lane_of[k] = lane
         heapq.heappush(busy, (hi, lane))
+    return lane_of, lanes
 
-    paths: list[list[tuple[float, float]]] = []
-    for k, (s, d) in enumerate(ie):
-        bs, bd = boxes[s], boxes[d]
-        x0, y0 = cx[s], bs.y + bs.h
-        x1, y1 = cx[d], bd.y
-        if k not in lane_of:
-            mid = (y0 + y1) / 2
-            paths.append([(x0, y0), (x0, mid), (x1, mid), (x1, y1)])
-            continue
-        lane_x = max_right + LANE_GAP * (lane_of[k] + 1)
-        below = row_y[rank[s]] + row_h[rank[s]] + RANK_GAP / 3
-        above = row_y[rank[d]] - RANK_GAP / 3
-        paths.append(_straight([(x0, y0), (x0, below), (lane_x, below), (lane_x, above), (x1, above), (x1, y1)]))
-    width = max_right + LANE_GAP * (lanes + 1) + MARGIN
-    paths = [[(round(px, 1), round(py, 1)) for px, py in p] for p in paths]
-    return paths, round(width, 1), round(height, 1)
+
+def _edge_path(boxes: list[Box], cx: list[float], rank: list[int], row_y: list[float], row_h: list[float],
+               max_right: float, s: int, d: int, lane: int | None) -> list[tuple[float, float]]:
+    """The path of edge s -> d: one S-curve between adjacent rows, else down its lane right of all boxes."""
+    bs, bd = boxes[s], boxes[d]
+    x0, y0 = cx[s], bs.y + bs.h
+    x1, y1 = cx[d], bd.y
+    if lane is None:
+        mid = (y0 + y1) / 2
+        return [(x0, y0), (x0, mid), (x1, mid), (x1, y1)]
+    lane_x = max_right + LANE_GAP * (lane + 1)
+    below = row_y[rank[s]] + row_h[rank[s]] + RANK_GAP / 3
+    above = row_y[rank[d]] - RANK_GAP / 3
+    return _straight([(x0, y0), (x0, below), (lane_x, below), (lane_x, above), (x1, above), (x1, y1)])

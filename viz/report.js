@@ -1,14 +1,19 @@
-// The static report's graphs (viz/report_graphs.py): after canvas.js's drawing code, this draws every
-// `.ds-graphbox` of a `.ds-report` from the report's JSON block with the same view as the explorer's
-// canvas (pan, zoom, fit, search, minimap). A click on a module box opens the layout of its nodes
-// (Note [Folding in the report]); a click on a node shows its label lines as text. No kernel, no network.
-// A packed drawing (viz/report_graphs.py pack, Note [Compact drawings]) back to canvas.js's form.
+// The static report's graphs (viz/report_graphs.py): draws every `.ds-graphbox` of a `.ds-report`
+// from the report's JSON block with the same view as the explorer's canvas (dsView: pan, zoom, fit,
+// search, minimap). A click on a module box opens the layout of its nodes (Note [Folding in the
+// report]); a click on a node shows its label lines as text. No kernel, no network. Also the report's
+// guards view and module links. setUpReports() is what a page (report_page.js) or the job widget
+// (job_grid.js) calls on an element holding reports.
+import { BOX_KEYS, INTERNED_KEYS } from "./constants.js";
+import { dsView } from "./view.js";
+
+const INTERNED = new Set(INTERNED_KEYS);
+
+// A packed drawing (viz/report_graphs.py pack, Note [Compact drawings]) back to the drawing dsView draws.
 function unpack(p, strings) {
-  const KEYS = ["id", "label", "sub", "role", "x", "y", "w", "h", "group", "part", "src"];
-  const INTERNED = new Set([2, 3, 8, 9, 10]);
   const boxes = p.b.map((row) => {
     const b = {};
-    KEYS.forEach((k, i) => { if (i < row.length && row[i] !== 0) b[k] = INTERNED.has(i) ? strings[row[i]] : row[i]; });
+    BOX_KEYS.forEach((k, i) => { if (i < row.length && row[i] !== 0) b[k] = INTERNED.has(i) ? strings[row[i]] : row[i]; });
     if (b.label === undefined) b.label = b.id;
     if (b.sub === undefined) b.sub = "";
     return b;
@@ -170,12 +175,14 @@ function dsModuleLinks(root) {
   }
 }
 
-// A page may hold several reports (the CLI's, one per rank), each followed by this script: each report
-// is set up once.
-for (const r of document.querySelectorAll(".ds-report")) {
-  if (r.dataset.dsReady) continue;
-  r.dataset.dsReady = "1";
-  dsReport(r);
-  dsGuards(r);
-  dsModuleLinks(r);
+// Every report inside `root` not set up yet (a page may hold several: the CLI's, one per rank), set
+// up once.
+export function setUpReports(root) {
+  for (const r of root.querySelectorAll(".ds-report")) {
+    if (r.dataset.dsReady) continue;
+    r.dataset.dsReady = "1";
+    dsReport(r);
+    dsGuards(r);
+    dsModuleLinks(r);
+  }
 }

@@ -1,5 +1,5 @@
 """The static report's graphs: every graph of a frame (root, HOP bodies, AOT joint / forward / backward /
-inference) as layout data, and the one script that draws them (``canvas.js`` + ``report.js``).
+inference) as layout data; the script that draws them is viz/browser_code.py's ``"report"`` bundle.
 
 Invariant: the report sends layout data, never SVG markup, and the drawing code exactly once per page;
 user strings reach the page only inside the JSON block (``<``, ``>``, ``&`` written as ``\\u`` escapes, so
@@ -14,18 +14,16 @@ import pathlib
 from typing import Any
 
 from tracer.model import Frame, Graph
-from viz.drawing import drawing
+from viz.browser_code import bundle
+from viz.drawing import PACKED_BOX_KEYS, PACKED_INTERNED, drawing
 from viz.graph_layout import layout
 from viz.grouping import first_expanded
 from viz.markup import json_block
 from viz.style import css
 
-__all__ = ["canvas_css", "frame_graphs", "graph_drawing", "pack", "report_data", "report_module",
-           "report_script"]
+__all__ = ["canvas_css", "frame_graphs", "graph_drawing", "pack", "report_data", "report_script"]
 
 _HERE = pathlib.Path(__file__).parent
-_EXPORT = "export default { render };"
-
 # Note [Folding in the report]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # A static page has no Python to lay out a graph with a module box opened. So each collapsed module
@@ -35,37 +33,10 @@ _EXPORT = "export default { render };"
 # search box finds a folded node through the box's ``find`` list and centres on the box.
 
 
-def _drawing_code() -> str:
-    """canvas.js's drawing code (its anywidget export removed), then report.js."""
-    canvas = (_HERE / "canvas.js").read_text(encoding="utf-8")
-    if _EXPORT not in canvas:
-        raise RuntimeError(f"viz/canvas.js no longer ends with {_EXPORT!r}: update viz/report_graphs.py")
-    return canvas.replace(_EXPORT, "") + "\n" + (_HERE / "report.js").read_text(encoding="utf-8")
-
-
 def report_script() -> str:
-    """The page's one script: canvas.js's drawing code (its anywidget export removed) and report.js."""
-    script = _drawing_code()
-    if "</" in script or "<!--" in script or "<script" in script.lower():  # would end or confuse the <script> element
-        raise RuntimeError("viz/canvas.js or viz/report.js contains '</', '<!--' or '<script': write them differently")
-    # One function scope: a page with several reports (the CLI's) declares nothing twice.
-    return "(() => {\n" + script + "\n})();"
-
-
-_PAGE_LOOP = "// A page may hold several reports"  # report.js's last part: set up every report of the page
-
-
-def report_module(module: str) -> str:
-    """The anywidget module ``module`` with ``dsReports`` defined before it: report.js's set-up
-    functions (``dsReport``, ``dsGuards``, ``dsModuleLinks``), which the module calls on the report
-    fragments it places in its element (markup placed in a widget runs no script of its own). The
-    page's loop over every report of the document is left out: a widget sets up only its own."""
-    code = _drawing_code()
-    if code.count(_PAGE_LOOP) != 1:
-        raise RuntimeError(f"viz/report.js no longer has one {_PAGE_LOOP!r} part: update viz/report_graphs.py")
-    code = code[:code.index(_PAGE_LOOP)]
-    return ("const dsReports = (() => {\n" + code + "\nreturn { dsReport, dsGuards, dsModuleLinks };\n})();\n"
-            + module)
+    """The page's one script: ``report.js`` and the modules it imports, then ``report_page.js`` (set up
+    every report of the page), as one classic script (:func:`viz.browser_code.bundle`)."""
+    return bundle("report")
 
 
 def canvas_css() -> str:
@@ -98,11 +69,10 @@ def frame_graphs(frame: Frame) -> list[tuple[str, str, Graph, list[str]]]:
 # module box's ``find`` list is left out when the box's own drawing (``open``) names its nodes, an edge is [src box index, dst box index] when its path is the
 # linear layout's plain S-curve between the two boxes (viz/layout_linear.py place) and
 # [src, dst, points] otherwise (an edge routed through a lane). report.js's unpack() rebuilds the
-# drawing canvas.js draws. Coordinates keep viz.canvas's 0.1 px.
-_BOX_KEYS = ("id", "label", "sub", "role", "x", "y", "w", "h", "group", "part", "src")
-
-
-_INTERNED = (2, 3, 8, 9, 10)  # positions of sub, role, group, part, src in a packed box
+# drawing view.js draws. Coordinates keep viz.canvas's 0.1 px. The box keys and interned positions
+# are viz.drawing's PACKED_BOX_KEYS and PACKED_INTERNED, which report.js reads from constants.js.
+_BOX_KEYS = PACKED_BOX_KEYS
+_INTERNED = PACKED_INTERNED
 
 
 def pack(d: dict[str, Any], strings: dict[str, int]) -> dict[str, Any]:

@@ -64,6 +64,10 @@ def role_style(role: str) -> RoleStyle:
 # as fixedsize width/height), which keeps the SVG identical in shape whichever engine ran.
 CHAR_W = 7.2
 FONT_PX = 12
+# Note [Readable first view]: labels are FONT_PX at scale 1; the canvas's "fit" (viz/view.js) never
+# scales them below READABLE_PX. A graph too big for that starts at its top, centred or left-aligned,
+# and the minimap shows where the view is.
+READABLE_PX = 10
 PAD_X = 10.0
 BOX_H = 36.0
 GROUP_H = 44.0

@@ -1,0 +1,241 @@
+// The interactive view of one drawing: toolbar (zoom, fit, search), a pannable and zoomable stage, a
+// minimap on big graphs, and a bottom edge to drag for the height. Used by the widget (canvas.js) and
+// by the static report (report.js), so both behave alike. dsView puts together the steps below, each
+// owning one part of the view; they share one state object `st` (drawing, scale, translation).
+import { FONT_PX, READABLE_PX } from "./constants.js";
+import { buildSvg, fmt, svgEl } from "./svg_draw.js";
+
+const MINIMAP_FROM = 300;  // Note [Minimap]: boxes-or-nodes above which a graph gets an overview
+
+// A search box's needle against one drawn box: its name, its op/target line, its source line, and for
+// a collapsed module box the names of the nodes folded inside it ("find" of the drawing).
+function matches(b, needle, folded) {
+  const hay = `${b.id}\n${b.label}\n${b.sub || ""}\n${b.src || ""}`.toLowerCase();
+  if (hay.includes(needle)) return true;
+  return (folded[b.id] || []).some((n) => n.toLowerCase().includes(needle));
+}
+
+// The elements of a view: toolbar, the clipped view, the transformed stage in it, the minimap corner.
+function frame(el, height) {
+  el.classList.add("ds-canvas");
+  const bar = document.createElement("div");
+  bar.className = "ds-toolbar";
+  const view = document.createElement("div");
+  view.className = "ds-view";
+  view.style.height = `${height || 520}px`;
+  const stage = document.createElement("div");
+  stage.className = "ds-stage";
+  view.appendChild(stage);
+  const mini = document.createElement("div");
+  mini.className = "ds-minimap";
+  view.appendChild(mini);
+  el.appendChild(bar);
+  el.appendChild(view);
+  return { bar, view, stage, mini };
+}
+
+function addButton(bar, label, title, onclick) {
+  const b = document.createElement("button");
+  b.textContent = label;
+  b.title = title;
+  b.addEventListener("click", onclick);
+  bar.appendChild(b);
+  return b;
+}
+
+// Scale and translation of the stage: apply them, zoom at a point, fit, centre on a box.
+function viewport(parts, st, height) {
+  const { view, stage } = parts;
+  const apply = () => {
+    stage.style.transform = `translate(${st.tx}px, ${st.ty}px) scale(${st.k})`;
+    const m = st.miniView;
+    if (m) {
+      m.rect.setAttribute("x", fmt(-st.tx / st.k * m.s)); m.rect.setAttribute("y", fmt(-st.ty / st.k * m.s));
+      m.rect.setAttribute("width", fmt(view.clientWidth / st.k * m.s));
+      m.rect.setAttribute("height", fmt(view.clientHeight / st.k * m.s));
+    }
+  };
+  const zoomAt = (factor, cx, cy) => {
+    const nk = Math.min(8, Math.max(0.02, st.k * factor));
+    st.tx = cx - (cx - st.tx) * (nk / st.k);
+    st.ty = cy - (cy - st.ty) * (nk / st.k);
+    st.k = nk;
+    apply();
+  };
+  // See Note [Readable first view] in viz/style.py: never below READABLE_PX labels.
+  const readable = READABLE_PX / FONT_PX;
+  const fit = () => {
+    const w = st.d.w || 1, h = st.d.h || 1;
+    const vw = view.clientWidth || 600, vh = view.clientHeight || height || 520;
+    st.k = Math.min(1.5, (vw - 16) / w, (vh - 16) / h);
+    if (!(st.k > 0)) st.k = 1;
+    if (st.k < readable) {
+      st.k = Math.max(readable, Math.min(1, (vw - 16) / w));
+      st.tx = Math.max(8, (vw - w * st.k) / 2);
+      if (w * st.k > vw) st.tx = 8;
+      st.ty = 8;
+    } else { st.tx = (vw - w * st.k) / 2; st.ty = (vh - h * st.k) / 2; }
+    apply();
+  };
+  const centreOn = (b) => {
+    st.k = Math.max(st.k, 1);
+    st.tx = view.clientWidth / 2 - (b.x + b.w / 2) * st.k;
+    st.ty = view.clientHeight / 2 - (b.y + b.h / 2) * st.k;
+    apply();
+  };
+  return { apply, zoomAt, fit, centreOn };
+}
+
+// The search box: Enter finds the first match, Enter again the next; the match is marked and centred.
+function searchBox(parts, st, centreOn) {
+  const { bar, stage } = parts;
+  const search = document.createElement("input");
+  search.type = "search";
+  search.className = "ds-search";
+  search.placeholder = "find node: name, op, source line";
+  bar.appendChild(search);
+  const found = document.createElement("span");
+  found.className = "ds-found";
+  bar.appendChild(found);
+  let hits = [], hitAt = -1;
+  const find = (again) => {
+    const needle = search.value.trim().toLowerCase();
+    for (const e of stage.querySelectorAll(".ds-hit")) e.classList.remove("ds-hit");
+    if (!needle) { hits = []; found.textContent = ""; return; }
+    if (!again) {
+      const folded = st.d.find || {};
+      hits = (st.d.boxes || []).filter((b) => matches(b, needle, folded));
+      hitAt = -1;
+    }
+    if (!hits.length) { found.textContent = "no match"; return; }
+    hitAt = (hitAt + 1) % hits.length;
+    const b = hits[hitAt];
+    found.textContent = `${hitAt + 1} of ${hits.length}`;
+    const attr = typeof b.group === "string" ? "data-group" : "data-node";
+    const want = typeof b.group === "string" ? b.group : b.id;
+    for (const e of stage.querySelectorAll(`[${attr}]`)) {
+      if (e.getAttribute(attr) === want && (attr === "data-node" || e.getAttribute("data-box") === b.id)) e.classList.add("ds-hit");
+    }
+    centreOn(b);
+  };
+  search.addEventListener("keydown", (ev) => { if (ev.key === "Enter") find(search.dataset.last === search.value); search.dataset.last = search.value; });
+  search.addEventListener("input", () => { search.dataset.last = ""; });
+  return { search, find };
+}
+
+// Note [Minimap]: graphs of more than MINIMAP_FROM boxes-or-nodes get a small overview in the corner;
+// a click on it centres the view there. It draws boxes as plain rects (no text).
+function drawMinimap(parts, st, apply) {
+  const { view, mini } = parts;
+  mini.replaceChildren();
+  st.miniView = null;
+  const d = st.d;
+  const n = d.nodes || (d.boxes || []).length;
+  if (!d.boxes || n <= MINIMAP_FROM) { mini.style.display = "none"; return; }
+  mini.style.display = "block";
+  const W = 160, s = Math.min(W / (d.w || 1), 200 / (d.h || 1));
+  const svg = svgEl("svg", { width: fmt((d.w || 1) * s), height: fmt((d.h || 1) * s) });
+  for (const b of d.boxes) svg.appendChild(svgEl("rect", { x: fmt(b.x * s), y: fmt(b.y * s), width: fmt(Math.max(1, b.w * s)),
+    height: fmt(Math.max(1, b.h * s)), class: typeof b.group === "string" ? "g" : "n" }));
+  const rect = svgEl("rect", { class: "ds-mini-view" });
+  svg.appendChild(rect);
+  mini.appendChild(svg);
+  st.miniView = { s, rect };
+  mini.addEventListener("pointerdown", (ev) => ev.stopPropagation());
+  mini.onclick = (ev) => {
+    ev.stopPropagation();
+    const r = svg.getBoundingClientRect();
+    const x = (ev.clientX - r.left) / s, y = (ev.clientY - r.top) / s;
+    st.tx = view.clientWidth / 2 - x * st.k; st.ty = view.clientHeight / 2 - y * st.k;
+    apply();
+  };
+}
+
+function markSelected(stage, selected) {
+  for (const e of stage.querySelectorAll(".ds-selected")) e.classList.remove("ds-selected");
+  if (!selected) return;
+  for (const e of stage.querySelectorAll("[data-node]")) {
+    if (e.getAttribute("data-node") === selected) e.classList.add("ds-selected");
+  }
+}
+
+// Pan with the mouse, zoom with the wheel; a press that did not move is a click on what is under it
+// (`onClick(element)`). Returns the function that removes the window listeners.
+function pointer(parts, st, vp, onClick) {
+  const { view, stage } = parts;
+  let drag = null;
+  const onMove = (ev) => {
+    if (!drag) return;
+    const dx = ev.clientX - drag.x, dy = ev.clientY - drag.y;
+    if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
+    if (drag.moved) { st.tx = drag.tx + dx; st.ty = drag.ty + dy; vp.apply(); }
+  };
+  const onUp = () => {
+    window.removeEventListener("pointermove", onMove);
+    window.removeEventListener("pointerup", onUp);
+    view.classList.remove("ds-dragging");
+    setTimeout(() => { drag = null; }, 0);
+  };
+  view.addEventListener("pointerdown", (ev) => {
+    if (ev.button !== 0) return;
+    drag = { x: ev.clientX, y: ev.clientY, tx: st.tx, ty: st.ty, moved: false };
+    view.classList.add("ds-dragging");
+    window.addEventListener("pointermove", onMove);
+    window.addEventListener("pointerup", onUp);
+  });
+  view.addEventListener("click", (ev) => {
+    if (drag && drag.moved) return;
+    const hit = ev.target.closest("[data-node], [data-group]");
+    if (hit && stage.contains(hit)) onClick(hit);
+  });
+  view.addEventListener("wheel", (ev) => {
+    ev.preventDefault();
+    const r = view.getBoundingClientRect();
+    vp.zoomAt(ev.deltaY < 0 ? 1.15 : 1 / 1.15, ev.clientX - r.left, ev.clientY - r.top);
+  }, { passive: false });
+  // The view's height follows a drag of its bottom edge (CSS resize), and the minimap follows it.
+  if (typeof ResizeObserver !== "undefined") new ResizeObserver(() => vp.apply()).observe(view);
+  return () => {
+    window.removeEventListener("pointermove", onMove);
+    window.removeEventListener("pointerup", onUp);
+  };
+}
+
+// `opts`: { height, roleCss, uid, onNode(name), onGroup(path, boxId), extraButtons: [[label, title, fn]] }.
+export function dsView(el, opts) {
+  const parts = frame(el, opts.height);
+  const st = { d: {}, k: 1, tx: 0, ty: 0, miniView: null, selected: "" };
+  const vp = viewport(parts, st, opts.height);
+  const { view, stage, bar } = parts;
+  addButton(bar, "+", "zoom in", () => vp.zoomAt(1.25, view.clientWidth / 2, view.clientHeight / 2));
+  addButton(bar, "\u2212", "zoom out", () => vp.zoomAt(0.8, view.clientWidth / 2, view.clientHeight / 2));
+  addButton(bar, "fit", "fit the graph in view (never below readable labels)", vp.fit);
+  for (const [label, title, fn] of opts.extraButtons || []) addButton(bar, label, title, fn);
+  const { search, find } = searchBox(parts, st, vp.centreOn);
+  const hint = document.createElement("span");
+  hint.className = "ds-hint";
+  hint.textContent = "drag to pan \u00b7 wheel to zoom \u00b7 click a node";
+  bar.appendChild(hint);
+  const destroy = pointer(parts, st, vp, (hit) => {
+    const group = hit.getAttribute("data-group");
+    const node = hit.getAttribute("data-node");
+    if (node !== null) {
+      st.selected = node;
+      markSelected(stage, st.selected);
+      if (opts.onNode) opts.onNode(node);
+    } else if (group !== null && opts.onGroup) opts.onGroup(group, hit.getAttribute("data-box"));
+  });
+  return {
+    view, stage, fit: vp.fit, find, search, bar, destroy,
+    setHeight(px) { view.style.height = `${px}px`; },
+    setSelected(name) { st.selected = name || ""; markSelected(stage, st.selected); },
+    // Draw `drawing`; `refit`: a new graph (fit it) rather than a redraw of the same one (keep the view).
+    draw(drawing, refit) {
+      st.d = drawing || {};
+      stage.replaceChildren(...(st.d.boxes ? [buildSvg(st.d, opts.roleCss, opts.uid)] : []));
+      markSelected(stage, st.selected);
+      drawMinimap(parts, st, vp.apply);
+      if (refit) requestAnimationFrame(vp.fit); else vp.apply();
+    },
+  };
+}
