@@ -206,5 +206,5 @@ torch.testing.assert_close(fixed_cap.result, model(x))
 print("check passed: one graph, no graph break, the same result as the model with the `if`")
 
 # %% [markdown]
-# Next: [01 — HOP capture and lifted inputs](01_hop_capture_and_lifted_inputs.ipynb) opens up the
+# Next: [01 — lifting](01_hop_lifting.ipynb) opens up the
 # graphs *inside* a graph: the bodies of higher-order operators.
