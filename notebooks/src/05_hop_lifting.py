@@ -59,7 +59,7 @@ print(frame.graph.code)
 # - `scale` is nowhere in the signature: a Python number is not a tensor to lift. On this first
 #   compile Dynamo burns its value into the body as the constant `2.0`, and guards on it with a
 #   `CONSTANT_MATCH`: a call with another `scale` fails that guard. (What the recompile then does
-#   with a float — it makes it dynamic — is in notebook 06.)
+#   with a float — it makes it dynamic — is in notebook 01.)
 
 # %%
 body = frame.subgraphs["wrap_body_0"]
