@@ -202,8 +202,8 @@ assert [c.source for c in rec.diff.inputs] == ["L['args'][0]"]
 # ## Prevent it: say which dimension varies
 #
 # `torch._dynamo.mark_dynamic(tensor, dim)` makes that dimension a symbol from the first compile;
-# `torch.compile(dynamic=True)` does it for every size (and, as the recompilation guide says, tries
-# to be as dynamic as possible, which can cost more). Marking only the sequence dimension:
+# `torch.compile(dynamic=True)` makes every size dynamic from the start ("as dynamic as possible", in
+# the recompilation guide's words). Marking only the sequence dimension:
 
 # %%
 first = prompts[0].clone()
