@@ -53,7 +53,7 @@ for group in before.grouped_breaks():
 
 # %% tags=["remove-input"]
 assert len(before.graph_breaks) == 4 and len(before.grouped_breaks()) == 2
-assert {g.location for g in before.grouped_breaks()} == {"generic.py:1144"}
+assert len({b.location for b in before.graph_breaks}) == 1 and before.graph_breaks[0].location.startswith("generic.py:")
 assert all("logging.Logger method not supported" in b.reason for b in before.graph_breaks)
 torch.testing.assert_close(before.result.logits, model(ids).logits)
 
@@ -103,7 +103,7 @@ assert [(f.compile_id, f.status) for f in before.frames] == [
     ("2/0", "restarted"), ("2/0_1", "no_graph"), ("3/0", "failed"), ("4/0", "compiled"), ("5/0", "compiled")]
 assert "graph break in loop" in before.frame("3/0").status_reason + before.graph_breaks[-1].reason
 assert len(before.frame("4/0").subgraphs) == config.n_layer
-assert before.frame("5/0").code.endswith("torch_dynamo_resume_in_forward_at_683")
+assert "torch_dynamo_resume_in_forward_at_" in before.frame("5/0").code  # the rest of the model's forward
 
 # %% [markdown]
 # Torch's own view, on a machine without dynascope: the same training forward under plain

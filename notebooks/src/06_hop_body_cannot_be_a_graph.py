@@ -3,7 +3,7 @@
 #
 # **You are here if** `torch.cond` (or a `torch.compiler.nested_compile_region`) failed with
 # `UncapturedHigherOrderOpError`, or `TORCH_LOGS=graph_breaks` reports a break inside a `wrap` or
-# checkpoint body and the log names a second attempt such as `0/0_1`. PyTorch's pages:
+# checkpoint body and tlparse lists a second compile attempt such as `0/0_1`. PyTorch's pages:
 # [torch.cond](https://docs.pytorch.org/docs/stable/cond.html) and
 # [Working with Graph Breaks](https://docs.pytorch.org/docs/stable/compile/programming_model.graph_breaks_index.html).
 #
