@@ -69,6 +69,37 @@ assert isinstance(err, torch._dynamo.exc.UncapturedHigherOrderOpError)
 assert [sp.hop for f in err.capture.frames for sp in f.speculations if not sp.ok] == ["cond"]
 
 # %% [markdown]
+# Torch's own view of the `wrap` case, on a machine without dynascope: the same function under plain
+# `torch.compile` in a fresh process, with `TORCH_LOGS=graph_breaks` (each line's prefix cut off, and
+# only the lines that say where, what, inside which HOP, and the hint):
+
+# %%
+import os  # noqa: E402
+import pathlib  # noqa: E402
+import re  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+
+script = pathlib.Path(tempfile.mkdtemp()) / "with_wrap.py"
+script.write_text(
+    "import torch\n\nwrap = torch.ops.higher_order.wrap\n\n\ndef body_that_breaks(a):\n"
+    "    torch._dynamo.graph_break()\n    return a.sin()\n\n\n@torch.compile(backend='eager')\n"
+    "def with_wrap(x):\n    return wrap(body_that_breaks, x)\n\n\nwith_wrap(torch.randn(3))\n"
+)
+run = subprocess.run([sys.executable, str(script)], env={**os.environ, "TORCH_LOGS": "graph_breaks"},
+                     capture_output=True, text=True, timeout=120)
+lines = [re.sub(r"^[A-Z]\d{4} [\d:.]+ \d+ \S+\] \[\S+\] \[__graph_breaks\] ", "", line) for line in run.stderr.splitlines()]
+keep = ("Graph break in user code", "Call to", "Higher Order Operator", "Hint")
+torch_says = [re.sub(r"at \S*/", "at ", line.strip()) for line in lines if line.strip().startswith(keep)]
+print("\n".join(torch_says))
+
+# %% tags=["remove-input"]
+assert run.returncode == 0, run.stderr[-2000:]
+assert torch_says[0] == "Graph break in user code at with_wrap.py:7"  # the graph_break() line in the body
+assert "Higher Order Operator: torch.ops.higher_order.wrap" in torch_says
+
+# %% [markdown]
 # > **Where in torch.** Each HOP's `VariableTracker` class has an `_ALLOW_FALLBACK_TO_EAGER` switch,
 # > and `add_hop_context` (in `torch/_dynamo/variables/higher_order_ops.py`) acts on it when the body
 # > graph-breaks. Handlers that do not set it inherit the default from
