@@ -86,6 +86,37 @@ assert any("2.0" in n.args for n in body.graph.nodes)  # scale: a constant, not 
 assert any(g.kind == "CONSTANT_MATCH" and g.source == "G['scale']" for g in frame.guards)
 
 # %% [markdown]
+# Torch's own view, on a machine without dynascope: the same `f` under plain `torch.compile` in a
+# fresh process, with `TORCH_LOGS=graph_code`, which prints the root graph with each body as a nested
+# module (only the signatures, the `wrap` call and the constant are kept here):
+
+# %%
+import os  # noqa: E402
+import pathlib  # noqa: E402
+import re  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+
+script = pathlib.Path(tempfile.mkdtemp()) / "lifting.py"
+script.write_text(
+    "import torch\n\nwrap = torch.ops.higher_order.wrap\nw = torch.randn(3)\nscale = 2.0\n\n\n"
+    "@torch.compile(backend='eager')\ndef f(x):\n    y = x.cos()\n\n    def body(a):\n"
+    "        return a * y * w * scale\n\n    return wrap(body, x)\n\n\nf(torch.randn(3))\n"
+)
+run = subprocess.run([sys.executable, str(script)], env={**os.environ, "TORCH_LOGS": "graph_code"},
+                     capture_output=True, text=True, timeout=120)
+code = [re.sub(r"^[A-Z]\d{4} [\d:.]+ \d+ \S+\] \[\S+\] \[__graph_code\] ", "", line) for line in run.stderr.splitlines()]
+keep = ("def forward", "class wrap_body_0", "wrap = torch.ops.higher_order.wrap", "mul_2")
+torch_says = [line.split(";")[0].rstrip() for line in code if line.strip().startswith(keep)]
+print("\n".join(torch_says))
+
+# %% tags=["remove-input"]
+assert run.returncode == 0, run.stderr[-2000:]
+assert any("def forward(self, l_x_" in line and ", y:" in line and ", g_w_:" in line for line in torch_says)
+assert any("higher_order.wrap(wrap_body_0, l_x_, y, g_w_)" in line for line in torch_says)
+
+# %% [markdown]
 # > **Where in torch.** The design is Note [HigherOrderOperator tracing design] in
 # > `torch/_dynamo/output_graph.py`: `OutputGraph` owns a root `SubgraphTracer`, which builds the
 # > frame's graph; each HOP body gets a nested `SubgraphTracer` that *speculates* the body into a fresh
