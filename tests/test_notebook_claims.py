@@ -173,7 +173,7 @@ def test_the_restart_loop_is_compile_frame():
 
 
 def test_fall_back_is_the_default():
-    """The fact behind the `_ALLOW_FALLBACK_TO_EAGER` rule, and the exceptions nb01 names."""
+    """The fact behind the `_ALLOW_FALLBACK_TO_EAGER` rule, and the exceptions the cannot-be-a-graph notebook names."""
     h = _hop_handlers()
     assert _class("TorchHigherOrderOperatorVariable")._ALLOW_FALLBACK_TO_EAGER is True
     assert all(c._ALLOW_FALLBACK_TO_EAGER is False for c in h["cond"] + h["invoke_subgraph"] + h["while_loop"])

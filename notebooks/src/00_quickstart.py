@@ -61,7 +61,7 @@ print(cap)
 # the rest of `forward`: Python evaluated the `if`, and tracing resumed in the branch it took. Each
 # line ends with torch's own measure of the compile's time (`cap.times()` splits it by phase). Each frame's
 # graph then went through AOTAutograd (the `aot:` line: a training graph, since the parameters
-# require grad — notebooks 04 and 05 open it up). The capture also kept the model's own result, so
+# require grad — notebooks 03 and 04 open it up). The capture also kept the model's own result, so
 # you can check it is what eager mode computes.
 
 # %%
@@ -147,7 +147,7 @@ print(backend.code)
 # `get_guard_fail_reason_helper` in `torch/_dynamo/guards.py`). dynascope reads that backend from
 # the frame's real cache entry and lists it with the guards, under the name of that reason, so the
 # guards view shows everything a cache hit depends on; the guard counts printed with each frame
-# include it. Notebook 06 has more on guards.
+# include it. Notebook 01 has more on guards.
 #
 # In the resume frame the tensor crossing the break, `h`, is an ordinary input, guarded the same way:
 
@@ -206,5 +206,5 @@ torch.testing.assert_close(fixed_cap.result, model(x))
 print("check passed: one graph, no graph break, the same result as the model with the `if`")
 
 # %% [markdown]
-# Next: [01 — HOP capture and lifted inputs](01_hop_capture_and_lifted_inputs.ipynb) opens up the
-# graphs *inside* a graph: the bodies of higher-order operators.
+# Next: [01 — guards, recompiles, dynamic shapes](01_guards_recompiles_dynamic.ipynb): when compiled
+# code is reused, and why a changed input compiles again.

@@ -113,7 +113,7 @@ assert len(call.users) == 1  # only wrap[0] is read
 # checkpoint call runs eagerly behind a graph break — unless Dynamo is told that it is fine not to
 # replay them in the backward (`skip_fwd_side_effects_in_bwd_under_checkpoint`, which
 # `CheckpointHigherOrderVariable` copies into its `allow_side_effects`). (`invoke_subgraph` allows
-# side effects always: notebook 02.) With that option, Dynamo **returns
+# side effects always: notebook 07.) With that option, Dynamo **returns
 # every intermediate tensor of a checkpoint body as an extra output** (Note [Return subgraph
 # intermediates as subgraph outputs]); the ones the root graph never reads are dropped again, so the
 # body below returns exactly `cos` and `out`. This is safe for checkpoint because AOTAutograd

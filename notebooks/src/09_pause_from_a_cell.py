@@ -93,7 +93,7 @@ assert body.lifted_from == ["l_x_", "y"]
 # `st.locals` is the body frame's `symbolic_locals`: each local's `VariableTracker` kind, its fake
 # tensor meta, and the graph node behind it. `y` is a **closure cell** (`f` created it for `body`),
 # so it shows as a cell whose contents are the tensor — see
-# [02 — closure cells](02_closure_cells.ipynb).
+# [07 — closure cells](07_closure_cells.ipynb).
 
 # %%
 for v in st.locals.values():

@@ -1,28 +1,16 @@
 # %% [markdown]
-# # HOP capture and lifted inputs
+# # Lifting: what a HOP body reads from outside
 #
 # **You are here if** `TORCH_LOGS=graph_code` shows a submodule such as `wrap_body_0` taking inputs
-# you never passed it, or `torch.cond` failed with `UncapturedHigherOrderOpError`. PyTorch's pages:
-# the [Dynamo Deep-Dive](https://pytorch.org/docs/main/torch.compiler_dynamo_deepdive.html) and, for control flow, [torch.cond](https://docs.pytorch.org/docs/stable/cond.html); the design is
-# Note [HigherOrderOperator tracing design] in torch's source.
+# you never passed it, or an `s77` / `u0` placeholder you did not expect. PyTorch's pages: the
+# [Dynamo Deep-Dive](https://pytorch.org/docs/main/torch.compiler_dynamo_deepdive.html) and, for the
+# control-flow operators, [torch.cond](https://docs.pytorch.org/docs/stable/cond.html).
 #
 # A *higher-order operator* (HOP) takes a function as an argument: `wrap(body, x)`, `torch.cond`,
-# `torch.utils.checkpoint`, `nested_compile_region`. Dynamo cannot call `body` and record whatever
-# happens, because the body must end up as **its own graph** that the HOP calls. The design
-# (Note [HigherOrderOperator tracing design] in `torch/_dynamo/output_graph.py`):
-#
-# - `OutputGraph` owns a **root `SubgraphTracer`**, which builds the frame's FX graph.
-# - For each HOP body, Dynamo opens a **nested `SubgraphTracer`** and *speculates* the body into a
-#   fresh graph: `wrap` and the HOPs that just run their body (checkpoint, `autograd.Function`,
-#   `nested_compile_region`) with `speculate_subgraph_with_auto_output_flattening`, control-flow
-#   HOPs (`torch.cond`, `torch.while_loop`, `map`, `scan`) with `speculate_subgraph`. If that fails
-#   — say the body graph-breaks — *some* HOPs fall back to running eagerly behind a graph break,
-#   and the others raise an error; the last section shows both.
-# - A body must have **no free variables**: every tensor it reads from outside is turned into an
-#   extra input of the body graph. Dynamo calls this **lifting** (`lift_tracked_freevar_to_input`).
-#
-# This notebook makes each of those steps visible with `wrap`, the simplest HOP: `wrap(body, *args)`
-# just runs `body(*args)`.
+# `torch.utils.checkpoint`. Dynamo turns the body into **its own graph**, which the HOP calls. Such a
+# graph must have no free variables: every tensor the body reads from outside becomes an extra input
+# of the body graph. Dynamo calls this **lifting**. This notebook shows it with `wrap`, the simplest
+# HOP: `wrap(body, *args)` just runs `body(*args)`.
 
 # %%
 import hashlib
@@ -71,7 +59,7 @@ print(frame.graph.code)
 # - `scale` is nowhere in the signature: a Python number is not a tensor to lift. On this first
 #   compile Dynamo burns its value into the body as the constant `2.0`, and guards on it with a
 #   `CONSTANT_MATCH`: a call with another `scale` fails that guard. (What the recompile then does
-#   with a float — it makes it dynamic — is in notebook 06.)
+#   with a float — it makes it dynamic — is in notebook 01.)
 
 # %%
 body = frame.subgraphs["wrap_body_0"]
@@ -98,13 +86,51 @@ assert any("2.0" in n.args for n in body.graph.nodes)  # scale: a constant, not 
 assert any(g.kind == "CONSTANT_MATCH" and g.source == "G['scale']" for g in frame.guards)
 
 # %% [markdown]
+# Torch's own view, on a machine without dynascope: the same `f` under plain `torch.compile` in a
+# fresh process, with `TORCH_LOGS=graph_code`, which prints the root graph with each body as a nested
+# module (only the signatures, the `wrap` call and the constant are kept here):
+
+# %%
+import os  # noqa: E402
+import pathlib  # noqa: E402
+import re  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+
+script = pathlib.Path(tempfile.mkdtemp()) / "lifting.py"
+script.write_text(
+    "import torch\n\nwrap = torch.ops.higher_order.wrap\nw = torch.randn(3)\nscale = 2.0\n\n\n"
+    "@torch.compile(backend='eager')\ndef f(x):\n    y = x.cos()\n\n    def body(a):\n"
+    "        return a * y * w * scale\n\n    return wrap(body, x)\n\n\nf(torch.randn(3))\n"
+)
+run = subprocess.run([sys.executable, str(script)], env={**os.environ, "TORCH_LOGS": "graph_code"},
+                     capture_output=True, text=True, timeout=120)
+code = [re.sub(r"^[A-Z]\d{4} [\d:.]+ \d+ \S+\] \[\S+\] \[__graph_code\] ", "", line) for line in run.stderr.splitlines()]
+keep = ("def forward", "class wrap_body_0", "wrap = torch.ops.higher_order.wrap", "mul_2")
+torch_says = [line.split(";")[0].rstrip() for line in code if line.strip().startswith(keep)]
+print("\n".join(torch_says))
+
+# %% tags=["remove-input"]
+assert run.returncode == 0, run.stderr[-2000:]
+assert any("def forward(self, l_x_" in line and ", y:" in line and ", g_w_:" in line for line in torch_says)
+assert any("higher_order.wrap(wrap_body_0, l_x_, y, g_w_)" in line for line in torch_says)
+
+# %% [markdown]
+# > **Where in torch.** The design is Note [HigherOrderOperator tracing design] in
+# > `torch/_dynamo/output_graph.py`: `OutputGraph` owns a root `SubgraphTracer`, which builds the
+# > frame's graph; each HOP body gets a nested `SubgraphTracer` that *speculates* the body into a fresh
+# > graph (`speculate_subgraph_with_auto_output_flattening` for `wrap`, checkpoint and the other HOPs
+# > that just run their body; `speculate_subgraph` for control flow). A free variable is lifted by
+# > `lift_tracked_freevar_to_input`.
+
+# %% [markdown]
 # ## Nested bodies: lifting is recursive
 #
 # Now put a `wrap` inside a `wrap`. The inner body reads `y` (bound in the root graph), `z` (bound in
 # the *outer body*) and `w` (a global). While the inner tracer runs, a free variable is looked up
 # through the stack of tracers until the one that owns it, and lifted into **every body in between**
-# — but no further than where it is bound (Note [Nested SubgraphTracer and free_variable handling]
-# in `torch/_dynamo/output_graph.py`).
+# — but no further than where it is bound.
 
 # %%
 def g(x):
@@ -173,6 +199,9 @@ assert set(inner.lifted) == {"y", "add", "g_w_"} and set(outer.lifted) == {"y", 
 #   the inner body's `y` comes from the outer body's `y` placeholder.
 # - `z` (the node `add`) is bound in the outer body: it is lifted into the inner body only.
 # - `w` is a root graph input (`G_w_`), lifted through both bodies, like `y`.
+#
+# > **Where in torch.** Note [Nested SubgraphTracer and free_variable handling] in
+# > `torch/_dynamo/output_graph.py`.
 
 # %% [markdown]
 # ## Lifted symbols and placeholder order
@@ -181,8 +210,7 @@ assert set(inner.lifted) == {"y", "add", "g_w_"} and set(outer.lifted) == {"y", 
 # *unbacked* symbol (`u0`): Dynamo does not know it at trace time. A body that receives a tensor of
 # shape `[u0, 1]` must also receive `u0` itself, or its graph would mention a symbol nobody binds.
 # Whenever a SubgraphTracer creates a graph input it also **binds the free symbols** of its example
-# value, lifting them as inputs of their own (`SubgraphTracer.create_graph_input` calls
-# `_lift_basic_symbols`, in `torch/_dynamo/output_graph.py`).
+# value, lifting them as inputs of their own.
 #
 # `.item()` only stays in the graph with Dynamo's `capture_scalar_outputs` option on (otherwise it
 # graph-breaks); `tracer.capture` sets it for this one capture.
@@ -219,27 +247,20 @@ assert int(hashlib.sha256(b"L['x'].size()[0]").hexdigest(), 16) % 100 == 77  # w
 # %% [markdown]
 # Four placeholders for a body that was passed one argument:
 #
-# 1. `s77`, the symbol in the operand's shape `[s77]`. A size symbol's number is a hash of its
-#    source: `ShapeEnv._generate_unique_id` (in `torch/fx/experimental/symbolic_shapes.py`) takes
-#    the SHA-256 of `L['x'].size()[0]` modulo 100, which is 77, and bumps the id by one while it is
-#    already taken. So it is `s77` in every run — unless an earlier symbol of the same compile had
-#    already taken 77;
+# 1. `s77`, the symbol in the operand's shape `[s77]` (its number comes from a hash of its source,
+#    `L['x'].size()[0]`, so it is the same in every run: see the box below);
 # 2. `l_x_`, the operand;
 # 3. `u0`, the unbacked symbol in `c`'s shape, fed by the root graph's `item` node;
 # 4. `c`, the closure.
 #
-# Each symbol comes right *before* the tensor that mentions it: it is bound in the same
-# `create_graph_input` call, just ahead of the tensor's placeholder.
+# Each symbol comes right *before* the tensor that mentions it: it is bound when that tensor's
+# placeholder is created, just ahead of it.
 #
 # And the order of the pairs? It is the order of **first use**. `wrap` creates even its operand's
 # placeholder lazily (we saw `l_x_` in the speculation's `lifted` list above), so every input is
 # created when the body first reads it. Swap the body's two expressions and the placeholders swap
-# too — although the user passed `a` and never passed `c`.
-#
-# (Note [HigherOrderOperator subgraph input ordering] moves lifted placeholders *behind* the
-# operands for HOPs that create their operands' placeholders up front; with `wrap`'s lazy operands
-# there is nothing to move. That is why a capture classifies body inputs by what the user passed,
-# never by position.)
+# too — although the user passed `a` and never passed `c`. That is why a capture classifies body
+# inputs by what the user passed, never by position.
 
 # %%
 def h_swapped(x, lengths):
@@ -261,78 +282,14 @@ assert [i.name for i in body.inputs] == ["u0", "c", "s77", "l_x_"]
 assert body.input("l_x_").kind == "operand"
 
 # %% [markdown]
-# ## When a body cannot be a graph: fall back, or raise
-#
-# What happens when speculation fails depends on the HOP. Each HOP's `VariableTracker` class has an
-# `_ALLOW_FALLBACK_TO_EAGER` switch, and `add_hop_context` (in
-# `torch/_dynamo/variables/higher_order_ops.py`) acts on it when the body graph-breaks:
-#
-# - **fall back** is the default: `TorchHigherOrderOperatorVariable._ALLOW_FALLBACK_TO_EAGER` is
-#   `True`, and every handler that does not override it inherits it — `wrap`, checkpoint,
-#   `flex_attention`, `wrap_with_set_grad_enabled`, `wrap_with_autocast`, `out_dtype` and others
-#   (`AutogradFunctionApplyVariable`, which is not a subclass, sets `True` itself). The graph
-#   break is raised on the HOP call, so the HOP runs eagerly — body included — and Dynamo graphs
-#   around it.
-# - **raise** is the exception, set to `False` by the handlers of HOPs that must be captured whole:
-#   the control-flow HOPs (`torch.cond`, `torch.while_loop`, `scan`, `associative_scan`, `map`),
-#   `hints_wrapper`, `strict_mode`, and `invoke_subgraph`, which is what
-#   `torch.compiler.nested_compile_region` calls. The failure becomes a
-#   `torch._dynamo.exc.UncapturedHigherOrderOpError` — compilation fails.
-#
-# Note [HigherOrderOperator tracing design] still says a failed introspection always makes Dynamo
-# "graph break on the HigherOrderOperator": in torch 2.13 that holds for the default only. Both
-# behaviours, with a body that calls `torch._dynamo.graph_break()`:
-
-# %%
-def body_that_breaks(a):
-    torch._dynamo.graph_break()
-    return a.sin()
-
-
-def with_wrap(x):
-    return wrap(body_that_breaks, x)
-
-
-def with_cond(x):
-    return torch.cond(x.sum() > 0, body_that_breaks, torch.cos, (x,))
-
-
-x = torch.randn(3)
-cap = tracer.capture(with_wrap, x)
-failed = [sp for f in cap.frames for sp in f.speculations if not sp.ok]
-print("wrap:", failed[0].hop, "speculation failed | graph break at", cap.graph_breaks[0].code_line.strip())
-print("      ran eagerly, result correct:", torch.equal(cap.result, x.sin()))
-try:
-    tracer.capture(with_cond, x)
-except torch._dynamo.exc.UncapturedHigherOrderOpError as e:
-    err = e
-print("cond:", type(err).__name__, "|", str(err).splitlines()[0])
-
-# %% tags=["remove-input"]
-assert failed[0].hop == "wrap" and cap.graph_breaks and torch.equal(cap.result, x.sin())
-assert isinstance(err, torch._dynamo.exc.UncapturedHigherOrderOpError)
-assert [sp.hop for f in err.capture.frames for sp in f.speculations if not sp.ok] == ["cond"]
-
-# %% [markdown]
-# ## What the fallback costs: compile attempts
-#
-# The fallback is not free. When `wrap`'s speculation fails, Dynamo abandons the whole trace of
-# `with_wrap` and **restarts analysis** of the frame: the failure is raised as a
-# `RestartAnalysis` (a `SpeculationRestartAnalysis`), and the loop in `compile_frame`
-# (`torch/_dynamo/convert_frame.py`) catches it, adds its reason to `restart_reasons` and traces the
-# frame again, this time stopping at the HOP call.
-# `TORCH_LOGS` and tlparse name the attempts `0/0` and `0/0_1`; dynascope keeps one frame per
-# attempt, with what became of it. Here the second attempt traced nothing before the call, so it
-# hands no graph to the backend at all: the frame runs eagerly with Dynamo's bytecode around it.
-
-# %%
-for f in cap.frames:
-    print(f.compile_id, f.status, "|", f.status_reason.splitlines()[0])
-
-# %% tags=["remove-input"]
-assert [(f.compile_id, f.status) for f in cap.frames] == [("0/0", "restarted"), ("0/0_1", "no_graph")]
-assert not cap.frames[0].speculations[0].ok and "graph_break" in cap.frames[0].status_reason
-assert cap.graph_breaks[0].compile_id == "0/0"  # the break belongs to the attempt that hit it
+# > **Where in torch.** `SubgraphTracer.create_graph_input` calls `_lift_basic_symbols` to bind a new
+# > input's free symbols (`torch/_dynamo/output_graph.py`). A size symbol's number:
+# > `ShapeEnv._generate_unique_id` (`torch/fx/experimental/symbolic_shapes.py`) takes the SHA-256 of
+# > the source modulo 100 — 77 for `L['x'].size()[0]` — and bumps it by one while it is taken, so an
+# > earlier symbol of the same compile can push it to `s78`.
+# > Note [HigherOrderOperator subgraph input ordering] moves lifted placeholders *behind* the
+# > operands for HOPs that create their operands' placeholders up front; with `wrap`'s lazy operands
+# > there is nothing to move.
 
 # %% [markdown]
 # ## Inputs the HOP supplies
@@ -375,8 +332,8 @@ assert cap.result[0] == 3 and torch.equal(cap.result[1], x0 * 8)  # three iterat
 #
 # - Each HOP body is traced by a nested `SubgraphTracer` into a graph of its own; every value it
 #   reads from outside becomes an input, lifted through every body up to where it is bound.
-# - When a body cannot be a graph, most HOPs fall back to eager behind a graph break (a restart);
-#   the control-flow HOPs, `invoke_subgraph` and a few others raise `UncapturedHigherOrderOpError`.
+# - Lifting is by first use: a body's inputs appear in the order it reads them, each symbol just
+#   before the tensor whose shape mentions it; inputs a HOP passes itself are `hop_supplied`.
 #
 # **Try this.** Without running it, write down the inputs of `k`'s body graph, in order, as
 # `(kind, source)` pairs like the table of the first section. The next cell holds the answer

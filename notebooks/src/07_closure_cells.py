@@ -120,8 +120,8 @@ assert calls() == 1  # the cell was really written, once
 #
 # - `wrap` refuses it (`WrapHigherOrderVariable.allow_side_effects` is `False`), and so does
 #   checkpoint unless Dynamo's `skip_fwd_side_effects_in_bwd_under_checkpoint` option is on
-#   (notebook 03). The body's speculation fails, and since `wrap` may fall back to eager (notebook
-#   01), Dynamo graph-breaks on the whole HOP call.
+#   (notebook 08). The body's speculation fails, and since `wrap` may fall back to eager (notebook
+#   06), Dynamo graph-breaks on the whole HOP call.
 # - `invoke_subgraph` — what `torch.compiler.nested_compile_region` calls — allows it
 #   (`InvokeSubgraphHigherOrderVariable.allow_side_effects` is `True`); the last section shows it.
 #

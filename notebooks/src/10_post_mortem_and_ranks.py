@@ -17,10 +17,10 @@
 # of the ranks' `TORCH_TRACE` logs differ. dynascope reads the same records and says *what* differs,
 # frame by frame.
 #
-# The job in this notebook is `tests/ranks/ddp_job.py`: a 3-layer MLP in `DistributedDataParallel`
-# on CPU (gloo). Each rank runs one training step under `tracer.capture` and saves the capture as
-# `rank<N>.json`; `TORCH_TRACE` makes torch write its own log per rank beside it. In `forward`, rank 1
-# calls `torch._dynamo.graph_break()` — the rank-dependent path.
+# The job in this notebook is a small script the next cell writes to a temporary directory: a
+# 3-layer MLP in `DistributedDataParallel` on CPU (gloo). Each rank runs one training step under
+# `tracer.capture` and saves the capture as `rank<N>.json`. In `forward`, rank 1 calls
+# `torch._dynamo.graph_break()` — the rank-dependent path.
 
 # %%
 import math
@@ -36,15 +36,57 @@ import tracer
 import viz
 
 warnings.filterwarnings("ignore")
-repo = pathlib.Path.cwd().parent if pathlib.Path.cwd().name == "notebooks" else pathlib.Path.cwd()
+JOB = """\
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+import tracer
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(64, 512)
+        self.fc2 = nn.Linear(512, 512)
+        self.fc3 = nn.Linear(512, 4)
+
+    def forward(self, x):
+        h = torch.relu(self.fc1(x))
+        if dist.get_rank() == 1:  # the rank-dependent path: rank 1 breaks the graph here
+            torch._dynamo.graph_break()
+        h = torch.relu(self.fc2(h))
+        return self.fc3(h)
+
+
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+model = DistributedDataParallel(MLP(), bucket_cap_mb=1)  # 1 MiB buckets: DDPOptimizer splits at them
+cap = tracer.capture(model, torch.randn(8, 64), backward=True)
+cap.save(os.path.join(sys.argv[1], f"rank{dist.get_rank()}.json"))
+dist.destroy_process_group()
+"""
+job_py = pathlib.Path(tempfile.mkdtemp(prefix="ddp_job_src_")) / "ddp_job.py"
+_ = job_py.write_text(JOB)
+
+# %% [markdown]
+# `torchrun` (here `python -m torch.distributed.run`) starts two ranks on this machine, with
+# `TORCH_TRACE` set so that torch writes its own log per rank beside the captures.
+
+# %%
 out = pathlib.Path(tempfile.mkdtemp(prefix="ddp_job_"))
 with socket.socket() as s:  # a free port for the loopback rendezvous
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
 cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--nnodes=1",
-       f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv_backend=c10d", str(repo / "tests/ranks/ddp_job.py"), str(out)]
-env = {**os.environ, "TORCH_TRACE": str(out / "trace"), "PYTHONPATH": str(repo), "OMP_NUM_THREADS": "1"}
-done = subprocess.run(cmd, env=env, cwd=repo, capture_output=True, text=True, timeout=180)
+       f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv_backend=c10d", str(job_py), str(out)]
+dynascope = pathlib.Path(tracer.__file__).resolve().parent.parent  # where the ranks import tracer from
+env = {**os.environ, "TORCH_TRACE": str(out / "trace"), "PYTHONPATH": str(dynascope), "OMP_NUM_THREADS": "1"}
+done = subprocess.run(cmd, env=env, cwd=job_py.parent, capture_output=True, text=True, timeout=180)
 assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
 print(sorted(p.name for p in out.glob("*.json")), len(list((out / "trace").glob("*.log"))), "TORCH_TRACE logs")
 

@@ -346,3 +346,7 @@ options = {"dynamic": True}  # compile dynamic from the first call: no static 0/
 once = tracer.capture(normalize, torch.randn(3), more_calls=[(torch.randn(5),), (torch.randn(7),)], **options)
 assert len(once.frames) == 1 and once.recompiles == [], once
 print("check passed:", [f.compile_id for f in once.frames], "and no recompile")
+
+# %% [markdown]
+# Next: [02 — GPT-2 end to end](02_gpt2_end_to_end.ipynb): the same tools on a real model, its graph
+# breaks and a recompile when the sequence length changes.
