@@ -23,6 +23,7 @@ from tracer.trace_log.assemble import _cpp_tree, _graph_input_sources, _root_rol
 from tracer.trace_log.deferred import has_bodies
 from tracer.trace_log.events import LogState, apply
 from tracer.trace_log.graph_text import parse_readable
+from tracer.trace_log.source import LogText
 from viz.html import capture_html
 
 
@@ -59,8 +60,8 @@ def test_graphs_without_bodies_wait_and_then_equal_the_eager_parse(log_path):
     training = next(f for f in cap.frames if f.aot is not None and f.aot.mode == "training")
     assert not training.aot.joint.parsed and not training.aot.backward.parsed
     state = LogState({})  # the log read again, for the Sources each frame's placeholders were read from
-    with reader.open_text(log_path) as fh:
-        rd = reader.Reader(fh)
+    with LogText(log_path) as src:
+        rd = reader.Reader(src.text)
         state.strings = rd.strings
         for rec in rd:
             apply(rec, state)
