@@ -130,7 +130,9 @@ def test_whole_log_loads_without_skipped_lines(logs):
     cap = load_trace(logs["_all"])
     tracer.validate(cap)
     assert [p for p in cap.problems if p.startswith("line ")] == []
-    assert cap.meta["torch"].startswith("2.13")
+    import torch
+
+    assert cap.meta["torch"] == torch.__version__  # the release of the child that wrote the log (this interpreter)
     assert any(f.meta.get("symbols") for f in cap.frames)  # dynamic cases create symbols with user stacks
     sym = next(s for f in cap.frames for s in f.meta.get("symbols", []))
     assert sym["symbol"] and sym["user_stack"] and sym["user_stack"][0].count(":") >= 1
