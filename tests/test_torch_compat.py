@@ -176,31 +176,26 @@ def test_capture_on_a_torch_missing_a_hook_point_records_a_problem(torch_without
     assert ACTIVE == []  # the hooks that did install are removed
 
 
-@pytest.mark.problems_expected
-def test_first_capture_on_a_torch_missing_a_name_warns_once_naming_it(torch_without_hook_point):
-    import torch
-
-    import tracer
-
+def test_a_release_nobody_checked_warns_once_naming_what_it_lacks(torch_without_hook_point):
+    unchecked = ()  # as on a release newer than CHECKED_RELEASES: the running one is not among them
     with pytest.warns(releases.UncheckedTorchWarning) as record:
-        tracer.capture(lambda x: x + 1, torch.randn(2))
+        text = releases.warn_once(checked=unchecked)
     [w] = record
-    text = str(w.message)
+    assert str(w.message) == text
     assert f"this is torch {releases.release()}" in text and ", ".join(CHECKED_RELEASES) in text
-    assert f"{torch_without_hook_point} (feeds HOP body speculations" in text
+    assert f"lacks 1 private name(s) dynascope reads: {torch_without_hook_point} (feeds HOP body speculations" in text
+    assert "Capture.problems" in text
     with warnings.catch_warnings():
         warnings.simplefilter("error", releases.UncheckedTorchWarning)
-        tracer.capture(lambda x: x * 2, torch.randn(2))  # once per process
+        assert releases.warn_once(checked=unchecked) is None  # once per process
 
 
-def test_a_checked_release_with_every_name_does_not_warn():
+def test_a_checked_release_is_not_looked_at_and_does_not_warn():
     warned, releases._warned = releases._warned, False
     try:
-        expected = None if releases.release() in CHECKED_RELEASES else "unchecked"
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", releases.UncheckedTorchWarning)
-            text = releases.warn_once()
-        assert (text is None) == (expected is None), text
-        assert releases.warn_once() is None  # once
+            warnings.simplefilter("error", releases.UncheckedTorchWarning)
+            assert releases.warn_once(checked=(releases.release(),)) is None
+        assert releases._warned is False  # nothing looked up: a later capture on it stays free
     finally:
         releases._warned = warned

@@ -1,7 +1,7 @@
 """Which torch is running, and what of the private names in ``_symbols.py`` it lacks.
 
 Invariant: a capture never fails because torch lacks a hook point. On a release not in
-``CHECKED_RELEASES`` (or one missing a listed name) the first capture warns once, naming each missing
+``CHECKED_RELEASES`` the first capture warns once, naming each missing
 name and the part of the record it feeds; every hook whose point is missing is left out, and the
 capture lists what it could not record in ``Capture.problems`` (Note [Releases nobody checked]).
 """
@@ -110,15 +110,17 @@ def missing() -> list[Private]:
 _warned = False
 
 
-def warn_once(stacklevel: int = 4) -> Optional[str]:
-    """On a release not checked, or one lacking a listed name: warn once per process; the text, else None."""
+def warn_once(stacklevel: int = 4, checked: tuple[str, ...] = CHECKED_RELEASES) -> Optional[str]:
+    """On a release not in ``checked``: warn once per process, naming what it lacks; the text, else None.
+
+    A checked release is not looked at (``tests/test_torch_compat.py`` checks it); on another one, looking
+    every name up imports the modules they live in, a few seconds once per process.
+    """
     global _warned
-    if _warned:
+    if _warned or release() in checked:
         return None
     _warned = True
     gone = missing()
-    if release() in CHECKED_RELEASES and not gone:
-        return None
     if gone:
         listed = "; ".join(f"{p} (feeds {p.feeds})" for p in gone)
         what = f"it lacks {len(gone)} private name(s) dynascope reads: {listed}. Captures record the rest and list " \
