@@ -24,8 +24,8 @@ __all__ = ["UncheckedTorchWarning", "MissingHookPoint", "release", "lookup", "ho
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # ``pyproject.toml`` lets dynascope install beside any torch >= the oldest checked release, so a user on
 # a release newer than the README's table gets it without losing their torch. Such a torch may have
-# renamed a private name we read. Import never touches one, so it works; the first capture looks every
-# listed name up once and warns (``UncheckedTorchWarning``) with the missing ones and what they feed.
+# renamed a private name we read. Import never touches one, so it works; there, the first capture looks
+# every listed name up once and warns (``UncheckedTorchWarning``) with the missing ones and what they feed.
 # Each hook is installed through ``install_or_note``: a missing hook point (``MissingHookPoint``, or the
 # AttributeError/ImportError torch raises) becomes one problem on the capture, the other hooks still
 # record, and Dynamo runs as it would without us.
@@ -97,7 +97,7 @@ def present(p: Private) -> bool:
     """Whether the running torch has ``p`` (a name, or an attribute of a class)."""
     try:
         obj = lookup(p.name)
-    except MissingHookPoint:
+    except Exception:  # MissingHookPoint, or a module that fails to import otherwise: not usable either way
         return False
     return not p.attribute or (isinstance(obj, type) and class_has(obj, p.attribute))
 
