@@ -1,6 +1,7 @@
 # dynascope: two commands on a fresh machine.
 #   make lab   install into .venv (torch 2.13.0 CPU, graphviz's dot) and open JupyterLab on the quickstart
 #   make test  install, then run every test (unit, capture, viz, notebooks via nbval, browser end-to-end)
+#   make compat TORCH=2.15.0   the same suite (browser tests excluded) on another torch, in .venv-torch-2.15.0
 # Both are idempotent and quiet when everything is already installed. They work as root (containers,
 # cloud notebooks) and as a normal user: apt runs through sudo only for a normal user, and JupyterLab
 # gets --allow-root only for root. `make lab LAB_ARGS="--no-browser --port=8888"` adds JupyterLab options.
@@ -14,7 +15,7 @@ IS_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo yes)
 SUDO    := $(if $(IS_ROOT),,sudo)
 APT     := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get -o DPkg::Lock::Timeout=300
 
-.PHONY: lab test bench bench-quick bench-install notebooks install dot chromium clean mutants
+.PHONY: lab test compat bench bench-quick bench-install notebooks install dot chromium clean mutants
 
 install: $(STAMP) dot
 
@@ -46,6 +47,29 @@ lab: install
 test: install chromium
 	@$(BIN)/python -m pytest -q -p no:cacheprovider tests notebooks --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
 
+# Another torch release in its own venv (README "Torch releases"). The registry serves each release as a
+# CUDA build that runs on the CPU (~1 min); pip reads no config file here, since this machine's caps torch
+# at the releases on its disk. Notebooks run with their stored outputs; browser tests run on the default only.
+TORCH ?=
+.venv-torch-%/.stamp-install: pyproject.toml
+	@echo "installing torch==$* and dynascope into .venv-torch-$* ..."
+	@[ -x .venv-torch-$*/bin/python ] || $(PY) -m venv .venv-torch-$*
+	@PIP_CONFIG_FILE=/dev/null .venv-torch-$*/bin/pip -q --disable-pip-version-check install torch==$* numpy \
+		2>&1 | grep -v '^WARNING: Location' || true
+	@.venv-torch-$*/bin/python -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$*')" \
+		|| { echo "torch==$* failed to install"; exit 1; }
+	@PIP_CONFIG_FILE=/dev/null .venv-torch-$*/bin/pip -q --disable-pip-version-check install -e '.[test]' jupyterlab \
+		2>&1 | grep -v '^WARNING: Location' || true
+	@.venv-torch-$*/bin/python -c "import torch, sys, tracer, viz, nbval; sys.exit(torch.__version__.split('+')[0] != '$*')" \
+		|| { echo "dynascope failed to install beside torch==$*"; exit 1; }
+	@touch $@
+
+compat: dot
+	@[ -n "$(TORCH)" ] || { echo "usage: make compat TORCH=2.15.0"; exit 2; }
+	@$(MAKE) --no-print-directory .venv-torch-$(TORCH)/.stamp-install
+	@.venv-torch-$(TORCH)/bin/python -m pytest -q -p no:cacheprovider -m "not browser" tests notebooks --nbval \
+		--nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
+
 # Rebuild every tutorial notebook from notebooks/src/ and re-execute it (after changing what it shows).
 notebooks: install
 	@$(BIN)/python notebooks/_build.py
@@ -69,4 +93,4 @@ mutants: install
 	@$(BIN)/mutmut run --max-children 2; $(BIN)/mutmut results
 
 clean:
-	rm -rf $(VENV) *.egg-info
+	rm -rf $(VENV) .venv-torch-* *.egg-info

@@ -1,58 +1,59 @@
-"""Every private torch symbol dynascope uses still exists (tracer/_torch/_symbols.py)."""
+"""Every private torch name dynascope uses exists in the releases ``_symbols.py`` says it does, and a torch
+lacking one still captures (tracer/_torch/_symbols.py, tracer/_torch/releases.py)."""
 
 from __future__ import annotations
 
 import importlib
+import warnings
 
 import pytest
 
-from tracer._torch._symbols import PRIVATE_ATTRIBUTES, PRIVATE_SYMBOLS, WRAPPER_ATTRIBUTES
+from tracer._torch import releases
+from tracer._torch._symbols import (
+    ATTRIBUTES,
+    CHECKED_RELEASES,
+    PRIVATE_ATTRIBUTES,
+    SYMBOLS,
+    WRAPPER_ATTRIBUTES,
+)
 
 
-@pytest.mark.parametrize("symbol", PRIVATE_SYMBOLS)
-def test_private_symbol_exists(symbol):
-    module_name, _, attr = symbol.partition(":")
-    try:
-        obj = importlib.import_module(module_name)
-    except ImportError as e:
-        pytest.fail(f"torch moved {symbol!r}: module {module_name!r} does not import ({e})")
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            pytest.fail(f"torch moved {symbol!r}: {module_name} has no {attr!r} (missing {part!r})")
-        obj = getattr(obj, part)
+def _expect(p) -> bool:
+    """Whether the running torch must have ``p``: a checked release as the table says; any other, always."""
+    r = releases.release()
+    return r in p.releases or r not in CHECKED_RELEASES
 
 
-def _class_has(cls: type, attr: str) -> bool:
-    """``attr`` is a class attribute, field, slot, annotation or ``self.attr =`` in the class's own source."""
-    import dataclasses
-    import inspect
-    import re
-
-    if hasattr(cls, attr):
-        return True
-    assigned = re.compile(rf"\bself\.{re.escape(attr)}\s*(:[^=]*)?=(?!=)")
-    for c in cls.__mro__:
-        if c is object:
-            continue
-        if dataclasses.is_dataclass(c) and attr in {f.name for f in dataclasses.fields(c)}:
-            return True
-        if attr in getattr(c, "_fields", ()) or attr in getattr(c, "__slots__", ()) or attr in vars(c).get(
-                "__annotations__", {}):
-            return True
-        try:
-            if assigned.search(inspect.getsource(c)):
-                return True
-        except (OSError, TypeError):
-            continue
-    return False
+@pytest.mark.parametrize("p", [*SYMBOLS, *ATTRIBUTES], ids=str)
+def test_private_name_exists_in_the_releases_listed(p):
+    r = releases.release()
+    if _expect(p):
+        assert releases.present(p), f"torch {r} has no {p} (feeds {p.feeds}); _symbols.py lists it for {p.releases}"
+    else:
+        assert not releases.present(p), f"torch {r} has {p}: add {r} to its releases in _symbols.py"
 
 
-@pytest.mark.parametrize("owner,attr", PRIVATE_ATTRIBUTES, ids=[f"{o}.{a}" for o, a in PRIVATE_ATTRIBUTES])
-def test_private_attribute_exists(owner, attr):
-    module_name, _, cls_name = owner.partition(":")
-    cls = getattr(importlib.import_module(module_name), cls_name, None)
-    assert isinstance(cls, type), f"torch moved {owner!r} (read for .{attr})"
-    assert _class_has(cls, attr), f"torch renamed {owner}.{attr}: no class attribute, field or self.{attr} ="
+def test_each_name_is_listed_once_with_checked_releases():
+    names = [str(p) for p in (*SYMBOLS, *ATTRIBUTES)]
+    assert len(names) == len(set(names))
+    for p in (*SYMBOLS, *ATTRIBUTES):
+        assert p.releases and set(p.releases) <= set(CHECKED_RELEASES), p
+        assert p.feeds, p
+
+
+def test_private_symbol_names_the_missing_part():
+    with pytest.raises(releases.MissingHookPoint, match=r"torch \S+ has no torch\._dynamo\.convert_frame:"
+                                                        r"CatchErrorsWrapper\._no_such_method"):
+        releases.lookup("torch._dynamo.convert_frame:CatchErrorsWrapper._no_such_method")
+    with pytest.raises(releases.MissingHookPoint, match="torch._no_such_module"):
+        releases.lookup("torch._no_such_module:x")
+
+
+def test_class_has_reads_fields_and_self_assignments():
+    from torch._dynamo.output_graph import SubgraphTracer
+
+    assert releases.class_has(SubgraphTracer, "lifted_freevars")  # self.lifted_freevars = ... in __init__
+    assert not releases.class_has(SubgraphTracer, "no_such_attribute_anywhere")
 
 
 def test_tracing_state_attributes_on_real_instances():
@@ -129,3 +130,72 @@ def test_saved_value_kinds_tell_floats_and_bools_from_ints():
     kinds = [value_kind(v) for v in (torch.ones(1), 3, 2.5, True, object())]
     assert kinds == ["tensor", "symint", "symfloat", "symbool", "opaque"]
     assert set(kinds) <= set(SAVED_KINDS)
+
+
+# A torch that lacks a hook point, made by deleting one for the test (restored after): Dynamo never calls
+# ``speculate_subgraph_with_auto_output_flattening`` for a function without a HOP, so torch itself runs as on
+# a release that does not have it; only dynascope's hook has nothing to wrap.
+_HOP_MODULE = "torch._dynamo.variables.higher_order_ops"
+_POINT = "speculate_subgraph_with_auto_output_flattening"
+
+
+@pytest.fixture
+def torch_without_hook_point():
+    mod = importlib.import_module(_HOP_MODULE)
+    real = mod.__dict__[_POINT]
+    delattr(mod, _POINT)
+    warned, releases._warned = releases._warned, False
+    try:
+        yield f"{_HOP_MODULE}:{_POINT}"
+    finally:
+        setattr(mod, _POINT, real)
+        releases._warned = warned
+
+
+@pytest.mark.problems_expected
+def test_capture_on_a_torch_missing_a_hook_point_records_a_problem(torch_without_hook_point):
+    import torch
+
+    import tracer
+    from tracer._torch.patching import ACTIVE
+
+    def f(x):
+        return torch.relu(x) + 1
+
+    x = torch.randn(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", releases.UncheckedTorchWarning)
+        cap = tracer.capture(f, x)
+    assert torch.equal(cap.result, f(x))
+    assert [fr.compile_id for fr in cap.frames] == ["0/0"] and cap.frames[0].status == "compiled"
+    assert [n.target for n in cap.frames[0].graph.nodes if n.op == "call_function"] == ["torch.relu", "operator.add"]
+    assert cap.frames[0].aot is not None and cap.frames[0].guards  # the other hooks still recorded
+    missing = [p for p in cap.problems if torch_without_hook_point in p]
+    assert missing == [f"HOP body speculations, operands vs lifted inputs (Frame.speculations, Subgraph inputs): "
+                       f"not recorded, torch {releases.release()} has no {torch_without_hook_point}"]
+    assert ACTIVE == []  # the hooks that did install are removed
+
+
+def test_a_release_nobody_checked_warns_once_naming_what_it_lacks(torch_without_hook_point):
+    unchecked = ()  # as on a release newer than CHECKED_RELEASES: the running one is not among them
+    with pytest.warns(releases.UncheckedTorchWarning) as record:
+        text = releases.warn_once(checked=unchecked)
+    [w] = record
+    assert str(w.message) == text
+    assert f"this is torch {releases.release()}" in text and ", ".join(CHECKED_RELEASES) in text
+    assert f"lacks 1 private name(s) dynascope reads: {torch_without_hook_point} (feeds HOP body speculations" in text
+    assert "Capture.problems" in text
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", releases.UncheckedTorchWarning)
+        assert releases.warn_once(checked=unchecked) is None  # once per process
+
+
+def test_a_checked_release_is_not_looked_at_and_does_not_warn():
+    warned, releases._warned = releases._warned, False
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", releases.UncheckedTorchWarning)
+            assert releases.warn_once(checked=(releases.release(),)) is None
+        assert releases._warned is False  # nothing looked up: a later capture on it stays free
+    finally:
+        releases._warned = warned

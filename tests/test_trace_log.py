@@ -337,7 +337,9 @@ def test_whole_log_loads_without_skipped_lines(logs):
     cap = load_trace(logs["_all"])
     tracer.validate(cap)
     assert [p for p in cap.problems if p.startswith("line ")] == []
-    assert cap.meta["torch"].startswith("2.13")
+    import torch
+
+    assert cap.meta["torch"] == torch.__version__  # the release of the child that wrote the log (this interpreter)
     # dynamic cases create symbols, read by the code a live capture uses: names, sources, user lines
     sym = next(s for f in cap.frames for s in f.symbols if s.source)
     assert re.fullmatch(r"[su]\d+", sym.name) and sym.user_stack and sym.user_stack[-1].file.endswith(".py")

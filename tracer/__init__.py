@@ -6,6 +6,7 @@
 ['0/0']
 """
 
+from tracer._torch.releases import UncheckedTorchWarning
 from tracer.capturing import capture
 from tracer.diffing import diff
 from tracer.job import load_job
@@ -59,6 +60,7 @@ __all__ = [
     "SubgraphInput",
     "TraceAborted",
     "TracerState",
+    "UncheckedTorchWarning",
     "capture",
     "diff",
     "load_job",

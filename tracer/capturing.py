@@ -114,7 +114,9 @@ def _run_capture(
         from tracer._torch.backend import Recorder
         from tracer._torch.isolation import code_state_scope, compile_target, describe_callable
         from tracer._torch.isolation import dynamo_config as scoped_config
+        from tracer._torch.releases import warn_once
 
+        warn_once()  # a torch release nobody checked: Note [Releases nobody checked] in tracer/_torch/releases.py
         with scoped_config(**options.config()):  # torch's choice of frame depends on the config (wrap_top_frame)
             target = compile_target(fn)  # See Note [Compile what torch.compile compiles]
         rec = Recorder(partitioner=options.partitioner, fresh_codes=target.made, backend=options.backend)

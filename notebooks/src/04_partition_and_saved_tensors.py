@@ -164,11 +164,19 @@ print("packed:", hooked.saved_tensor_hooks.applied_to)
 # (`torch._functorch.config.saved_tensors_hooks_filtering_mode`, default `"donated"`).
 #
 # The packed value `mm_hook_0` is the inlined `pack` graph's output, a bfloat16 copy at the end of the
-# forward; the backward starts by unpacking it back to float32:
+# forward; the backward starts by unpacking it back to float32. (torch's readable code also has comment
+# lines naming the user line above groups of nodes; which backward nodes get one differs between torch
+# releases — 2.15 marks them `# Backward of forward node: …` — so this cell prints the node lines only.
+# Where each AOT node comes from is recorded in its `meta["from"]`, the same on every release.)
 
 # %%
-print(hooked.forward.code)
-print(hooked.backward.code)
+def node_lines(code):
+    """torch's readable graph code without its own comment lines (they differ between releases)."""
+    return "\n".join(line for line in code.splitlines() if line.strip() and not line.lstrip().startswith("# "))
+
+
+print(node_lines(hooked.forward.code))
+print(node_lines(hooked.backward.code))
 
 # %% tags=["remove-input"]
 hooks = hooked.saved_tensor_hooks

@@ -1,7 +1,8 @@
 """The only place dynascope touches private torch modules.
 
 Every private symbol used is listed in ``PRIVATE_SYMBOLS`` (see ``tracer/_torch/_symbols.py``) and
-checked by ``tests/test_torch_compat.py``, so a torch upgrade fails loudly in one place.
+checked by ``tests/test_torch_compat.py``, so a torch upgrade fails loudly in one place; on a torch
+nobody checked, ``releases.py`` warns once and a missing hook point becomes a problem on the capture.
 Invariant: every hook here is installed for one capture and removed after it, also on error.
 
 Where the capture core hooks into Dynamo (one module each):

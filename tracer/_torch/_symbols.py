@@ -1,154 +1,189 @@
-"""Every private torch symbol dynascope uses, as "module:attr" strings (attr may be dotted).
+"""Every private torch name dynascope uses, with the part of the record it feeds and the releases it exists in.
 
 Invariant: any ``torch._*`` attribute used under ``tracer/_torch/``, and every attribute read on an
-internal torch object there (Note [Private attributes we read]), is listed here, so
-``tests/test_torch_compat.py`` names the missing one after a torch upgrade.
+internal torch object there (Note [Private attributes we read]), is listed here, each with the checked
+torch releases that have it, so ``tests/test_torch_compat.py`` names the name and the release after a
+torch upgrade, and a capture on a release nobody checked names what it cannot record
+(``tracer/_torch/releases.py``).
 """
 
-PRIVATE_SYMBOLS: list[str] = [
-    # inductor.py: compile_caches_off
-    "torch._inductor.config:fx_graph_cache",
-    "torch._functorch.config:enable_autograd_cache",
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["CHECKED_RELEASES", "Private", "SYMBOLS", "ATTRIBUTES", "WRAPPERS", "PRIVATE_SYMBOLS",
+           "PRIVATE_ATTRIBUTES", "WRAPPER_ATTRIBUTES"]
+
+# The torch releases the whole suite passed on (README "Torch releases"), oldest first.
+CHECKED_RELEASES: tuple[str, ...] = ("2.13.0", "2.14.1", "2.15.0")
+_ALL = CHECKED_RELEASES
+
+
+@dataclass(frozen=True)
+class Private:
+    name: str  # "module:attr" (attr may be dotted); for an instance attribute "module:Class"
+    feeds: str  # the part of the record that needs it: what a capture cannot record without it
+    releases: tuple[str, ...] = _ALL  # the checked torch releases that have it
+    attribute: str = ""  # an attribute read on instances of the class ``name`` (Note [Private attributes we read])
+
+    def __str__(self) -> str:
+        return f"{self.name}.{self.attribute}" if self.attribute else self.name
+
+
+def _names(feeds: str, *names: str, releases: tuple[str, ...] = _ALL) -> list[Private]:
+    return [Private(n, feeds, releases) for n in names]
+
+
+def _attrs(owner: str, feeds: str, *attrs: str, releases: tuple[str, ...] = _ALL) -> list[Private]:
+    return [Private(owner, feeds, releases, a) for a in attrs]
+
+
+_HOP = "torch._dynamo.variables.higher_order_ops"
+_AOT_DESC = "torch._functorch._aot_autograd.descriptors"
+_PAUSE = "the pause of tracer.trace (PausedState)"
+_AOT = "the AOTAutograd record (Frame.aot)"
+
+SYMBOLS: list[Private] = [
+    # inductor.py: compile_caches_off; inductor_backward.py too
+    *_names("caches off for one capture (every compile is recorded)", "torch._inductor.config:fx_graph_cache",
+            "torch._functorch.config:enable_autograd_cache"),
     # fx_graph.py, subgraphs.py: targets as strings, HOP calls
-    "torch._ops:OpOverload",
-    "torch._ops:OpOverloadPacket",
-    "torch._ops:HigherOrderOperator",
+    *_names("node targets and HOP calls (Graph nodes)", "torch._ops:OpOverload", "torch._ops:OpOverloadPacket",
+            "torch._ops:HigherOrderOperator"),
     # fx_graph.py: symbolic sizes as expressions ("s0", "u0")
-    "torch.fx.experimental.sym_node:SymNode.maybe_as_int",
-    "torch.fx.experimental.sym_node:SymNode.expr",
+    *_names("symbolic sizes of nodes (Node.shape)", "torch.fx.experimental.sym_node:SymNode.maybe_as_int",
+            "torch.fx.experimental.sym_node:SymNode.expr"),
     # subtracer.py: Note [Speculation hook point]
-    "torch._dynamo.variables.higher_order_ops:speculate_subgraph",
-    "torch._dynamo.variables.higher_order_ops:speculate_subgraph_with_auto_output_flattening",
-    "torch._dynamo.variables.lazy:LazyVariableTracker",
-    "torch._dynamo.variables.base:VariableTracker.maybe_fx_node",
-    "torch._dynamo.output_graph:OutputGraph.subtracer",  # pushes onto tx.output.tracers (depth)
-    # subtracer.py, subgraphs.py: Note [Operands through the pytree] (SideEffects.store_attr_mutations,
-    # ChainedSource.base are instance fields) and Note [Operand or lifted]
-    "torch._dynamo.variables.dicts:ConstDictVariable",
-    "torch._dynamo.variables.lists:BaseListVariable",
-    "torch._dynamo.source:AttrSource",
-    "torch._dynamo.source:CellContentsSource",
-    "torch._dynamo.source:DictGetItemSource",
-    "torch._dynamo.source:GetItemSource",
-    "torch._guards:ChainedSource",
-    "torch._guards:CompileContext.current_trace_id",
+    *_names("HOP body speculations, operands vs lifted inputs (Frame.speculations, Subgraph inputs)",
+            f"{_HOP}:speculate_subgraph", f"{_HOP}:speculate_subgraph_with_auto_output_flattening",
+            "torch._dynamo.variables.lazy:LazyVariableTracker",
+            "torch._dynamo.variables.base:VariableTracker.maybe_fx_node",
+            "torch._dynamo.output_graph:OutputGraph.subtracer"),  # pushes onto tx.output.tracers (depth)
+    # subtracer.py, subgraphs.py: Note [Operands through the pytree] and Note [Operand or lifted]
+    *_names("operand sources of HOP bodies (Subgraph inputs)", "torch._dynamo.variables.dicts:ConstDictVariable",
+            "torch._dynamo.variables.lists:BaseListVariable", "torch._dynamo.source:AttrSource",
+            "torch._dynamo.source:CellContentsSource", "torch._dynamo.source:DictGetItemSource",
+            "torch._dynamo.source:GetItemSource", "torch._guards:ChainedSource"),
+    *_names("compile ids of every record (Frame.compile_id)", "torch._guards:CompileContext.current_trace_id"),
     # breaks.py: Note [Graph break hook point]
-    "torch._dynamo.symbolic_convert:InstructionTranslatorBase.log_graph_break",
-    "torch._guards:TracingContext.extract_stack",
+    *_names("graph breaks (Capture.graph_breaks)",
+            "torch._dynamo.symbolic_convert:InstructionTranslatorBase.log_graph_break",
+            "torch._guards:TracingContext.extract_stack"),
+    # breaks.py: Note [Why a frame has no graph]
+    *_names("why a frame has no graph (Frame.status_reason)",
+            "torch._dynamo.convert_frame:CatchErrorsWrapper._handle_skip"),
     # backend.py: the code object being compiled
-    "torch._dynamo.symbolic_convert:InstructionTranslator.current_tx",
+    *_names("the code of each frame (Frame.code)",
+            "torch._dynamo.symbolic_convert:InstructionTranslator.current_tx"),
     # structured.py: Note [What we read from the structured trace]
-    "torch._logging._internal:trace_log",
+    *_names("compile order, recompile reasons, graph text (Capture.recompiles)", "torch._logging._internal:trace_log"),
     # trace_filter.py: Note [Formatting only what we read] (and every module that bound the name)
-    "torch._logging._internal:trace_structured",
-    "torch._logging:trace_structured",
+    *_names("less formatting while capturing (speed only)", "torch._logging._internal:trace_structured",
+            "torch._logging:trace_structured"),
     # trace_events.py: file names interned in logged stacks
-    "torch._logging.structured:INTERN_TABLE",
+    *_names("file names of logged stacks (Frame.meta['stack'])", "torch._logging.structured:INTERN_TABLE"),
     # inductor.py: Note [What Inductor tells us]; the registered backend and its provenance config
-    "torch._dynamo.backends.registry:lookup_backend",
-    "torch._inductor.config:trace.provenance_tracking_level",
-    # inductor_backward.py: Note [Backward kernels and their Dynamo nodes]
-    "torch._inductor.compile_fx:compile_fx_forward",
-    "torch._inductor.compile_fx:compile_fx_backward",
-    "torch._inductor.debug:reset_provenance_globals",
-    "torch._inductor.config:patch",
-    "torch._inductor.config:fx_graph_cache",
-    "torch._functorch.config:enable_autograd_cache",
+    *_names("Inductor graphs and kernels (Frame.inductor)", "torch._dynamo.backends.registry:lookup_backend",
+            "torch._inductor.config:trace.provenance_tracking_level",
+            # inductor_backward.py: Note [Backward kernels and their Dynamo nodes]
+            "torch._inductor.compile_fx:compile_fx_forward", "torch._inductor.compile_fx:compile_fx_backward",
+            "torch._inductor.debug:reset_provenance_globals", "torch._inductor.config:patch"),
     # bytecode.py: resume functions Dynamo creates
-    "torch._dynamo.resume_execution:ContinueExecutionCache.lookup",
+    *_names("bytecode and resume functions (Frame.bytecode)",
+            "torch._dynamo.resume_execution:ContinueExecutionCache.lookup"),
     # capture.py: the compile entry point with guard_export_fn and isolate_recompiles
-    "torch._dynamo:optimize",
-    "torch._dynamo.config:patch",
-    "torch._dynamo.config:capture_scalar_outputs",
+    *_names("every capture (the compile entry point and its config)", "torch._dynamo:optimize",
+            "torch._dynamo.config:patch", "torch._dynamo.config:capture_scalar_outputs"),
     # isolation.py / guards.py: Note [Which cache entries a capture removes], Note [BACKEND_MATCH in torch 2.13]
-    "torch._dynamo.convert_frame:register_bytecode_hook",
-    "torch._C._dynamo.eval_frame:reset_code",
-    "torch._C._dynamo.eval_frame:_get_total_cache_entry_count",
-    "torch._C._dynamo.eval_frame:_debug_get_cache_entry_list",
-    "torch._C._dynamo.eval_frame:_get_cache_entries_for_region",
-    "torch._guards:Guard.create_fn_name",
+    *_names("fresh code for each capture, the BACKEND_MATCH guard (Frame.guards)",
+            "torch._dynamo.convert_frame:register_bytecode_hook", "torch._C._dynamo.eval_frame:reset_code",
+            "torch._C._dynamo.eval_frame:_get_total_cache_entry_count",
+            "torch._C._dynamo.eval_frame:_debug_get_cache_entry_list",
+            "torch._C._dynamo.eval_frame:_get_cache_entries_for_region", "torch._guards:Guard.create_fn_name"),
     # isolation.py: Note [Compile what torch.compile compiles]
-    "torch._dynamo.external_utils:wrap_inline",
-    "torch._dynamo.eval_frame:_set_in_optimized_module",
+    *_names("which callable is compiled (Capture.fn)", "torch._dynamo.external_utils:wrap_inline",
+            "torch._dynamo.eval_frame:_set_in_optimized_module"),
+    # isolation.py: a lazy module initializes eagerly first, as torch does
+    *_names("lazy modules (nn.LazyLinear, ...) captured", "torch.nn.modules.lazy:LazyModuleMixin._infer_parameters"),
     # graph_passes.py: Note [Dynamo passes after the output graph is logged]
-    "torch._higher_order_ops.passes.inline_invoke_subgraph:inline_invoke_subgraph",
-    "torch._higher_order_ops.passes.inline_invoke_subgraph:inline_single_use_invoke_subgraph",
+    *_names("Dynamo passes after the graph log point (Frame.passes)",
+            "torch._higher_order_ops.passes.inline_invoke_subgraph:inline_invoke_subgraph",
+            "torch._higher_order_ops.passes.inline_invoke_subgraph:inline_single_use_invoke_subgraph"),
     # isolation.py: Note [Automatic-dynamic state is per capture]
-    "torch._dynamo.pgo:get_code_state",
+    *_names("automatic-dynamic state per capture (recompiles)", "torch._dynamo.pgo:get_code_state"),
     # bench_support.py: Note [TORCH_TRACE without the environment variable]; the wrap HOP for bench models
-    "torch._logging._internal:LazyTraceHandler",
-    "torch._logging._internal:TorchLogsFormatter",
-    "torch._higher_order_ops.wrap:wrap",
+    *_names("bench/ only", "torch._logging._internal:LazyTraceHandler", "torch._logging._internal:TorchLogsFormatter",
+            "torch._higher_order_ops.wrap:wrap"),
     # pause.py / pause_snapshot.py: the Session's hooks (Note [comptime callbacks] in tracer/session_worker.py)
-    "torch._dynamo.comptime:comptime",
-    "torch._dynamo.comptime:ComptimeContext._i_will_not_complain_if_bc_breaks_InstructionTranslator",
-    "torch._dynamo.symbolic_convert:InstructionTranslatorBase.step",
-    "torch._dynamo.output_graph:OutputGraph.current_tracer",
-    "torch._dynamo.output_graph:SubgraphTracer",
-    "torch._dynamo.variables:CellVariable",
-    "torch._dynamo.variables.lazy:LazyVariableTracker.is_realized",
-    "torch._dynamo.variables.lazy:LazyVariableTracker.peek_value",
-    "torch._dynamo.variables.lazy:LazyVariableTracker.unwrap",
-    "torch._dynamo.side_effects:SideEffects",
+    *_names(_PAUSE, "torch._dynamo.comptime:comptime",
+            "torch._dynamo.comptime:ComptimeContext._i_will_not_complain_if_bc_breaks_InstructionTranslator",
+            "torch._dynamo.symbolic_convert:InstructionTranslatorBase.step",
+            "torch._dynamo.output_graph:OutputGraph.current_tracer", "torch._dynamo.output_graph:SubgraphTracer",
+            "torch._dynamo.variables:CellVariable", "torch._dynamo.variables.lazy:LazyVariableTracker.is_realized",
+            "torch._dynamo.variables.lazy:LazyVariableTracker.peek_value",
+            "torch._dynamo.variables.lazy:LazyVariableTracker.unwrap", "torch._dynamo.side_effects:SideEffects"),
     # aot.py, aot_meta.py, aot_provenance.py: the AOTAutograd stage (Note [Observing the outer metadata])
-    "torch._dynamo.backends.common:aot_autograd",
-    "torch._dynamo.backends.debugging:boxed_nop",
-    "torch._functorch.partitioners:default_partition",
-    "torch._functorch.partitioners:min_cut_rematerialization_partition",
-    "torch._functorch.aot_autograd:run_functionalized_fw_and_collect_metadata",
-    "torch._functorch.config:unlift_effect_tokens",
-    "torch._functorch.config:saved_tensors_hooks_filtering_mode",
-    "torch._functorch._aot_autograd.schemas:MutationType",
-    "torch._functorch._aot_autograd.schemas:ViewAndMutationMeta",
-    "torch._functorch._aot_autograd.utils:top_saved_tensors_hooks",
-    "torch._functorch._aot_autograd.utils:saved_tensors_hooks_are_inlineable",
-    "torch._functorch._aot_autograd.descriptors:PlainAOTInput",
-    "torch._functorch._aot_autograd.descriptors:ParamAOTInput",
-    "torch._functorch._aot_autograd.descriptors:BufferAOTInput",
-    "torch._functorch._aot_autograd.descriptors:SyntheticBaseAOTInput",
-    "torch._functorch._aot_autograd.descriptors:ViewBaseAOTInput",
-    "torch._functorch._aot_autograd.descriptors:TangentAOTInput",
-    "torch._functorch._aot_autograd.descriptors:BackwardTokenAOTInput",
-    "torch._functorch._aot_autograd.descriptors:SavedForBackwardsAOTOutput",
-    "torch._functorch._aot_autograd.descriptors:AOTInput",  # aot_meta.py: Note [Origin of a saved value]
-    "torch._dynamo.source:DictGetItemSource",
-    "torch._dynamo.source:UnspecializedParamBufferSource",
-    "torch._guards:TracingContext.try_get",
-    "torch.fx.experimental.symbolic_shapes:optimization_hint",
+    *_names(_AOT, "torch._dynamo.backends.common:aot_autograd", "torch._dynamo.backends.debugging:boxed_nop",
+            "torch._functorch.partitioners:default_partition",
+            "torch._functorch.partitioners:min_cut_rematerialization_partition",
+            "torch._functorch.aot_autograd:run_functionalized_fw_and_collect_metadata",
+            "torch._functorch.config:unlift_effect_tokens", "torch._functorch.config:saved_tensors_hooks_filtering_mode",
+            "torch._functorch._aot_autograd.schemas:MutationType",
+            "torch._functorch._aot_autograd.schemas:ViewAndMutationMeta",
+            "torch._functorch._aot_autograd.utils:top_saved_tensors_hooks",
+            "torch._functorch._aot_autograd.utils:saved_tensors_hooks_are_inlineable",
+            *(f"{_AOT_DESC}:{c}" for c in (
+                "PlainAOTInput", "ParamAOTInput", "BufferAOTInput", "SyntheticBaseAOTInput", "ViewBaseAOTInput",
+                "TangentAOTInput", "BackwardTokenAOTInput", "SavedForBackwardsAOTOutput",
+                "AOTInput")),  # aot_meta.py: Note [Origin of a saved value]
+            "torch._dynamo.source:UnspecializedParamBufferSource", "torch._guards:TracingContext.try_get",
+            "torch.fx.experimental.symbolic_shapes:optimization_hint"),
 ]
 
 # Note [Private attributes we read]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # Besides module-level names, the fence reads attributes of Dynamo's internal objects, which a torch
-# upgrade may rename without any import failing. Each is listed as ("module:Class", "attribute"):
-# ``tests/test_torch_compat.py`` checks it on the class (a class attribute or property, a dataclass or
-# NamedTuple field, an annotation, or ``self.attribute =`` in the class's source) and, for the
-# tracing state, on the real instances a tiny compile hands to a comptime callback.
-PRIVATE_ATTRIBUTES: list[tuple[str, str]] = [
+# upgrade may rename without any import failing. Each is listed with its class: ``tests/test_torch_compat.py``
+# checks it on the class (a class attribute or property, a dataclass or NamedTuple field, an annotation,
+# or ``self.attribute =`` in the class's source) and, for the tracing state, on the real instances a
+# tiny compile hands to a comptime callback.
+_TX = "torch._dynamo.symbolic_convert:InstructionTranslatorBase"
+ATTRIBUTES: list[Private] = [
     # pause.py / pause_snapshot.py: the paused InstructionTranslator, its OutputGraph and tracers
-    *[("torch._dynamo.symbolic_convert:InstructionTranslatorBase", a) for a in (
-        "instruction_pointer", "instructions", "output", "f_code", "lineno", "parent", "symbolic_locals",
-        "current_instruction")],
-    *[("torch._dynamo.output_graph:OutputGraph", a) for a in ("tracers", "current_tracer", "side_effects", "guards")],
-    *[("torch._dynamo.output_graph:SubgraphTracer", a) for a in (
-        "parent", "source_target", "description", "debug_level", "graph", "lifted_freevars")],
-    ("torch._dynamo.side_effects:SideEffects", "store_attr_mutations"),
-    ("torch._dynamo.variables:CellVariable", "pre_existing_contents"),
-    ("torch._guards:TraceId", "compile_id"),
-    ("torch._guards:TraceId", "attempt"),
-    *[("torch._dynamo.bytecode_transformation:Instruction", a) for a in (
-        "starts_line", "offset", "opname", "argrepr", "argval")],
+    *_attrs(_TX, _PAUSE, "instruction_pointer", "instructions", "output", "f_code", "lineno", "parent",
+            "symbolic_locals", "current_instruction"),
+    *_attrs("torch._dynamo.output_graph:OutputGraph", _PAUSE, "tracers", "side_effects", "guards"),
+    *_attrs("torch._dynamo.output_graph:SubgraphTracer", _PAUSE, "parent", "source_target", "description",
+            "debug_level", "graph", "lifted_freevars"),
+    *_attrs("torch._dynamo.side_effects:SideEffects", _PAUSE, "store_attr_mutations"),
+    *_attrs("torch._dynamo.variables:CellVariable", _PAUSE, "pre_existing_contents"),
+    *_attrs("torch._guards:TraceId", "compile ids of every record (Frame.compile_id)", "compile_id", "attempt"),
+    *_attrs("torch._dynamo.bytecode_transformation:Instruction", _PAUSE, "starts_line", "offset", "opname",
+            "argrepr", "argval"),
     # guards.py / pause_snapshot.py: a Guard's source name, stack and code
-    *[("torch._guards:Guard", a) for a in ("name", "user_stack", "code_list")],
+    *_attrs("torch._guards:Guard", "guards (Frame.guards)", "name", "user_stack", "code_list"),
     # breaks.py: a graph break's exception (Note [Graph break hook point])
-    ("torch._dynamo.exc:Unsupported", "logged"),
-    ("torch._dynamo.exc:Unsupported", "real_stack"),
+    *_attrs("torch._dynamo.exc:Unsupported", "graph breaks (Capture.graph_breaks)", "logged", "real_stack"),
+    # breaks.py: Note [Why a frame has no graph]
+    *_attrs("torch._dynamo.types:ConvertFrameReturn", "why a frame has no graph (Frame.status_reason)",
+            "skip_reason", "guarded_code"),
     # isolation.py: unwrapping what the user passed, and the config module's table
-    ("torch._dynamo.eval_frame:OptimizedModule", "_orig_mod"),
-    ("torch.utils._config_module:ConfigModule", "_config"),
+    *_attrs("torch._dynamo.eval_frame:OptimizedModule", "which callable is compiled (Capture.fn)", "_orig_mod",
+            "_forward"),
+    *_attrs("torch.nn.modules.lazy:LazyModuleMixin", "lazy modules (nn.LazyLinear, ...) captured", "_initialize_hook"),
+    *_attrs("torch.utils._config_module:ConfigModule", "every capture (the compile entry point and its config)",
+            "_config"),
 ]
 
 # Attributes torch sets on the functions it wraps (no class to look at): checked on real wrappers.
 #   _torchdynamo_orig_callable, _isolate_recompiles_id: on torch._dynamo.optimize(...)(fn) (backend.py, isolation.py)
 #   _torchdynamo_disable: on torch._dynamo.disable(fn) (isolation.py)
-WRAPPER_ATTRIBUTES: list[str] = ["_torchdynamo_orig_callable", "_isolate_recompiles_id", "_torchdynamo_disable"]
+WRAPPERS: list[Private] = [
+    *_names("which callable is compiled (Capture.fn)", "_torchdynamo_orig_callable", "_torchdynamo_disable"),
+    *_names("fresh code for each capture, the BACKEND_MATCH guard (Frame.guards)", "_isolate_recompiles_id"),
+]
+
+# The plain views the compatibility test parametrizes over.
+PRIVATE_SYMBOLS: list[str] = [s.name for s in SYMBOLS]
+PRIVATE_ATTRIBUTES: list[tuple[str, str]] = [(a.name, a.attribute) for a in ATTRIBUTES]
+WRAPPER_ATTRIBUTES: list[str] = [w.name for w in WRAPPERS]

@@ -19,6 +19,7 @@ from tracer._torch.graph_passes import PassRecorder
 from tracer._torch.guards import backend_match_guards, guards_from_set
 from tracer._torch.isolation import CodeTracker, code_location
 from tracer._torch.patching import Patches
+from tracer._torch.releases import install_or_note
 from tracer._torch.structured import GRAPH_TEXTS, StructuredTraceHandler
 from tracer._torch.subgraphs import convert_tree
 from tracer._torch.subtracer import SpecRecord, compile_key, install_speculation_hooks
@@ -186,19 +187,25 @@ class Recorder:
     # -- hooks -------------------------------------------------------------------------------
     @contextlib.contextmanager
     def hooks(self) -> Iterator[None]:
-        """Install every recording hook; all are removed on exit, also on error."""
+        """Install every recording hook; all are removed on exit, also on error. A hook whose hook point
+        this torch lacks is left out and listed as a problem (Note [Releases nobody checked])."""
         with contextlib.ExitStack() as stack:
             patches = stack.enter_context(Patches())
-            install_speculation_hooks(patches, self.on_speculation)
-            install_graph_break_hook(patches, self.on_graph_break)
-            SkipRecorder(patches, self.on_skip)
+            errors = self.errors
+            install_or_note(errors, "HOP body speculations", install_speculation_hooks, patches, self.on_speculation)
+            install_or_note(errors, "graph breaks", install_graph_break_hook, patches, self.on_graph_break)
+            install_or_note(errors, "why a frame has no graph", SkipRecorder, patches, self.on_skip)
             texts = GRAPH_TEXTS[:1] if self.beyond.inductor else GRAPH_TEXTS  # Inductor: no AOT graphs recorded
-            self._handler = stack.enter_context(
-                StructuredTraceHandler(self.on_start, self.on_recompile, self.on_attempt, self.on_metrics, texts))
+            self._handler = install_or_note(errors, "compile order and recompile reasons", stack.enter_context,
+                                            StructuredTraceHandler(self.on_start, self.on_recompile, self.on_attempt,
+                                                                   self.on_metrics, texts))
             stack.enter_context(self.codes)
             stack.enter_context(self.passes)
-            stack.enter_context(self.beyond.hooks(patches))
-            install_payload_filter(patches, [self._handler, self.beyond.events])
+            errors.extend(self.passes.problems)
+            install_or_note(errors, "Inductor, bytecode and shape records", stack.enter_context,
+                            self.beyond.hooks(patches))
+            readers = [r for r in (self._handler, self.beyond.events) if r is not None]
+            install_or_note(errors, "less formatting while capturing", install_payload_filter, patches, readers)
             stack.enter_context(recording_into(self.errors))  # Note [No silent fallback]
             yield
 

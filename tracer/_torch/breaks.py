@@ -6,12 +6,12 @@ capture only; it reads the same reason text and user stack Dynamo logs.
 
 from __future__ import annotations
 
-import importlib
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from tracer._torch.patching import Patches
+from tracer._torch.releases import hook_point
 from tracer._torch.subtracer import compile_key
 
 __all__ = ["BreakRecord", "SkipRecorder", "install_graph_break_hook", "format_stack"]
@@ -60,9 +60,7 @@ def _is_torch_file(path: str) -> bool:
 
 
 def install_graph_break_hook(patches: Patches, sink: Callable[[BreakRecord], None]) -> None:
-    mod = importlib.import_module("torch._dynamo.symbolic_convert")
-    cls = mod.InstructionTranslatorBase
-    real = cls.log_graph_break
+    cls, real = hook_point("torch._dynamo.symbolic_convert", "InstructionTranslatorBase.log_graph_break")
 
     def log_graph_break(self: Any, code_options: Any, reason: str, exc: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -100,9 +98,7 @@ class SkipRecorder:
     """Wraps ``CatchErrorsWrapper._handle_skip`` for one capture; calls ``sink(code, reason)``."""
 
     def __init__(self, patches: Patches, sink: Callable[[Any, str], None]) -> None:
-        mod = importlib.import_module("torch._dynamo.convert_frame")
-        cls = mod.CatchErrorsWrapper
-        real = cls._handle_skip
+        cls, real = hook_point("torch._dynamo.convert_frame", "CatchErrorsWrapper._handle_skip")
 
         def _handle_skip(self: Any, result: Any, frame: Any) -> Any:
             reason = getattr(result, "skip_reason", None)

@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional
 import torch.fx
 
 from tracer._torch.patching import Patches
+from tracer._torch.releases import MissingHookPoint, hook_point
 from tracer._torch.structured import logged_graph_code
 from tracer.model import GraphPass
 
@@ -62,6 +63,7 @@ class PassRecorder:
     def __init__(self) -> None:
         self._by_gm: dict[int, list[GraphPass]] = {}  # id(GraphModule the pass returned) -> passes
         self._patches: Optional[Patches] = None
+        self.problems: list[str] = []  # passes this torch lacks (Note [Releases nobody checked])
 
     def _wrap(self, fn: Callable[..., Any], name: str) -> Callable[..., Any]:
         @functools.wraps(fn)
@@ -77,13 +79,15 @@ class PassRecorder:
         return run
 
     def __enter__(self) -> PassRecorder:
-        import importlib
-
         self._patches = Patches()
         try:
             for module, attr, name in PASSES:
-                owner = importlib.import_module(module)
-                self._patches.set(owner, attr, self._wrap(getattr(owner, attr), name))
+                try:
+                    owner, real = hook_point(module, attr)
+                except MissingHookPoint as e:  # a release without this pass: listed, the others still recorded
+                    self.problems.append(str(e))
+                    continue
+                self._patches.set(owner, attr, self._wrap(real, name))
         except BaseException:  # except: re-raises (after undoing the patches)
             self._patches.restore()
             raise
@@ -94,6 +98,7 @@ class PassRecorder:
             self._patches.restore()
             self._patches = None
         self._by_gm.clear()
+        self.problems.clear()
 
     def take(self, gm: Any) -> list[GraphPass]:
         return self._by_gm.pop(id(gm), [])

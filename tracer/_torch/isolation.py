@@ -282,9 +282,10 @@ class CodeTracker:
 
 
 def _entry_count(code: types.CodeType) -> int:
-    from torch._C._dynamo.eval_frame import _get_total_cache_entry_count
+    """Cache entries of ``code`` now; -1 when torch cannot say (its code is then never reset by us)."""
+    try:  # Dynamo calls this hook mid-compile: a torch without the function must not break the compile
+        from torch._C._dynamo.eval_frame import _get_total_cache_entry_count
 
-    try:
         return int(_get_total_cache_entry_count(code))
     except Exception as e:  # except: records a problem (-1: the count before the capture is unknown)
         unknown(f"the cache entries of {code.co_name} before the capture", e)

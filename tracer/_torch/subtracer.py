@@ -6,13 +6,13 @@ result (or re-raise their exception) unchanged; they are installed for one captu
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import torch.fx
 
 from tracer._torch.patching import Patches
+from tracer._torch.releases import hook_point
 
 __all__ = ["SpecRecord", "install_speculation_hooks", "compile_key", "hop_name_of", "SPECULATE_FUNCTIONS"]
 
@@ -173,7 +173,7 @@ def _record_result(rec: SpecRecord, tx: Any, sub_args: Any, sub_kwargs: Any, res
 
 
 def install_speculation_hooks(patches: Patches, sink: Callable[[SpecRecord], None]) -> None:
-    """Wrap both speculate functions for the lifetime of ``patches``."""
-    mod = importlib.import_module(_HOP_MODULE)
-    for name in SPECULATE_FUNCTIONS:
-        patches.set(mod, name, _wrap(getattr(mod, name), sink))
+    """Wrap both speculate functions for the lifetime of ``patches`` (both or neither: ``MissingHookPoint``)."""
+    points = [(name, *hook_point(_HOP_MODULE, name)) for name in SPECULATE_FUNCTIONS]
+    for name, mod, real in points:
+        patches.set(mod, name, _wrap(real, sink))
