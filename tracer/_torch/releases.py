@@ -97,7 +97,7 @@ def present(p: Private) -> bool:
     """Whether the running torch has ``p`` (a name, or an attribute of a class)."""
     try:
         obj = lookup(p.name)
-    except Exception:  # MissingHookPoint, or a module that fails to import otherwise: not usable either way
+    except MissingHookPoint:  # absent, or its module does not import (lookup turns ImportError into this)
         return False
     return not p.attribute or (isinstance(obj, type) and class_has(obj, p.attribute))
 
