@@ -21,7 +21,7 @@ import sysconfig
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.slow, pytest.mark.tooling, pytest.mark.timeout(1200)]
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

@@ -35,7 +35,7 @@ import urllib.error
 import pytest
 from test_browser import _api, _free_port, open_and_run, watch_kernel
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.tooling, pytest.mark.timeout(600)]
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 VENV = pathlib.Path(sys.prefix)  # the environment this test runs in: `make install` made it
