@@ -70,6 +70,36 @@ assert len(copy) == 1 and a.inference.nodes.index(copy[0]) == len(a.inference.no
 assert torch.equal(x, torch.full((3,), 2.0))  # the caller's tensor really was doubled, once
 
 # %% [markdown]
+# Torch's own view, on a machine without dynascope: the same function under plain
+# `torch.compile(backend="aot_eager")` in a fresh process, with `TORCH_LOGS=aot_graphs`. Its graph ends
+# with the same `copy_` of the new value `mul` into the input, just before `return`:
+
+# %%
+import os  # noqa: E402
+import pathlib  # noqa: E402
+import re  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+
+script = pathlib.Path(tempfile.mkdtemp()) / "mutation.py"
+script.write_text(
+    "import torch\n\n\n@torch.compile(backend='aot_eager')\ndef mutate_data(x):\n    x.mul_(2)\n"
+    "    return x + 1\n\n\nmutate_data(torch.ones(3))\n"
+)
+run = subprocess.run([sys.executable, str(script)], env={**os.environ, "TORCH_LOGS": "aot_graphs"},
+                     capture_output=True, text=True, timeout=120)
+code = [re.sub(r"^[A-Z]\d{4} [\d:.]+ \d+ \S+\] \[\S+\] \[__aot_graphs\] ", "", line) for line in run.stderr.splitlines()]
+ops = [line.split(";")[0].strip() for line in code if re.match(r"\s+\w+: \"|\s+return ", line)]
+torch_says = [re.sub(r': "[^"]*"', "", line) for line in ops]  # drop the shape annotations
+print("\n".join(torch_says))
+
+# %% tags=["remove-input"]
+assert run.returncode == 0, run.stderr[-2000:]
+assert torch_says[-2:] == ["copy_ = torch.ops.aten.copy_.default(arg0_1, mul)", "return (add,)"], torch_says
+assert copy[0].inputs == [a.inference.placeholders[0].name, "mul"]  # dynascope's record: the same copy_
+
+# %% [markdown]
 # If the mutated input requires grad, the mutation must be visible to autograd, which a graph-internal
 # `copy_` would hide. Then the new value becomes an **extra forward output**, ahead of the user's
 # outputs, and the runtime epilogue copies it into `x` outside the graph (autograd records that copy:

@@ -65,6 +65,38 @@ assert [n.name for n in a.backward.placeholders] == saved + ["tangents_1"]
 assert {n.name for n in a.forward.find(op="call_function")} <= {n.name for n in joint_ops}
 
 # %% [markdown]
+# Torch's own view, on a machine without dynascope: the same `f` under plain
+# `torch.compile(backend="aot_eager")` in a fresh process, with `TORCH_LOGS=aot_graphs`. The forward
+# graph's `return` and the backward graph's signature list the same saved values, in the same order:
+
+# %%
+import os  # noqa: E402
+import pathlib  # noqa: E402
+import re  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+
+script = pathlib.Path(tempfile.mkdtemp()) / "partition.py"
+script.write_text(
+    "import torch\n\n\n@torch.compile(backend='aot_eager')\ndef f(x, w):\n    a = x @ w\n"
+    "    return a * torch.sigmoid(a) * torch.tanh(a)\n\n\n"
+    "f(torch.randn(64, 32, requires_grad=True), torch.randn(32, 32, requires_grad=True)).sum().backward()\n"
+)
+run = subprocess.run([sys.executable, str(script)], env={**os.environ, "TORCH_LOGS": "aot_graphs"},
+                     capture_output=True, text=True, timeout=120)
+code = [re.sub(r"^[A-Z]\d{4} [\d:.]+ \d+ \S+\] \[\S+\] \[__aot_graphs\] ", "", line) for line in run.stderr.splitlines()]
+graphs = [line.strip() for line in code if re.match(r"\s*(===== \w+ graph|def forward|return )", line)]
+torch_says = [re.sub(r': "[^"]*"', "", line) for line in graphs]  # drop the shape annotations
+print("\n".join(torch_says))
+
+# %% tags=["remove-input"]
+assert run.returncode == 0, run.stderr[-2000:]
+fw, bw = torch_says.index("===== Forward graph 0 ====="), torch_says.index("===== Backward graph 0 =====")
+assert torch_says[fw + 2] == f"return ({', '.join(outputs_of(a.forward))})", torch_says
+assert torch_says[bw + 1] == f"def forward(self, {', '.join(saved + ['tangents_1'])}):", torch_says
+
+# %% [markdown]
 # ## What is saved, and what it costs
 #
 # `a.saved` lists each saved value with its shape, dtype and size (`nbytes`, as the partitioner

@@ -202,6 +202,43 @@ assert [loc.rsplit(" in ", 1)[1] for loc in brk.user_stack] == ["g", "body"]
 assert cap.result[1] == 1
 
 # %% [markdown]
+# Torch's own view, on a machine without dynascope: the same `g` under plain `torch.compile` in a
+# fresh process, with `TORCH_LOGS=graph_breaks`. Torch reports the same break — a mutated
+# `CellVariable` in the `wrap` body — at the same source line, `count += 1`, reached from `g`
+# through `body`:
+
+# %%
+import os  # noqa: E402
+import pathlib  # noqa: E402
+import re  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+
+script = pathlib.Path(tempfile.mkdtemp()) / "cell_write.py"
+script.write_text(
+    "import torch\n\nwrap = torch.ops.higher_order.wrap\n\n\n@torch.compile(backend='eager')\ndef g(x):\n"
+    "    count = 0\n\n    def body(a):\n        nonlocal count\n        count += 1\n        return a.sin()\n\n"
+    "    return wrap(body, x), count\n\n\ng(torch.randn(3))\n"
+)
+run = subprocess.run([sys.executable, str(script)], env={**os.environ, "TORCH_LOGS": "graph_breaks"},
+                     capture_output=True, text=True, timeout=120)
+log = [re.sub(r"^[A-Z]\d{4} [\d:.]+ \d+ \S+\] \[\S+\] \[__graph_breaks\] ", "", line) for line in run.stderr.splitlines()]
+log = [line.replace(str(script), script.name) for line in log]
+keep = ("Graph break in user code", "Higher Order Operator:", "Developer debug context:")
+stack = [i for i, line in enumerate(log) if re.match(r'\s+File "cell_write.py", line \d+, in (g|body)$', line)]
+torch_says = [line.strip() for line in log if line.strip().startswith(keep)]
+torch_says += [log[i + j].strip() for i in stack for j in (0, 1)]  # each frame and its source line
+print("\n".join(torch_says))
+
+# %% tags=["remove-input"]
+assert run.returncode == 0, run.stderr[-2000:]
+assert "Developer debug context: Attempted to mutate CellVariable()" in torch_says
+assert "Higher Order Operator: torch.ops.higher_order.wrap" in torch_says
+assert [line.rsplit(" in ", 1)[1] for line in torch_says if line.startswith("File ")] == ["g", "body"]  # brk.user_stack
+assert torch_says[-1] == brk.code_line.strip()  # count += 1
+
+# %% [markdown]
 # ## A HOP that allows the side effect: `nested_compile_region`
 #
 # The same kind of body under `torch.compiler.nested_compile_region` — it appends an intermediate to

@@ -160,6 +160,42 @@ assert refused[0].hop == "tag_activation_checkpoint" and "side effect" in refuse
 assert plain.graph_breaks
 
 # %% [markdown]
+# Torch's own view, on a machine without dynascope: the same `fn` under plain `torch.compile` in a
+# fresh process, with the option set and `TORCH_LOGS=graph_code`. The root graph calls
+# `tag_activation_checkpoint` on `wrap_body_0`, whose `return` lists the same two outputs:
+
+# %%
+import os  # noqa: E402
+import pathlib  # noqa: E402
+import re  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+
+script = pathlib.Path(tempfile.mkdtemp()) / "checkpoint_outputs.py"
+script.write_text(
+    "import torch\n\ntorch._dynamo.config.skip_fwd_side_effects_in_bwd_under_checkpoint = True\n\n\n"
+    "def gn(x, z):\n    o = torch.matmul(x, x) @ x\n    out = x.sin()\n    z.append(out)\n"
+    "    return torch.cos(torch.sin(o))\n\n\n@torch.compile(backend='eager')\ndef fn(x):\n    z = []\n"
+    "    out1 = torch.utils.checkpoint.checkpoint(gn, x, z, use_reentrant=False)\n    return out1, z[0]\n\n\n"
+    "fn(torch.randn(4, 4, requires_grad=True))\n"
+)
+run = subprocess.run([sys.executable, str(script)], env={**os.environ, "TORCH_LOGS": "graph_code"},
+                     capture_output=True, text=True, timeout=120)
+code = [re.sub(r"^[A-Z]\d{4} [\d:.]+ \d+ \S+\] \[\S+\] \[__graph_code\] ", "", line) for line in run.stderr.splitlines()]
+start = next(i for i, line in enumerate(code) if line.strip().startswith("class wrap_body_0"))
+call = [line.split(";")[0].strip() for line in code[:start] if line.strip().startswith("tag_activation_checkpoint =")]
+body_return = next(line.strip() for line in code[start:] if line.strip().startswith("return "))
+torch_says = call + [code[start].strip(), body_return]
+print("\n".join(torch_says))
+
+# %% tags=["remove-input"]
+assert run.returncode == 0, run.stderr[-2000:]
+assert len(call) == 1 and "higher_order.tag_activation_checkpoint(wrap_body_0, l_x_" in call[0]
+assert frame.graph.node(body.call_node).calls == ["wrap_body_0"]  # dynascope: the same body
+assert body_return == f"return ({', '.join(outputs_of(body.graph))})"  # return (cos, out)
+
+# %% [markdown]
 # ## Recap
 #
 # - A wrap-semantics body returns any Python object to the program, but its graph returns only the

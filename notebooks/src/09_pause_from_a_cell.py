@@ -112,6 +112,37 @@ assert st.locals["b"].node == "b" and st.locals["b"].value == "f32[3]"
 assert st.locals["y"].is_cell and st.locals["y"].cell_contents.kind == "TensorVariable"
 
 # %% [markdown]
+# Torch's own view, on a machine without dynascope: the same `f` under plain `torch.compile` in a
+# fresh process, with torch's `comptime` callback where the pause marker was, printing the partial
+# graph and the locals. The body graph takes the same lifted inputs, `l_x_` and `y`, and `y` is a cell:
+
+# %%
+import pathlib  # noqa: E402
+import re  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+
+script = pathlib.Path(tempfile.mkdtemp()) / "comptime_in_body.py"
+script.write_text(
+    "import torch\nfrom torch._dynamo.comptime import comptime\n\nwrap = torch.ops.higher_order.wrap\n\n\n"
+    "@torch.compile(backend='eager')\ndef f(x):\n    y = x.cos()\n\n    def body(a):\n        b = a * y\n"
+    "        comptime(lambda ctx: (ctx.print_graph(verbose=False), ctx.print_locals()))\n"
+    "        c = b.sin()\n        return c + 1\n\n    return wrap(body, x)\n\n\nf(torch.randn(3))\n"
+)
+run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+printed = [line.split(";")[0].strip() for line in run.stdout.splitlines() if line.strip()]
+torch_says = [re.sub(r" : [\w.]+", "", line) for line in printed]  # drop the FakeTensor annotations
+print("\n".join(torch_says))
+
+# %% tags=["remove-input"]
+assert run.returncode == 0, run.stderr[-2000:]
+assert torch_says[0] == f"def forward(self, {', '.join(body.lifted)}):"  # l_x_, y: the lifted inputs
+assert torch_says[1] == "b = l_x_ * y" and "b" in [n.name for n in body.graph.nodes]
+shown = dict(line.split(" = ", 1) for line in torch_says[2:])
+assert list(shown) == list(st.locals) and shown["y"] == "CellVariable()" and st.locals["y"].kind == "CellVariable"
+
+# %% [markdown]
 # ## Step
 #
 # `s.step()` lets Dynamo run until it reaches the next source line. Stepping twice traces
