@@ -62,11 +62,19 @@ torch.testing.assert_close(before.result.logits, model(ids).logits)
 # from the model's config): `logger.warning_once(...)`. With gradient checkpointing on and
 # `use_cache` true, transformers warns that the two do not mix. Silencing transformers' logging
 # (as the first cell does) changes nothing: Dynamo breaks on the *call* of a `logging.Logger`
-# method, whether or not anything would be printed. The reason is Dynamo's own message, with its hint:
+# method, whether or not anything would be printed. The reason is Dynamo's own message; its hint names
+# the fix, `torch._dynamo.config.ignore_logging_functions` (the hint's wording differs between torch
+# releases, so only its first line and the name it gives are shown here):
 
 # %%
 reason = before.graph_breaks[0].reason
-print("\n".join(line.strip() for line in reason.splitlines() if line.strip().startswith(("logging", "Hint"))))
+lines = [line.strip() for line in reason.splitlines()]
+print(next(line for line in lines if line.startswith("logging")))
+hint = " ".join(line for line in lines if line.startswith("Hint"))
+print("the hint names:", "torch._dynamo.config.ignore_logging_functions" if "ignore_logging_functions" in hint else hint)
+
+# %% tags=["remove-input"]
+assert "`torch._dynamo.config.ignore_logging_functions`" in hint
 
 # %% [markdown]
 # ## Why one line costs nine compile attempts
