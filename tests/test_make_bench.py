@@ -44,7 +44,10 @@ def test_make_bench_quick_from_a_fresh_clone(tmp_path):
     subprocess.run([base, "-m", "venv", str(clone / ".venv")], check=True, timeout=120)
     (site,) = (clone / ".venv" / "lib").glob("python*/site-packages")
     (site / "seeded-from-test-env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    # As typed in a fresh shell: not this checkout's code, and no outer make's flags (under `make test`
+    # MAKEFLAGS/MAKELEVEL would make the inner make print "Entering directory" lines around the output).
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "MAKEFLAGS", "MFLAGS",
+                                                            "MAKELEVEL")}
 
     r = subprocess.run(["make", "bench-quick"], cwd=clone, env=env, capture_output=True, text=True, timeout=1100)
     out, err = r.stdout.splitlines(), r.stderr.splitlines()

@@ -74,7 +74,8 @@ def _env(home: pathlib.Path) -> dict[str, str]:
         path = home / "settings" / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
-    return dict(os.environ, PYTHONPATH=str(REPO), JUPYTER_CONFIG_DIR=str(home / "config"),
+    fresh = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}  # no outer make's
+    return dict(fresh, PYTHONPATH=str(REPO), JUPYTER_CONFIG_DIR=str(home / "config"),
                 JUPYTER_RUNTIME_DIR=str(home / "runtime"), JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
                 JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"), IPYTHONDIR=str(home / "ipython"))
 
