@@ -2,9 +2,9 @@
 the way PyTorch's own Dynamo/HOP tests write them (small module-level functions, fixed inputs).
 
 ``ORACLE_CASES[name]()`` returns ``(fn, args, options)``: ``tracer.capture(fn, *args, **options)``;
-options are limited to ``more_calls``, ``fullgraph``, ``dynamic`` and ``capture_scalar_outputs``,
-which the plain ``torch.compile`` run of tests/oracle_child.py mirrors. The shared capture cases of
-tests/cases.py are included too.
+options are limited to ``more_calls``, ``fullgraph``, ``dynamic``, ``capture_scalar_outputs`` and
+``dynamo_config``, which the plain ``torch.compile`` run of tests/oracle_child.py mirrors. The shared
+capture cases of tests/cases.py are included too.
 """
 
 from __future__ import annotations
@@ -112,6 +112,10 @@ def guard_on_str(x, s):
     return x * len(s)  # a guard s == '...' that every new string fails (cf. PyTorch's test_recompile_ux.py)
 
 
+def model_add_self(input):
+    return input + input  # PyTorch's test_recompile_ux.py test_dynamic_input: a new batch size per call
+
+
 def _hooked(module: torch.nn.Module) -> torch.nn.Module:
     module.register_forward_pre_hook(lambda mod, args: (args[0] * 2,))
     module.register_forward_hook(lambda mod, args, out: out.relu())
@@ -144,12 +148,15 @@ ORACLE_CASES: dict[str, Callable[[], tuple]] = {
     "closure_root": lambda: (_closure_over(_t(3, seed=1)), (_t(3),), {}),
     "specialize_size": _case(specialize_size, _t(4), dynamic=True),
     "user_module_with_hooks": lambda: (_seeded(lambda: _hooked(Scaled())), (_t(2, 3),), {}),
+    # the third compile is refused by recompile_limit: torch names no code object for it
+    "recompile_limit_hit": _case(model_add_self, _t(1, 3, 4), more_calls=[(_t(2, 3, 4),), (_t(3, 3, 4),), (_t(4, 3, 4),)],
+                                 dynamo_config={"recompile_limit": 2, "automatic_dynamic_shapes": False}),
 }
 for _name, _make in INPUT_CASES.items():  # the body-input cases of tests/cases_inputs.py
     def _input_case(make=_make, dynamic=_name in DYNAMIC):
         fn, args = make()
         return fn, args, {"dynamic": True} if dynamic else {}
     ORACLE_CASES[f"inputs_{_name}"] = _input_case
-OPTIONS = ("more_calls", "fullgraph", "dynamic", "capture_scalar_outputs")
+OPTIONS = ("more_calls", "fullgraph", "dynamic", "capture_scalar_outputs", "dynamo_config")
 for _name, _make in CASES.items():
     ORACLE_CASES.setdefault(_name, _make)

@@ -84,6 +84,8 @@ def _expected(records: list[tuple[dict, str]], calls: list[dict]) -> dict:
         else:
             status = "no_graph"
         code = f"{os.path.basename(m.get('co_filename') or '?')}:{m.get('co_firstlineno')} in {m.get('co_name')}"
+        if not m.get("co_name"):  # a refused compile: torch numbers frames per code object
+            code = next(c for k, _, c, _ in frames if k.split("/")[0] == local[akey].split("/")[0])
         frames.append((local[akey], status, code, graphs.get(akey)))
     return {
         "frames": frames,

@@ -27,7 +27,15 @@ from tracer._torch.trace_filter import install_payload_filter
 from tracer._torch.unknowns import recording_into, take_loose
 from tracer.diffing import attach_recompile_diffs
 from tracer.model import Capture, Frame, GraphBreak, GraphPiece, Speculation
-from tracer.model.attempts import AttemptInfo, format_id, local_ids, location, recompile, settle_status
+from tracer.model.attempts import (
+    AttemptInfo,
+    FrameCodes,
+    format_id,
+    local_ids,
+    location,
+    recompile,
+    settle_status,
+)
 
 __all__ = ["Recorder"]
 
@@ -214,8 +222,10 @@ class Recorder:
         """Fill ``cap`` from what was recorded; drops every torch object the Recorder held."""
         local = local_ids(self.order)
         backend_guards = backend_match_guards(self.codes.codes(), self.region)
+        codes = FrameCodes()  # Note [Code object from the frame id]
         for akey in self.order:
             for frame in self._frames_of(akey):
+                codes.settle(frame, akey)
                 self._fill(frame, akey, local, backend_guards)
                 cap.frames.append(frame)
         for b in self.breaks:
@@ -247,9 +257,6 @@ class Recorder:
 
     def _fill(self, frame: Frame, akey: AttemptKey, local: dict[AttemptKey, str], backend_guards: dict) -> None:
         frame.compile_id = local[akey]
-        if not frame.code:
-            frame.code = "unknown"
-            frame.problems.append("torch did not say which code object this compile was for")
         names = frame.meta.pop("_graph_names", {})
         frame.speculations = [_speculation(s, names) for s in self.specs if (s.key, s.attempt) == (akey[:2], akey[2])]
         frame.guards = list(self.guards.get(akey, []))

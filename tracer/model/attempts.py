@@ -19,7 +19,7 @@ from typing import Any, Optional
 from tracer.model.frame import Frame
 from tracer.model.guards import Recompile
 
-__all__ = ["AttemptInfo", "local_ids", "settle_status", "format_id", "metric_times", "location", "recompile"]
+__all__ = ["AttemptInfo", "FrameCodes", "local_ids", "settle_status", "format_id", "metric_times", "location", "recompile"]
 
 Key = tuple[int, int]
 AttemptKey = tuple[int, int, int]
@@ -50,6 +50,36 @@ def local_ids(order: list[AttemptKey]) -> dict[AttemptKey, str]:
 def location(filename: str, firstlineno: Any, name: str) -> str:
     """"file.py:LINE in fn", the same form as isolation.code_location, from metric fields."""
     return f"{os.path.basename(filename or '?')}:{firstlineno if firstlineno is not None else '?'} in {name or '?'}"
+
+
+# Note [Code object from the frame id]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Torch numbers frames per code object: ``get_compile_id`` (torch/_dynamo/convert_frame.py) keeps the
+# frame id in the code object's ``code_context`` state, taken from a counter that only grows, so every
+# compile of one code object has the same frame id and no other code object ever gets it. A compile
+# refused by ``recompile_limit`` logs compilation_metrics with no ``co_name``/``co_filename``, and no
+# hook sees its code; its code object is the one an earlier attempt with its frame id named. Only an
+# earlier attempt's name is used (attempts are settled in the order they ran); with none, the code
+# stays "unknown" with a problem.
+class FrameCodes:
+    """Fills ``Frame.code`` of attempts torch named no code for (Note [Code object from the frame id])."""
+
+    def __init__(self) -> None:
+        self._by_frame_id: dict[int, tuple[str, str]] = {}  # frame id -> (code location, file name)
+
+    def settle(self, frame: Frame, akey: AttemptKey) -> None:
+        """Record ``frame.code`` for its frame id, or take it from an earlier attempt, else "unknown"."""
+        if frame.code and frame.code != "unknown":
+            self._by_frame_id.setdefault(akey[0], (frame.code, str(frame.meta.get("filename") or "")))
+            return
+        known = self._by_frame_id.get(akey[0])
+        if known is None:
+            frame.code = "unknown"
+            frame.problems.append("torch did not say which code object this compile was for")
+            return
+        frame.code = known[0]
+        if known[1]:
+            frame.meta.setdefault("filename", known[1])
 
 
 @dataclass

@@ -10,7 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from tracer.model.aot import Aot
-from tracer.model.attempts import AttemptInfo, format_id, local_ids, location, recompile, settle_status
+from tracer.model.attempts import (
+    AttemptInfo,
+    FrameCodes,
+    format_id,
+    local_ids,
+    location,
+    recompile,
+    settle_status,
+)
 from tracer.model.capture import Capture
 from tracer.model.frame import Frame
 from tracer.model.graph import Graph
@@ -67,10 +75,12 @@ LOG_LIMITS: dict[str, str] = {
 def assemble(st: LogState, fn: str = "") -> Capture:
     cap = Capture(fn=fn, limits=[f"{k}: {why}" for k, why in LOG_LIMITS.items()])
     local = local_ids(st.order)
+    codes = FrameCodes()  # Note [Code object from the frame id]
     for key in st.order:
         a = st.attempts[key]
         info = st.info.get(key[:2], AttemptInfo())
         frame = Frame(compile_id=local[key], code=_code(a, info, st), dynamo_id=format_id(*key))
+        codes.settle(frame, key)
         _fill_graphs(frame, a, _graph_input_sources(a, st))
         _fill_guards(frame, a)
         first = st.attempts.get((key[0], key[1], 0))
