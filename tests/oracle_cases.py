@@ -116,6 +116,12 @@ def model_add_self(input):
     return input + input  # PyTorch's test_recompile_ux.py test_dynamic_input: a new batch size per call
 
 
+def clamp_then_break(x, y):
+    z = x.clamp(min=y)  # a float input, unspecialized on its second value (cf. PyTorch's test_unspec.py):
+    torch._dynamo.graph_break()  # AOTAutograd cannot tensorify it as clamp's bound -> a second restart
+    return z
+
+
 def _hooked(module: torch.nn.Module) -> torch.nn.Module:
     module.register_forward_pre_hook(lambda mod, args: (args[0] * 2,))
     module.register_forward_hook(lambda mod, args, out: out.relu())
@@ -151,6 +157,8 @@ ORACLE_CASES: dict[str, Callable[[], tuple]] = {
     # the third compile is refused by recompile_limit: torch names no code object for it
     "recompile_limit_hit": _case(model_add_self, _t(1, 3, 4), more_calls=[(_t(2, 3, 4),), (_t(3, 3, 4),), (_t(4, 3, 4),)],
                                  dynamo_config={"recompile_limit": 2, "automatic_dynamic_shapes": False}),
+    # 0/1 restarts twice: at the graph break, then with TensorifyScalarRestartAnalysis
+    "break_then_tensorify_restart": _case(clamp_then_break, _t(2), 2.5, more_calls=[(_t(2), 3.5)]),
 }
 for _name, _make in INPUT_CASES.items():  # the body-input cases of tests/cases_inputs.py
     def _input_case(make=_make, dynamic=_name in DYNAMIC):

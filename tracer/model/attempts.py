@@ -19,7 +19,7 @@ from typing import Any, Optional
 from tracer.model.frame import Frame
 from tracer.model.guards import Recompile
 
-__all__ = ["AttemptInfo", "FrameCodes", "local_ids", "settle_status", "format_id", "metric_times", "location", "recompile"]
+__all__ = ["AttemptInfo", "FrameCodes", "local_ids", "restart_by_elimination", "settle_status", "format_id", "metric_times", "location", "recompile"]
 
 Key = tuple[int, int]
 AttemptKey = tuple[int, int, int]
@@ -131,6 +131,8 @@ def settle_status(frame: Frame, attempt: int, info: AttemptInfo, restarted_attem
         reasons = info.break_reasons.get(attempt) or []
         if not reasons and m and m.get("restart_reasons") and restarted_attempts == 1:
             reasons = [str(r) for r in m["restart_reasons"]]
+        elif not reasons and m and isinstance(m.get("restart_reasons"), list):
+            reasons = restart_by_elimination(attempt, info, [str(r) for r in m["restart_reasons"]])
         frame.status_reason = "\n".join(dict.fromkeys(reasons))
         if not frame.status_reason:
             frame.status_reason = "unknown"
@@ -163,6 +165,42 @@ def settle_status(frame: Frame, attempt: int, info: AttemptInfo, restarted_attem
         else:
             frame.status_reason = "unknown"
             frame.problems.append("the compile produced no graph and torch did not say why")
+
+
+# Note [Restart reasons by elimination]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Torch keeps the reasons a compile restarted in a set, not per attempt: every ``RestartAnalysis``
+# that ends an attempt adds ``e.restart_reason or str(type(e))`` (torch/_dynamo/convert_frame.py,
+# ``_compile``'s ``compile_inner``), and compilation_metrics logs the set as ``restart_reasons`` in no
+# particular order; so a restart with no logged graph break (``TensorifyScalarRestartAnalysis``, which
+# carries no reason and shows as its type) has no reason of its own in the log. Which one is its
+# reason is provable only by elimination, when all of this holds:
+# - it is the one restarted attempt of the compile with no logged graph break;
+# - the set has as many reasons as the compile had restarted attempts (final attempt A: attempts
+#   0..A-1), so each attempt added a reason no other attempt added;
+# - each attempt with a logged break contains (in its break's text, which quotes the reason the
+#   break restarted with) a reason of the set, and exactly one reason of the set is in no break's text.
+# Then that one reason is this attempt's. Otherwise the reason stays "unknown" with a problem.
+def restart_by_elimination(attempt: int, info: AttemptInfo, restart_reasons: list[str]) -> list[str]:
+    """The reason of restarted attempt ``attempt``, when provable (Note [Restart reasons by elimination]).
+
+    >>> info = AttemptInfo(final_attempt=2, break_reasons={0: ["Encountered graph break: Call to graph_break()"]})
+    >>> restart_by_elimination(1, info, ["<class 'TensorifyScalarRestartAnalysis'>", "Call to graph_break()"])
+    ["<class 'TensorifyScalarRestartAnalysis'>"]
+    >>> restart_by_elimination(1, info, ["Call to graph_break()"])  # a reason repeated: not provable
+    []
+    """
+    final = info.final_attempt
+    if final is None or len(set(restart_reasons)) != final or len(restart_reasons) != final:
+        return []
+    unexplained = [a for a in range(final) if not info.break_reasons.get(a)]
+    if unexplained != [attempt]:
+        return []
+    texts = {a: "\n".join(info.break_reasons[a]) for a in range(final) if a != attempt}
+    if not all(any(r in t for r in restart_reasons) for t in texts.values()):
+        return []
+    free = [r for r in restart_reasons if not any(r in t for t in texts.values())]
+    return free if len(free) == 1 else []
 
 
 # Note [One record per recompile]

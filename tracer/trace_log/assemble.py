@@ -101,6 +101,9 @@ def assemble(st: LogState, fn: str = "") -> Capture:
         if frame.status == "no_graph" and frame.aot is not None:
             frame.aot = None
             frame.problems.append("AOT graphs logged for a compile that produced no Dynamo graph: not kept")
+        elif frame.status == "restarted" and frame.aot is not None:  # e.g. TensorifyScalarRestartAnalysis,
+            frame.aot = None  # raised inside AOTAutograd after it logged a graph torch then threw away
+            frame.problems.append("AOT graphs logged for an attempt that restarted: not kept")
         problems_wait_for_graphs(frame)
         cap.frames.append(frame)
     for key, gb in st.breaks:
