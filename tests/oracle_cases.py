@@ -122,6 +122,12 @@ def clamp_then_break(x, y):
     return z
 
 
+def raises_after_giving_up(x):
+    # Dynamo cannot trace ``open`` (a graph break with no ops before it: no graph); the call then
+    # raises in the user's own code, after torch logged the attempt as finished
+    return open(f"/nonexistent/{x.numel()}")  # noqa: SIM115 - never opens
+
+
 def _hooked(module: torch.nn.Module) -> torch.nn.Module:
     module.register_forward_pre_hook(lambda mod, args: (args[0] * 2,))
     module.register_forward_hook(lambda mod, args, out: out.relu())
@@ -159,6 +165,7 @@ ORACLE_CASES: dict[str, Callable[[], tuple]] = {
                                  dynamo_config={"recompile_limit": 2, "automatic_dynamic_shapes": False}),
     # 0/1 restarts twice: at the graph break, then with TensorifyScalarRestartAnalysis
     "break_then_tensorify_restart": _case(clamp_then_break, _t(2), 2.5, more_calls=[(_t(2), 3.5)]),
+    "raises_after_giving_up": _case(raises_after_giving_up, _t(2)),
 }
 for _name, _make in INPUT_CASES.items():  # the body-input cases of tests/cases_inputs.py
     def _input_case(make=_make, dynamic=_name in DYNAMIC):

@@ -95,6 +95,7 @@ def _expected(records: list[tuple[dict, str]], calls: list[dict]) -> dict:
         "breaks": sorted(local[k] for k, n in breaks.items() for _ in range(n)),
         "recompiles": [(local[(*k, 0)], [_local_prefix(r, local) for r in reasons]) for k, reasons in recompiles],
         "raised": any("raised" in c for c in calls),
+        "raised_type": next((c["raised"] for c in calls if "raised" in c), None),
         "unbroken_restarts": unbroken,
     }
 
@@ -138,6 +139,8 @@ def test_capture_agrees_with_torch(name, oracle):
     cap, raised = _capture(name)
     tracer.validate(cap)
     assert raised == want["raised"]
+    # what the call raised is the call's error, whichever attempt ran last (Note [Interrupted compiles])
+    assert cap.meta.get("error", "").split(":")[0] == (want["raised_type"] or "")
     got = [(f.compile_id, f.status, f.code) for f in cap.frames]
     assert got == [(cid, status, code) for cid, status, code, _ in want["frames"]]
     for frame, (_, _, _, torch_graph) in zip(cap.frames, want["frames"], strict=True):

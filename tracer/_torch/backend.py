@@ -236,6 +236,8 @@ class Recorder:
             if akey[2] == 0:
                 for reasons in self.recompile_reasons.get(akey[:2], []):  # Note [One record per recompile]
                     cap.recompiles.append(recompile(local[akey], reasons, local))
+        if self.interrupted is not None:
+            cap.meta["error"] = _describe(self.interrupted)  # what the call raised (Note [Interrupted compiles])
         handler_errors = self._handler.errors if self._handler is not None else []
         cap.problems.extend([*self.errors, *handler_errors, *self.beyond.finish(), *take_loose()])
         self.specs.clear()
@@ -263,7 +265,10 @@ class Recorder:
         info = self.info.get(akey[:2], AttemptInfo())
         restarted = len([a for a in self.order if a[:2] == akey[:2] and info.final_attempt is not None and a[2] < info.final_attempt])
         last = akey == self.order[-1]
-        interrupted = _describe(self.interrupted) if last and self.interrupted is not None else ""
+        # Note [Interrupted compiles]: an Exception through _compile sets fail_type; one torch logged no
+        # failure for was raised after the attempt finished (the user's code): the call's error, not this attempt's
+        cut = last and self.interrupted is not None and not isinstance(self.interrupted, Exception)
+        interrupted = _describe(self.interrupted) if cut else ""
         settle_status(frame, akey[2], info, restarted, interrupted)
         self.beyond.fill(frame, akey)
         stack = _user_stack(self.start_stacks.get(akey[:2], []))

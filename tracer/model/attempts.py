@@ -116,7 +116,11 @@ def metric_times(m: dict[str, Any]) -> dict[str, float]:
 # ``_compile`` records fail_type/fail_reason only for an ``Exception``; a ``BaseException`` that
 # unwinds through Dynamo (KeyboardInterrupt, a paused session being aborted) still logs
 # compilation_metrics, with no failure and no graph. The capture knows what unwound it, so the
-# attempt that was running (the last one) is "failed" with that exception as its reason.
+# attempt that was running (the last one) is "failed" with that exception as its reason. An
+# ``Exception`` is never such a cut: through ``_compile`` it would have set fail_type, so one torch
+# logged no failure for was raised after the attempt finished — by the user's own code, run after
+# Dynamo gave up on the frame or produced no graph. The attempt keeps the status its metrics give,
+# and the exception is the call's error (``Capture.meta["error"]``, as for every call that raised).
 def settle_status(frame: Frame, attempt: int, info: AttemptInfo, restarted_attempts: int, interrupted: str = "") -> None:
     """Set ``frame.status``/``status_reason``/``times`` for attempt ``attempt`` of its compile.
 
