@@ -128,6 +128,15 @@ def raises_after_giving_up(x):
     return open(f"/nonexistent/{x.numel()}")  # noqa: SIM115 - never opens
 
 
+def _intermediate_hook(scale: torch.Tensor) -> Callable:
+    def hooked(x):  # cf. PyTorch's test_hooks.py intermediary-hook tests: a hook on a value made in the graph
+        y = x + 1
+        y.register_hook(lambda grad: grad * scale)  # ``scale`` captured: lifted into hook_body_0
+        return y * 2
+
+    return hooked
+
+
 def _hooked(module: torch.nn.Module) -> torch.nn.Module:
     module.register_forward_pre_hook(lambda mod, args: (args[0] * 2,))
     module.register_forward_hook(lambda mod, args, out: out.relu())
@@ -166,6 +175,7 @@ ORACLE_CASES: dict[str, Callable[[], tuple]] = {
     # 0/1 restarts twice: at the graph break, then with TensorifyScalarRestartAnalysis
     "break_then_tensorify_restart": _case(clamp_then_break, _t(2), 2.5, more_calls=[(_t(2), 3.5)]),
     "raises_after_giving_up": _case(raises_after_giving_up, _t(2)),
+    "intermediate_hook": lambda: (_intermediate_hook(_t(3, seed=1)), (_t(3).requires_grad_(),), {}),
 }
 for _name, _make in INPUT_CASES.items():  # the body-input cases of tests/cases_inputs.py
     def _input_case(make=_make, dynamic=_name in DYNAMIC):
