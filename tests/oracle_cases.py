@@ -2,9 +2,9 @@
 the way PyTorch's own Dynamo/HOP tests write them (small module-level functions, fixed inputs).
 
 ``ORACLE_CASES[name]()`` returns ``(fn, args, options)``: ``tracer.capture(fn, *args, **options)``;
-options are limited to ``more_calls``, ``fullgraph``, ``dynamic`` and ``capture_scalar_outputs``,
-which the plain ``torch.compile`` run of tests/oracle_child.py mirrors. The shared capture cases of
-tests/cases.py are included too.
+options are limited to ``more_calls``, ``fullgraph``, ``dynamic``, ``capture_scalar_outputs`` and
+``dynamo_config``, which the plain ``torch.compile`` run of tests/oracle_child.py mirrors. The shared
+capture cases of tests/cases.py are included too.
 """
 
 from __future__ import annotations
@@ -112,6 +112,31 @@ def guard_on_str(x, s):
     return x * len(s)  # a guard s == '...' that every new string fails (cf. PyTorch's test_recompile_ux.py)
 
 
+def model_add_self(input):
+    return input + input  # PyTorch's test_recompile_ux.py test_dynamic_input: a new batch size per call
+
+
+def clamp_then_break(x, y):
+    z = x.clamp(min=y)  # a float input, unspecialized on its second value (cf. PyTorch's test_unspec.py):
+    torch._dynamo.graph_break()  # AOTAutograd cannot tensorify it as clamp's bound -> a second restart
+    return z
+
+
+def raises_after_giving_up(x):
+    # Dynamo cannot trace ``open`` (a graph break with no ops before it: no graph); the call then
+    # raises in the user's own code, after torch logged the attempt as finished
+    return open(f"/nonexistent/{x.numel()}")  # noqa: SIM115 - never opens
+
+
+def _intermediate_hook(scale: torch.Tensor) -> Callable:
+    def hooked(x):  # cf. PyTorch's test_hooks.py intermediary-hook tests: a hook on a value made in the graph
+        y = x + 1
+        y.register_hook(lambda grad: grad * scale)  # ``scale`` captured: lifted into hook_body_0
+        return y * 2
+
+    return hooked
+
+
 def _hooked(module: torch.nn.Module) -> torch.nn.Module:
     module.register_forward_pre_hook(lambda mod, args: (args[0] * 2,))
     module.register_forward_hook(lambda mod, args, out: out.relu())
@@ -144,12 +169,19 @@ ORACLE_CASES: dict[str, Callable[[], tuple]] = {
     "closure_root": lambda: (_closure_over(_t(3, seed=1)), (_t(3),), {}),
     "specialize_size": _case(specialize_size, _t(4), dynamic=True),
     "user_module_with_hooks": lambda: (_seeded(lambda: _hooked(Scaled())), (_t(2, 3),), {}),
+    # the third compile is refused by recompile_limit: torch names no code object for it
+    "recompile_limit_hit": _case(model_add_self, _t(1, 3, 4), more_calls=[(_t(2, 3, 4),), (_t(3, 3, 4),), (_t(4, 3, 4),)],
+                                 dynamo_config={"recompile_limit": 2, "automatic_dynamic_shapes": False}),
+    # 0/1 restarts twice: at the graph break, then with TensorifyScalarRestartAnalysis
+    "break_then_tensorify_restart": _case(clamp_then_break, _t(2), 2.5, more_calls=[(_t(2), 3.5)]),
+    "raises_after_giving_up": _case(raises_after_giving_up, _t(2)),
+    "intermediate_hook": lambda: (_intermediate_hook(_t(3, seed=1)), (_t(3).requires_grad_(),), {}),
 }
 for _name, _make in INPUT_CASES.items():  # the body-input cases of tests/cases_inputs.py
     def _input_case(make=_make, dynamic=_name in DYNAMIC):
         fn, args = make()
         return fn, args, {"dynamic": True} if dynamic else {}
     ORACLE_CASES[f"inputs_{_name}"] = _input_case
-OPTIONS = ("more_calls", "fullgraph", "dynamic", "capture_scalar_outputs")
+OPTIONS = ("more_calls", "fullgraph", "dynamic", "capture_scalar_outputs", "dynamo_config")
 for _name, _make in CASES.items():
     ORACLE_CASES.setdefault(_name, _make)

@@ -67,6 +67,7 @@ def main(out_path: str, names: list[str]) -> None:
 
         fn, args, options = ORACLE_CASES[name]()
         config = {"capture_scalar_outputs": True} if options.get("capture_scalar_outputs") else {}
+        config.update(options.get("dynamo_config", {}))
         with torch._dynamo.config.patch(**config):
             compiled = torch.compile(fn, backend=oracle, fullgraph=options.get("fullgraph", False),
                                      dynamic=options.get("dynamic"))

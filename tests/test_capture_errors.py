@@ -35,6 +35,9 @@ def test_function_raises_in_eager():
     assert isinstance(err.capture, tracer.Capture)
     assert any("tracer.capture" in n and "err.capture" in n for n in err.__notes__)
     tracer.validate(err.capture)
+    assert err.capture.meta["error"] == "KeyError: 'user error'"  # the call's error
+    # Dynamo saw the raise while tracing: torch's own failure of the compile (fail_type), not "interrupted"
+    assert [(f.status, f.status_reason.split(":")[0]) for f in err.capture.frames][-1] == ("failed", "Unsupported")
 
 
 def test_compile_fails_with_fullgraph():

@@ -160,6 +160,13 @@ def test_invoke_subgraph_operands_after_identifier():
     assert _feeds("invoke_subgraph", ["body_0", "subgraph_0", "y", 3], 2) == [("y", "", ""), (None, "", "3")]
 
 
+def test_register_hook_grad_then_captured_values():
+    # register_hook.py: hook_body(grad, *freevars) for register_hook(tensor, hook_body, *freevars)
+    assert _feeds("register_hook", ["z", "hook_body_0", "l_y_"], 2) == [(None, "grad of the hooked tensor", ""),
+                                                                        ("l_y_", "", "")]
+    assert _feeds("register_hook", ["z", "hook_body_0"], 1) == [(None, "grad of the hooked tensor", "")]
+
+
 @pytest.mark.parametrize("hop, head", [
     ("wrap", []), ("tag_activation_checkpoint", []), ("wrap_activation_checkpoint", []),
     ("wrap_with_set_grad_enabled", [True]), ("wrap_with_autocast", ["cpu", None, True, None]),

@@ -114,3 +114,21 @@ def test_frame_lookup_names_the_choices():
     assert cap.frame("0/0") is cap.frames[0]
     with pytest.raises(KeyError, match=r"no frame '9/9' \(frames: \['0/0'\]\)"):
         cap.frame("9/9")
+
+
+def test_code_of_a_compile_torch_named_no_code_for():
+    # Note [Code object from the frame id]: a refused compile takes the code an earlier attempt with
+    # its frame id named; with no earlier attempt of that frame id it stays unknown
+    from tracer.model.attempts import FrameCodes
+
+    codes = FrameCodes()
+    orphan, first, refused = Frame(compile_id="0/0", code=""), Frame(compile_id="1/0", code="f.py:2 in f"), Frame(compile_id="1/1", code="")
+    first.meta["filename"] = "/src/f.py"
+    codes.settle(orphan, (7, 0, 0))
+    codes.settle(first, (3, 0, 0))
+    codes.settle(refused, (3, 1, 0))
+    assert (orphan.code, orphan.problems) == ("unknown", ["torch did not say which code object this compile was for"])
+    assert (refused.code, refused.meta["filename"], refused.problems) == ("f.py:2 in f", "/src/f.py", [])
+    later = Frame(compile_id="0/1", code="")
+    codes.settle(later, (7, 1, 0))
+    assert later.code == "unknown"  # the unknown of an earlier attempt is not a name to copy

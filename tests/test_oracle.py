@@ -73,6 +73,7 @@ def _expected(records: list[tuple[dict, str]], calls: list[dict]) -> dict:
         local[(fid, cid, attempt)] = f"{f}/{c}" + (f"_{attempt}" if attempt else "")
     graphs = {tuple(c["id"]): c for c in calls if "id" in c}
     frames = []
+    unbroken: dict[str, list[str]] = {}  # restarted attempts with no logged graph break
     for akey in order:
         last, m = final.get(akey[:2], (None, {}))
         if last is not None and akey[2] < last:
@@ -84,12 +85,18 @@ def _expected(records: list[tuple[dict, str]], calls: list[dict]) -> dict:
         else:
             status = "no_graph"
         code = f"{os.path.basename(m.get('co_filename') or '?')}:{m.get('co_firstlineno')} in {m.get('co_name')}"
+        if not m.get("co_name"):  # a refused compile: torch numbers frames per code object
+            code = next(c for k, _, c, _ in frames if k.split("/")[0] == local[akey].split("/")[0])
         frames.append((local[akey], status, code, graphs.get(akey)))
+        if status == "restarted" and not breaks[akey]:  # torch's reasons of the compile, a set
+            unbroken[local[akey]] = m.get("restart_reasons") or []
     return {
         "frames": frames,
         "breaks": sorted(local[k] for k, n in breaks.items() for _ in range(n)),
         "recompiles": [(local[(*k, 0)], [_local_prefix(r, local) for r in reasons]) for k, reasons in recompiles],
         "raised": any("raised" in c for c in calls),
+        "raised_type": next((c["raised"] for c in calls if "raised" in c), None),
+        "unbroken_restarts": unbroken,
     }
 
 
@@ -132,6 +139,8 @@ def test_capture_agrees_with_torch(name, oracle):
     cap, raised = _capture(name)
     tracer.validate(cap)
     assert raised == want["raised"]
+    # what the call raised is the call's error, whichever attempt ran last (Note [Interrupted compiles])
+    assert cap.meta.get("error", "").split(":")[0] == (want["raised_type"] or "")
     got = [(f.compile_id, f.status, f.code) for f in cap.frames]
     assert got == [(cid, status, code) for cid, status, code, _ in want["frames"]]
     for frame, (_, _, _, torch_graph) in zip(cap.frames, want["frames"], strict=True):
@@ -149,6 +158,11 @@ def test_capture_agrees_with_torch(name, oracle):
             assert sg.parent == body["parent"] and sg.call_node == body["callers"][0], f"{where} {qn}"
             assert [c.node for c in sg.call_sites] == body["callers"], f"{where} {qn}"
     assert sorted(b.compile_id for b in cap.graph_breaks) == want["breaks"]
+    # a restart with no logged break: its reason is one of torch's restart_reasons (else unknown + a
+    # problem, which the last assert rejects) (Note [Restart reasons by elimination])
+    for frame in cap.frames:
+        if frame.compile_id in want["unbroken_restarts"]:
+            assert frame.status_reason in want["unbroken_restarts"][frame.compile_id], frame.compile_id
     # Note [One record per recompile]: as many as torch logged, each with every cache entry's failed
     # guard, the same text but for torch's column padding (ids are local = torch's in a fresh process)
     assert [(r.compile_id, [" ".join(f.split()) for f in r.failed]) for r in cap.recompiles] == \

@@ -204,8 +204,9 @@ def _compare(name: str, loaded: tracer.Capture, live: tracer.Capture) -> set[str
         assert got.dynamo_id and got.dynamo_id.split("_")[0].count("/") == 1, where
         assert set(got.times) == set(want.times), where
         # the user stack at dynamo_start: the outer frames differ (the child's loop vs pytest), the
-        # frame being compiled is the same
-        assert got.meta["stack"][-1] == want.meta["stack"][-1], where
+        # frame being compiled is the same; a compile refused by recompile_limit logs no dynamo_start
+        assert got.meta.get("stack", [])[-1:] == want.meta.get("stack", [])[-1:], where
+        assert "stack" in want.meta or want.status_reason.startswith("Unsupported: Dynamo recompile limit"), where
         assert _user_only(got.symbols) == _user_only(want.symbols), where
         assert _user_only(got.shape_guards) == _user_only(want.shape_guards), where
         assert _user_only(got.specializations) == _user_only(want.specializations), where
@@ -340,9 +341,9 @@ def test_whole_log_loads_without_skipped_lines(logs):
     import torch
 
     assert cap.meta["torch"] == torch.__version__  # the release of the child that wrote the log (this interpreter)
-    # dynamic cases create symbols, read by the code a live capture uses: names, sources, user lines
+    # dynamic cases create symbols (sizes s, unbacked u, floats zf), read by the code a live capture uses
     sym = next(s for f in cap.frames for s in f.symbols if s.source)
-    assert re.fullmatch(r"[su]\d+", sym.name) and sym.user_stack and sym.user_stack[-1].file.endswith(".py")
+    assert re.fullmatch(r"(s|u|zf)\d+", sym.name) and sym.user_stack and sym.user_stack[-1].file.endswith(".py")
     assert any(s.kind == "zero_one" for f in cap.frames for s in f.specializations)
 
 

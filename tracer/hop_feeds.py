@@ -80,6 +80,8 @@ class _Call:
 #   autograd_function_apply(fwd, bwd, *args)       fwd(*args) -> (output, saved_values);
 #       bwd(*grads of output, *saved_values)                          torch/_functorch/autograd_function.py
 #   invoke_subgraph(body, identifier, *operands)   body(*operands)                     invoke_subgraph.py
+#   register_hook(tensor, hook_body, *freevars)    hook_body(grad, *freevars), grad the gradient autograd
+#       computes for ``tensor`` in backward                           register_hook.py RegisterHookOp
 #   wrap(body, *args), tag_activation_checkpoint(body, *args), wrap_activation_checkpoint(body, *args),
 #       wrap_with_set_grad_enabled(enabled, body, *args), wrap_with_autocast(..., body, *args),
 #       hints_wrapper(body, args, kwargs): body(*every positional value after the body)   wrap.py
@@ -91,12 +93,12 @@ class _Call:
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # kind "hop_supplied" is for a placeholder whose value, when the body runs, is made by the HOP,
 # not read from a parent node: flex_attention's score and indices, an autograd.Function backward's
-# gradients and saved values, a scan/map slice, a scan/while_loop carry. ``supplied`` says what it
-# is. Where a parent node determines the value we keep it as ``source`` too, because that is
-# exact: a slice "slice of xs[0]" comes from the parent node xs[0] (element i at run i); a carry
+# gradients and saved values, a tensor hook's gradient, a scan/map slice, a scan/while_loop carry.
+# ``supplied`` says what it is. Where a parent node determines the value we keep it as ``source``
+# too, because that is exact: a slice "slice of xs[0]" comes from the parent node xs[0] (element i at run i); a carry
 # "carry[1]" *is* the parent node at the first iteration and the body's own output afterwards, so
 # source = the initial value and supplied = "carry[1]" together say both. flex's score/b/h/q_idx/
-# kv_idx and the backward's gradients and saved values have no parent node: source "".
+# kv_idx, the backward's gradients and saved values and a hook's gradient have no parent node: source "".
 def _cond(c: _Call) -> list[Feed]:
     return c.passed(leaves(c.arg(3, "operands")))
 
@@ -148,6 +150,10 @@ def _invoke_subgraph(c: _Call) -> list[Feed]:
     return c.passed(leaves(c.args[2:]))
 
 
+def _register_hook(c: _Call) -> list[Feed]:
+    return [Feed(supplied="grad of the hooked tensor")] + c.passed(leaves(c.args[2:]))
+
+
 def _after_body(c: _Call) -> list[Feed]:
     tops = [i for i, a in enumerate(c.args) if c.reader.body(a)]
     return c.passed(leaves(c.args[tops[-1] + 1:])) if tops else []
@@ -163,6 +169,7 @@ _LAYOUTS: dict[str, Callable[[_Call], list[Feed]]] = {
     "flex_attention": _flex_attention,
     "autograd_function_apply": _autograd_function_apply,
     "invoke_subgraph": _invoke_subgraph,
+    "register_hook": _register_hook,
     "wrap": _after_body,
     "tag_activation_checkpoint": _after_body,
     "wrap_activation_checkpoint": _after_body,

@@ -27,7 +27,15 @@ from tracer._torch.trace_filter import install_payload_filter
 from tracer._torch.unknowns import recording_into, take_loose
 from tracer.diffing import attach_recompile_diffs
 from tracer.model import Capture, Frame, GraphBreak, GraphPiece, Speculation
-from tracer.model.attempts import AttemptInfo, format_id, local_ids, location, recompile, settle_status
+from tracer.model.attempts import (
+    AttemptInfo,
+    FrameCodes,
+    format_id,
+    local_ids,
+    location,
+    recompile,
+    settle_status,
+)
 
 __all__ = ["Recorder"]
 
@@ -214,8 +222,10 @@ class Recorder:
         """Fill ``cap`` from what was recorded; drops every torch object the Recorder held."""
         local = local_ids(self.order)
         backend_guards = backend_match_guards(self.codes.codes(), self.region)
+        codes = FrameCodes()  # Note [Code object from the frame id]
         for akey in self.order:
             for frame in self._frames_of(akey):
+                codes.settle(frame, akey)
                 self._fill(frame, akey, local, backend_guards)
                 cap.frames.append(frame)
         for b in self.breaks:
@@ -226,6 +236,8 @@ class Recorder:
             if akey[2] == 0:
                 for reasons in self.recompile_reasons.get(akey[:2], []):  # Note [One record per recompile]
                     cap.recompiles.append(recompile(local[akey], reasons, local))
+        if self.interrupted is not None:
+            cap.meta["error"] = _describe(self.interrupted)  # what the call raised (Note [Interrupted compiles])
         handler_errors = self._handler.errors if self._handler is not None else []
         cap.problems.extend([*self.errors, *handler_errors, *self.beyond.finish(), *take_loose()])
         self.specs.clear()
@@ -247,16 +259,16 @@ class Recorder:
 
     def _fill(self, frame: Frame, akey: AttemptKey, local: dict[AttemptKey, str], backend_guards: dict) -> None:
         frame.compile_id = local[akey]
-        if not frame.code:
-            frame.code = "unknown"
-            frame.problems.append("torch did not say which code object this compile was for")
         names = frame.meta.pop("_graph_names", {})
         frame.speculations = [_speculation(s, names) for s in self.specs if (s.key, s.attempt) == (akey[:2], akey[2])]
         frame.guards = list(self.guards.get(akey, []))
         info = self.info.get(akey[:2], AttemptInfo())
         restarted = len([a for a in self.order if a[:2] == akey[:2] and info.final_attempt is not None and a[2] < info.final_attempt])
         last = akey == self.order[-1]
-        interrupted = _describe(self.interrupted) if last and self.interrupted is not None else ""
+        # Note [Interrupted compiles]: an Exception through _compile sets fail_type; one torch logged no
+        # failure for was raised after the attempt finished (the user's code): the call's error, not this attempt's
+        cut = last and self.interrupted is not None and not isinstance(self.interrupted, Exception)
+        interrupted = _describe(self.interrupted) if cut else ""
         settle_status(frame, akey[2], info, restarted, interrupted)
         self.beyond.fill(frame, akey)
         stack = _user_stack(self.start_stacks.get(akey[:2], []))

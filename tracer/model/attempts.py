@@ -19,7 +19,7 @@ from typing import Any, Optional
 from tracer.model.frame import Frame
 from tracer.model.guards import Recompile
 
-__all__ = ["AttemptInfo", "local_ids", "settle_status", "format_id", "metric_times", "location", "recompile"]
+__all__ = ["AttemptInfo", "FrameCodes", "local_ids", "restart_by_elimination", "settle_status", "format_id", "metric_times", "location", "recompile"]
 
 Key = tuple[int, int]
 AttemptKey = tuple[int, int, int]
@@ -50,6 +50,36 @@ def local_ids(order: list[AttemptKey]) -> dict[AttemptKey, str]:
 def location(filename: str, firstlineno: Any, name: str) -> str:
     """"file.py:LINE in fn", the same form as isolation.code_location, from metric fields."""
     return f"{os.path.basename(filename or '?')}:{firstlineno if firstlineno is not None else '?'} in {name or '?'}"
+
+
+# Note [Code object from the frame id]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Torch numbers frames per code object: ``get_compile_id`` (torch/_dynamo/convert_frame.py) keeps the
+# frame id in the code object's ``code_context`` state, taken from a counter that only grows, so every
+# compile of one code object has the same frame id and no other code object ever gets it. A compile
+# refused by ``recompile_limit`` logs compilation_metrics with no ``co_name``/``co_filename``, and no
+# hook sees its code; its code object is the one an earlier attempt with its frame id named. Only an
+# earlier attempt's name is used (attempts are settled in the order they ran); with none, the code
+# stays "unknown" with a problem.
+class FrameCodes:
+    """Fills ``Frame.code`` of attempts torch named no code for (Note [Code object from the frame id])."""
+
+    def __init__(self) -> None:
+        self._by_frame_id: dict[int, tuple[str, str]] = {}  # frame id -> (code location, file name)
+
+    def settle(self, frame: Frame, akey: AttemptKey) -> None:
+        """Record ``frame.code`` for its frame id, or take it from an earlier attempt, else "unknown"."""
+        if frame.code and frame.code != "unknown":
+            self._by_frame_id.setdefault(akey[0], (frame.code, str(frame.meta.get("filename") or "")))
+            return
+        known = self._by_frame_id.get(akey[0])
+        if known is None:
+            frame.code = "unknown"
+            frame.problems.append("torch did not say which code object this compile was for")
+            return
+        frame.code = known[0]
+        if known[1]:
+            frame.meta.setdefault("filename", known[1])
 
 
 @dataclass
@@ -86,7 +116,11 @@ def metric_times(m: dict[str, Any]) -> dict[str, float]:
 # ``_compile`` records fail_type/fail_reason only for an ``Exception``; a ``BaseException`` that
 # unwinds through Dynamo (KeyboardInterrupt, a paused session being aborted) still logs
 # compilation_metrics, with no failure and no graph. The capture knows what unwound it, so the
-# attempt that was running (the last one) is "failed" with that exception as its reason.
+# attempt that was running (the last one) is "failed" with that exception as its reason. An
+# ``Exception`` is never such a cut: through ``_compile`` it would have set fail_type, so one torch
+# logged no failure for was raised after the attempt finished — by the user's own code, run after
+# Dynamo gave up on the frame or produced no graph. The attempt keeps the status its metrics give,
+# and the exception is the call's error (``Capture.meta["error"]``, as for every call that raised).
 def settle_status(frame: Frame, attempt: int, info: AttemptInfo, restarted_attempts: int, interrupted: str = "") -> None:
     """Set ``frame.status``/``status_reason``/``times`` for attempt ``attempt`` of its compile.
 
@@ -101,6 +135,8 @@ def settle_status(frame: Frame, attempt: int, info: AttemptInfo, restarted_attem
         reasons = info.break_reasons.get(attempt) or []
         if not reasons and m and m.get("restart_reasons") and restarted_attempts == 1:
             reasons = [str(r) for r in m["restart_reasons"]]
+        elif not reasons and m and isinstance(m.get("restart_reasons"), list):
+            reasons = restart_by_elimination(attempt, info, [str(r) for r in m["restart_reasons"]])
         frame.status_reason = "\n".join(dict.fromkeys(reasons))
         if not frame.status_reason:
             frame.status_reason = "unknown"
@@ -133,6 +169,42 @@ def settle_status(frame: Frame, attempt: int, info: AttemptInfo, restarted_attem
         else:
             frame.status_reason = "unknown"
             frame.problems.append("the compile produced no graph and torch did not say why")
+
+
+# Note [Restart reasons by elimination]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Torch keeps the reasons a compile restarted in a set, not per attempt: every ``RestartAnalysis``
+# that ends an attempt adds ``e.restart_reason or str(type(e))`` (torch/_dynamo/convert_frame.py,
+# ``_compile``'s ``compile_inner``), and compilation_metrics logs the set as ``restart_reasons`` in no
+# particular order; so a restart with no logged graph break (``TensorifyScalarRestartAnalysis``, which
+# carries no reason and shows as its type) has no reason of its own in the log. Which one is its
+# reason is provable only by elimination, when all of this holds:
+# - it is the one restarted attempt of the compile with no logged graph break;
+# - the set has as many reasons as the compile had restarted attempts (final attempt A: attempts
+#   0..A-1), so each attempt added a reason no other attempt added;
+# - each attempt with a logged break contains (in its break's text, which quotes the reason the
+#   break restarted with) a reason of the set, and exactly one reason of the set is in no break's text.
+# Then that one reason is this attempt's. Otherwise the reason stays "unknown" with a problem.
+def restart_by_elimination(attempt: int, info: AttemptInfo, restart_reasons: list[str]) -> list[str]:
+    """The reason of restarted attempt ``attempt``, when provable (Note [Restart reasons by elimination]).
+
+    >>> info = AttemptInfo(final_attempt=2, break_reasons={0: ["Encountered graph break: Call to graph_break()"]})
+    >>> restart_by_elimination(1, info, ["<class 'TensorifyScalarRestartAnalysis'>", "Call to graph_break()"])
+    ["<class 'TensorifyScalarRestartAnalysis'>"]
+    >>> restart_by_elimination(1, info, ["Call to graph_break()"])  # a reason repeated: not provable
+    []
+    """
+    final = info.final_attempt
+    if final is None or len(set(restart_reasons)) != final or len(restart_reasons) != final:
+        return []
+    unexplained = [a for a in range(final) if not info.break_reasons.get(a)]
+    if unexplained != [attempt]:
+        return []
+    texts = {a: "\n".join(info.break_reasons[a]) for a in range(final) if a != attempt}
+    if not all(any(r in t for r in restart_reasons) for t in texts.values()):
+        return []
+    free = [r for r in restart_reasons if not any(r in t for t in texts.values())]
+    return free if len(free) == 1 else []
 
 
 # Note [One record per recompile]

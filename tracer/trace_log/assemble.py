@@ -10,7 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from tracer.model.aot import Aot
-from tracer.model.attempts import AttemptInfo, format_id, local_ids, location, recompile, settle_status
+from tracer.model.attempts import (
+    AttemptInfo,
+    FrameCodes,
+    format_id,
+    local_ids,
+    location,
+    recompile,
+    settle_status,
+)
 from tracer.model.capture import Capture
 from tracer.model.frame import Frame
 from tracer.model.graph import Graph
@@ -67,10 +75,12 @@ LOG_LIMITS: dict[str, str] = {
 def assemble(st: LogState, fn: str = "") -> Capture:
     cap = Capture(fn=fn, limits=[f"{k}: {why}" for k, why in LOG_LIMITS.items()])
     local = local_ids(st.order)
+    codes = FrameCodes()  # Note [Code object from the frame id]
     for key in st.order:
         a = st.attempts[key]
         info = st.info.get(key[:2], AttemptInfo())
         frame = Frame(compile_id=local[key], code=_code(a, info, st), dynamo_id=format_id(*key))
+        codes.settle(frame, key)
         _fill_graphs(frame, a, _graph_input_sources(a, st))
         _fill_guards(frame, a)
         first = st.attempts.get((key[0], key[1], 0))
@@ -91,6 +101,9 @@ def assemble(st: LogState, fn: str = "") -> Capture:
         if frame.status == "no_graph" and frame.aot is not None:
             frame.aot = None
             frame.problems.append("AOT graphs logged for a compile that produced no Dynamo graph: not kept")
+        elif frame.status == "restarted" and frame.aot is not None:  # e.g. TensorifyScalarRestartAnalysis,
+            frame.aot = None  # raised inside AOTAutograd after it logged a graph torch then threw away
+            frame.problems.append("AOT graphs logged for an attempt that restarted: not kept")
         problems_wait_for_graphs(frame)
         cap.frames.append(frame)
     for key, gb in st.breaks:
