@@ -157,7 +157,8 @@ def test_gzip_damaged_mid_stream_keeps_what_came_before_and_names_garbage(real_l
         more = [int(m.group(1)) for p in cap.problems for m in [re.match(r"\.\.\. and (\d+) more lines skipped$", p)] if m]
         if skipped:
             named += 1
-            assert f"; {len(skipped) + sum(more)} lines not read (first: {skipped[0]}); " in line
+            n = len(skipped) + sum(more)
+            assert f"; {n} line{'s' if n != 1 else ''} not read (first: {skipped[0]}); " in line
         first_bad = next(i for i, (a, b) in enumerate(zip(text, real_log, strict=False)) if a != b)
         before = _summary(load_trace(_write(tmp_path / "before.log", _whole_part(real_log[:first_bad]))))
         assert _summary(cap)[:max(len(before) - 1, 0)] == before[:-1]  # the last may straddle the damage

@@ -18,6 +18,7 @@ import hashlib
 import os
 from typing import Callable, Optional
 
+from tracer._text import plural
 from tracer.model.capture import Capture
 from tracer.trace_log.assemble import LOG_LIMITS, assemble
 from tracer.trace_log.events import LogState, apply
@@ -116,7 +117,7 @@ def _summary(name: str, damage: Optional[str], skipped: list[str], records: int,
     """One line: the file, where it broke, the lines not read, and what was kept."""
     parts = [damage] if damage else []
     if skipped:
-        parts.append(f"{len(skipped)} line{'s' if len(skipped) != 1 else ''} not read (first: {skipped[0]})")
+        parts.append(f"{plural(len(skipped), 'line')} not read (first: {skipped[0]})")
     if not parts:
         return None
     return (f"{name}: {'; '.join(parts)}; kept {records} record{'s' if records != 1 else ''} "
