@@ -4,6 +4,7 @@ lacking one still captures (tracer/_torch/_symbols.py, tracer/_torch/releases.py
 from __future__ import annotations
 
 import importlib
+import sys
 import warnings
 
 import pytest
@@ -199,3 +200,22 @@ def test_a_checked_release_is_not_looked_at_and_does_not_warn():
         assert releases._warned is False  # nothing looked up: a later capture on it stays free
     finally:
         releases._warned = warned
+
+
+
+def test_backend_match_guards_on_a_torch_without_the_cache_entry_api(monkeypatch):
+    """torch 2.12 has no ``_get_cache_entries_for_region``. Torch 2.13 itself calls it, so deleting it
+    would break torch, not simulate 2.12: here only the import dynascope makes fails (a module in
+    sys.modules without the two functions). The BACKEND_MATCH guards are then unknown, said once."""
+    import types
+
+    from tracer._torch.guards import backend_match_guards
+    from tracer._torch.unknowns import recording_into
+
+    monkeypatch.setitem(sys.modules, "torch._C._dynamo.eval_frame", types.ModuleType("torch._C._dynamo.eval_frame"))
+    problems: list[str] = []
+    with recording_into(problems):
+        assert backend_match_guards([test_backend_match_guards_on_a_torch_without_the_cache_entry_api.__code__], 0) == {}
+    assert len(problems) == 1
+    assert problems[0].startswith("the cache entries (BACKEND_MATCH guards) of every frame")
+    assert "_get_cache_entries_for_region" in problems[0] or "_debug_get_cache_entry_list" in problems[0]

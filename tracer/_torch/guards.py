@@ -55,7 +55,11 @@ def guards_from_set(guards: Any) -> list[Guard]:
 # that carries the frame's compile id and record it with that name.
 def backend_match_guards(codes: list[types.CodeType], region: Optional[int]) -> dict[str, Guard]:
     """str(CompileId) -> the BACKEND_MATCH guard of the cache entry compiled under that id."""
-    from torch._C._dynamo.eval_frame import _debug_get_cache_entry_list, _get_cache_entries_for_region
+    try:
+        from torch._C._dynamo.eval_frame import _debug_get_cache_entry_list, _get_cache_entries_for_region
+    except ImportError as err:  # a release without the cache-entry API: these guards are unknown, said once
+        unknown("the cache entries (BACKEND_MATCH guards) of every frame", err)
+        return {}
 
     out: dict[str, Guard] = {}
     for code in codes:
