@@ -40,7 +40,9 @@ def load_job(path: str) -> Job:
         raise ValueError(f"load_job: {path!r} is not a directory (expected per-rank capture JSON files or a TORCH_TRACE directory)")
     names = sorted(os.listdir(path))
     jsons = [n for n in names if n.endswith(".json")]
-    logs = [n for n in names if n.endswith((".log", ".log.gz"))]  # trace_log.source.LOG_SUFFIXES
+    from tracer.trace_log.source import LOG_SUFFIXES  # the one place that says what a log file is
+
+    logs = [n for n in names if n.endswith(LOG_SUFFIXES)]
     job = Job(source=path)
     if jsons:
         job.meta["loaded_from"] = "capture json"
