@@ -242,6 +242,8 @@ def _compare(name: str, loaded: tracer.Capture, live: tracer.Capture) -> set[str
                  if LIMITED[field](got, want)}
     assert [(b.compile_id, b.location, b.code_line) for b in loaded.graph_breaks] == \
         [(b.compile_id, b.location, b.code_line) for b in live.graph_breaks]
+    assert [(g.location, g.gb_type, g.explanation, g.count, g.compile_ids, g.hints) for g in loaded.grouped_breaks()] == \
+        [(g.location, g.gb_type, g.explanation, g.count, g.compile_ids, g.hints) for g in live.grouped_breaks()]
     assert [(r.compile_id, r.reason, r.failed) for r in loaded.recompiles] == \
         [(r.compile_id, r.reason, r.failed) for r in live.recompiles]
     # Note [Limits of the source]: what a log cannot contain is said once, apart from this run's problems

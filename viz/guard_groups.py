@@ -1,4 +1,4 @@
-"""Guards grouped by the object they guard, for the guards view; graph-break reasons cut into their parts.
+"""Guards grouped by the object they guard, for the guards view.
 
 Invariant: pure and total: every guard lands in at least one group (a shape relation in the group of
 every input it mentions, a global guard in the one global group), groups and rows keep the order in
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from tracer.model import Guard
 
-__all__ = ["GuardGroup", "bases_in", "base_of", "break_parts", "group_guards", "kind_counts"]
+__all__ = ["GuardGroup", "bases_in", "base_of", "group_guards", "kind_counts"]
 
 GLOBAL = "global"
 
@@ -96,22 +96,3 @@ def group_guards(guards: list[Guard]) -> list[GuardGroup]:
 def kind_counts(guards: list[Guard]) -> list[tuple[str, int]]:
     """Every guard kind of ``guards`` with its count, most common first."""
     return Counter(g.kind for g in guards).most_common()
-
-
-_PREAMBLE = ("Encountered graph break", "Graph break")
-
-
-def break_parts(reason: str) -> tuple[str, list[str]]:
-    """(gist, hints) of a Dynamo graph-break reason: the first line that says what broke (the
-    "Encountered graph break when ..." preamble skipped when more follows) and its ``Hint:`` lines.
-
-    >>> break_parts("Encountered graph break when tracing CALL:\\n\\nlogging not supported\\n  Hint: ignore it.\\n")
-    ('logging not supported', ['ignore it.'])
-    """
-    lines = [ln.strip() for ln in reason.splitlines() if ln.strip()]
-    hints = [ln[len("Hint:"):].strip() for ln in lines if ln.startswith("Hint:")]
-    body = [ln for ln in lines if not ln.startswith(("Hint:", "Explanation:", "Developer debug context:", "For more details"))]
-    gist = body[0] if body else ""
-    if len(body) > 1 and gist.startswith(_PREAMBLE):
-        gist = body[1]
-    return gist, hints

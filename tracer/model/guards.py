@@ -58,13 +58,18 @@ class Recompile:
 
 @dataclass
 class BreakGroup:
-    """Identical graph breaks (same reason, same location), e.g. one per layer of a model."""
+    """Graph breaks with one cause at one user line (e.g. one per layer of a model, or one logging
+    call reached with different arguments): the cause is the break's type and explanation
+    (:mod:`tracer.model.break_reason`), so the call details torch appends do not split a group."""
 
-    reason: str
+    reason: str  # the first break's whole reason text
     location: str
     code_line: str
     count: int  # how many GraphBreaks of the capture this group stands for
     compile_ids: list[str] = field(default_factory=list)  # the attempts that broke there, in order
+    gb_type: str = ""  # what broke (the reason's graph-break type, or its first informative line)
+    explanation: str = ""  # Dynamo's explanation ("" when the reason has none)
+    hints: list[str] = field(default_factory=list)  # torch's hints, each once, in order
 
     def __repr__(self) -> str:
-        return f"BreakGroup({self.location}, x{self.count}, {self.reason[:60]!r})"
+        return f"BreakGroup({self.location}, x{self.count}, {(self.gb_type or self.reason)[:60]!r})"
