@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+import pytest
+
 from tracer.hop_feeds import CallReader, Feed, call_feeds
 from tracer.hop_tree import Body, HopCall, KindPolicy, build_subgraphs, subgraph_tree, walk
 from tracer.model.graph import Graph, Node
@@ -209,3 +211,21 @@ def test_walk_then_build_lets_a_source_match_records_in_between():
     assert all(n.role == "op" for n in root.graph.nodes if n.op == "call_function")  # roles wait for the build
     subs = build_subgraphs(tree, _kinds(), problems)
     assert list(subs) == [b.name for b in tree.bodies] and root.graph.node("wrap").role == "hop"
+
+
+def test_a_call_of_two_bodies_already_found_adds_a_site_to_each():
+    root = _Plain(["p", "l_x_"], [("cond", "cond", ["p", "true_0", "false_0", ("l_x_",)]),
+                                  ("cond_1", "cond", ["p", "true_0", "false_0", ("p",)])],
+                  {"true_0": _Plain(["a"], []), "false_0": _Plain(["b"], [])})
+    subs = subgraph_tree(root, _kinds(), [])
+    assert {name: [(c.node, c.sources) for c in s.call_sites] for name, s in subs.items()} == {
+        "true_0": [("cond", ["l_x_"]), ("cond_1", ["p"])], "false_0": [("cond", ["l_x_"]), ("cond_1", ["p"])]}
+
+
+def test_a_reader_whose_graph_disagrees_with_its_placeholders_is_an_error():
+    body = _Plain(["a", "b"], [])
+    body.placeholders = ["a"]
+    root = _Plain(["l_x_"], [("w", "wrap", ["wrap_body_0", "l_x_"])], {"wrap_body_0": body})
+    with pytest.raises(ValueError) as e:
+        subgraph_tree(root, _kinds(), [])
+    assert str(e.value) == "body 'wrap_body_0': its graph has placeholders ['a', 'b'], its reader said ['a']"

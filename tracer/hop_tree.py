@@ -157,13 +157,17 @@ def build_subgraphs(tree: HopTree, policy: KindPolicy, problems: list[str]) -> d
             kind = "hop_supplied" if feed is not None and feed.supplied else policy.kind(
                 b, i, _fed_from(b, feed, by_name, readers))
             kinds.append(kind or "unknown")
-        unknown = [n for n, k in zip(names, kinds, strict=True) if k == "unknown"]
+        unknown = [names[i] for i, k in enumerate(kinds) if k == "unknown"]
         why = policy.unknown(b, unknown) if unknown else ""
         if why:
             problems.append(why)
         graph = b.reader.graph
+        if [ph.name for ph in graph.placeholders] != names:
+            raise ValueError(f"body {b.name!r}: its graph has placeholders {[ph.name for ph in graph.placeholders]}, "
+                             f"its reader said {names}")
         inputs = []
-        for ph, kind, feed in zip(graph.placeholders, kinds, feeds, strict=True):
+        for i, ph in enumerate(graph.placeholders):
+            kind, feed = kinds[i], feeds[i]
             ph.role = kind
             meta = {k: v for k, v in ph.meta.items() if k not in ("stack_trace", "source")}
             if feed is not None and feed.constant:
