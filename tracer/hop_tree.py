@@ -140,7 +140,8 @@ def walk(root: GraphReader, problems: list[str]) -> HopTree:
 # an input: the parent node feeding it, then, while that node is a placeholder of a body, the
 # node feeding that one at the body's first call, and so on outward; the chain ends at a node that
 # is no body's placeholder, at the root graph, or where a call's Feeds are unknown. An input the
-# HOP makes itself is "hop_supplied" whatever the policy says (Note [Inputs the HOP supplies]).
+# HOP makes itself is "hop_supplied" whatever the policy says (Note [Inputs the HOP supplies] in
+# tracer/hop_feeds.py).
 def build_subgraphs(tree: HopTree, policy: KindPolicy, problems: list[str]) -> dict[str, Subgraph]:
     """The Subgraphs of ``tree`` by qualified name (parents first); sets the roles of their
     placeholders (their kinds) and of every HOP node ("hop", with the bodies it calls in ``calls``)."""
