@@ -12,6 +12,7 @@ is empty. Graphs are aligned by :func:`tracer.graph_align.align` (near-linear).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Optional
 
@@ -29,6 +30,8 @@ from tracer.model.diff import (
 )
 from tracer.model.frame import Frame
 from tracer.model.graph import Node, format_meta
+from tracer.model.guards import Recompile
+from tracer.model.lazy import on_first_read
 
 __all__ = ["align", "attach_recompile_diffs", "diff"]  # align re-exported from tracer.graph_align
 
@@ -231,9 +234,13 @@ def _final_attempt(cap: Capture, compile_id: str) -> Optional[Frame]:
     return (done or attempts or [None])[-1]
 
 
-def attach_recompile_diffs(cap: Capture) -> Capture:
+def attach_recompile_diffs(cap: Capture, *, on_read: bool = False) -> Capture:
     """Fill ``Recompile.replaced`` (from the "0/0: ..." prefix Dynamo gives a failed guard,
-    torch/_dynamo/guards.py ``get_guard_fail_reason_helper``) and ``Recompile.diff`` against it."""
+    torch/_dynamo/guards.py ``get_guard_fail_reason_helper``) and ``Recompile.diff`` against it.
+
+    ``on_read``: compute each diff on the first read of ``r.diff`` (a loaded log's frames parse
+    their graphs and guards on first read too, Note [Fields filled on first read]); a diff that
+    fails then adds its problem to ``cap.problems`` at that read."""
     for r in cap.recompiles:
         m = _ID_PREFIX.match(r.reason)
         if m is None:
@@ -245,8 +252,15 @@ def attach_recompile_diffs(cap: Capture) -> Capture:
             cap.problems.append(f"recompile {r.compile_id}: compile {r.replaced if fa is None else r.compile_id} "
                                 "is not a frame of this capture, no diff")
             continue
-        try:
-            r.diff = diff(fa, fb, reason=r.reason[m.end():])
-        except Exception as e:  # except: records a problem (a diff must never lose the capture it describes)
-            cap.problems.append(f"recompile {r.compile_id}: diff failed: {type(e).__name__}: {e}")
+        if on_read:
+            on_first_read(r, "diff", functools.partial(_fill_diff, cap, r, fa, fb, r.reason[m.end():]))
+        else:
+            _fill_diff(cap, r, fa, fb, r.reason[m.end():])
     return cap
+
+
+def _fill_diff(cap: Capture, r: Recompile, fa: Frame, fb: Frame, reason: str) -> None:
+    try:
+        r.diff = diff(fa, fb, reason=reason)
+    except Exception as e:  # except: records a problem (a diff must never lose the capture it describes)
+        cap.problems.append(f"recompile {r.compile_id}: diff failed: {type(e).__name__}: {e}")

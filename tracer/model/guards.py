@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from tracer.model.diff import FrameDiff
+from tracer.model.lazy import lazy_fields
 
 __all__ = ["BreakGroup", "Guard", "GraphBreak", "Recompile"]
 
@@ -49,11 +50,14 @@ class Recompile:
     reason: str  # the failed guard of the newest cache entry, as Dynamo reported it (``failed[0]``)
     failed: list[str] = field(default_factory=list)  # the failed guard of every cache entry Dynamo checked, newest first
     replaced: str = ""  # the compile whose guard failed ("0/0", from the reason's prefix); "" when unknown
-    diff: Optional[FrameDiff] = None  # tracer.diff(replaced, compile_id), filled at the end of a capture
+    diff: Optional[FrameDiff] = None  # tracer.diff(replaced, compile_id), filled at the end of a capture (a log's on first read)
 
     def __repr__(self) -> str:
         more = f", +{len(self.failed) - 1} entries" if len(self.failed) > 1 else ""
         return f"Recompile({self.compile_id}, {self.reason[:60]!r}{more})"
+
+
+lazy_fields(Recompile, "diff")  # a loaded log diffs on first read (Note [Fields filled on first read])
 
 
 @dataclass

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracer.diffing import attach_recompile_diffs
 from tracer.hop_feeds import Feed
 from tracer.hop_tree import HopCall, KindPolicy, subgraph_tree
 from tracer.model.aot import Aot
@@ -122,7 +123,7 @@ def assemble(st: LogState, fn: str = "") -> Capture:
     cap.problems.extend(st.problems)
     for name, n in sorted(st.unknown.items()):
         cap.problems.append(f"{n} record(s) of event {name!r} not read: not an event of torch 2.13's trace")
-    return cap
+    return attach_recompile_diffs(cap, on_read=True)  # what each recompile changed, as live; diffed when read
 
 
 def _code(a: AttemptLog, info: AttemptInfo, st: LogState) -> str:
