@@ -286,6 +286,7 @@ def apply(rec: Record, st: LogState) -> None:
                 p.parse(rec, st, key)
                 return
     except Exception as e:  # except: records a problem (a damaged record: keep going, say which line)
-        st.problems.append(f"line {rec.line}: {rec.event or 'record'} not read ({type(e).__name__}: {e})"[:300])
+        # the parsers' messages hold no text from the record, so the line stays short
+        st.problems.append(f"line {rec.line}: {rec.event} not read ({type(e).__name__}: {e})")
         return
     (st.ignored if rec.event in IGNORED else st.unknown)[rec.event] += 1
