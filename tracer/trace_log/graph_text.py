@@ -67,10 +67,8 @@ def parse_readable(text: str, name: str = "") -> ParsedModule:
     if not first.startswith("class "):
         raise ValueError("graph text does not start with 'class <name>(torch.nn.Module):'")
     # fx prints the module's class name as is; AOT's "<lambda>" is not an identifier.
-    tree = ast.parse("class GraphModule(torch.nn.Module):" + nl + rest)
-    cls = tree.body[0]
-    if not isinstance(cls, ast.ClassDef):
-        raise ValueError("graph text is not a class definition")
+    cls = ast.parse("class GraphModule(torch.nn.Module):" + nl + rest).body[0]  # a ClassDef: the text starts with it
+    assert isinstance(cls, ast.ClassDef)
     return _module(cls, name, text.lstrip("\n").splitlines())
 
 
@@ -212,6 +210,7 @@ class _GraphBuilder:
             for name in _names(e):
                 if name in self.nodes:
                     seen.setdefault(name, None)
+                    self.by_target.pop(name, None)  # a placeholder already read is not renamed ("y = x" is a node then)
         return list(seen)
 
 
@@ -242,9 +241,7 @@ def _function_target(dotted: str) -> str:
         return dotted[len("torch.ops.higher_order."):]
     if dotted.startswith("torch.ops."):
         return dotted[len("torch.ops."):]
-    if dotted.startswith("torch._C._VariableFunctions.") or dotted.startswith("torch._C._nn."):
-        return dotted
-    return dotted
+    return dotted  # "torch._C._nn.linear", "operator.getitem": as printed
 
 
 def _op(value: ast.expr, nodes: dict[str, Node]) -> tuple[str, str, list[ast.expr], dict[str, ast.expr]]:
