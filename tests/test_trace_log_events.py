@@ -208,6 +208,11 @@ def test_user_traceback_stops_at_the_first_blank_line_after_it():
     lead = BREAK.replace("User code traceback:\n", "User code traceback:\n\n").replace("    main()", "   main()")
     (_, gb), = _apply(_break_rec(lead)).breaks
     assert gb.user_stack[0] == "train.py:28 in <module>" and len(gb.user_stack) == 3
+    # a relative file name, a name with ", in " in the code, a frame line that is not one
+    odd = ('Graph break in user code at t.py:5\nwhy\nUser code traceback:\n  File "t.py", line 5, in f\n'
+           '    g(x, in_)  # x, in y\n  File "/a/b/c/u.py", line x, in h\n')
+    (_, gb), = _apply(_break_rec(odd)).breaks
+    assert (gb.location, gb.user_stack, gb.code_line) == ("t.py:5", ["t.py:5 in f"], "g(x, in_)  # x, in y")
 
 
 def test_recompile_reasons_one_string_or_a_json_list():
@@ -228,10 +233,9 @@ def test_recompile_reasons_one_string_or_a_json_list():
 def test_torch_version_artifact():
     art = {"artifact": {"name": "torch_version", "encoding": "json"}, "has_payload": "x"}
     payload = '{\n"pytorch_version": "2.13.0+cpu",\n"commit": "cf30153",\n"oss": true\n}'
-    assert _apply(_rec(art, payload)).torch_version == "2.13.0+cpu"
-    assert _apply(_rec(art, '{"commit": "c"}')).torch_version == ""
-    assert _apply(_rec(art, "[1]")).torch_version == ""
-    assert _apply(_rec(art)).torch_version == ""
+    for text, version in [(payload, "2.13.0+cpu"), ('{"commit": "c"}', ""), ("[1]", ""), (None, "")]:
+        st = _apply(_rec(art, text))
+        assert (st.torch_version, st.problems) == (version, [])
 
 
 def test_other_artifacts_and_known_events_are_counted_as_ignored():

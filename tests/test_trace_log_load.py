@@ -90,6 +90,14 @@ def test_a_log_cut_at_the_end_of_a_payload_line(tmp_path):
                           "the record at line 3; kept 1 record (1 compile attempt)")
 
 
+def test_a_log_cut_right_after_a_record_that_has_a_payload(tmp_path):
+    text = LOG + _line({"dynamo_start": {"stack": []}, **{**IDS, "frame_id": 1}})
+    cut = text + HEAD + json.dumps({"dynamo_output_graph": {}, **IDS, "frame_id": 1, "has_payload": "0" * 32}) + "\n"
+    cap = _load(tmp_path, cut)
+    assert _said(cap) == (f"t.log: cut off: the file ends (byte {len(cut)}) within the payload of the record at line 12 "
+                          "(its md5 is not the record's has_payload); kept 4 records (2 compile attempts)")
+
+
 def test_a_payload_without_has_payload_is_not_checked(tmp_path):
     text = _line({"dynamo_start": {"stack": []}, **IDS}) + HEAD + json.dumps({"dynamo_output_graph": {}, **IDS, "has_payload": 5}) + "\n\tx\n"
     cap = _load(tmp_path, text)

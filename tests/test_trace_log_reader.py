@@ -87,6 +87,16 @@ def test_what_is_skipped_and_why():
                              r.skipped[6], "line 8: payload line without a record before it"]
     assert r.skipped[6].startswith("line 7: metadata is not JSON (Expecting ',' delimiter")
     assert r.lines == 11  # blank lines are counted, not skipped
+    recs, r = _read(_line({"a": 1}) + "\n\tafter a blank line\n" + _line({"b": 1}))
+    assert [(x.event, x.line, x.payload) for x in recs] == [("a", 1, None), ("b", 4, None)]
+    assert (r.skipped, r.lines) == (["line 3: payload line without a record before it"], 4)
+
+
+def test_a_record_that_says_it_has_a_payload_and_has_no_line_of_it():
+    """torch writes at least one tab line after a has_payload record (an empty payload is one "\\t" line), so
+    a record without any is cut: its payload is "" (whose md5 is not has_payload), not None."""
+    recs, _ = _read(_line({"a": 1, "has_payload": "d41d8cd98f00b204e9800998ecf8427e"}) + _line({"b": 2}, ""))
+    assert [(x.event, x.payload) for x in recs] == [("a", ""), ("b", "")]
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64])
@@ -127,6 +137,21 @@ def test_progress_is_called_every_8_mb():
     assert len(recs) == 1 and r.chars == len(big)
     assert reader_mod._CHUNK == 4 << 20 and len(big) < 24 << 20
     assert calls == [8 << 20, 16 << 20]  # characters read when the 2nd and 4th block came
+
+
+class _ShortReads(io.StringIO):
+    """A stream that returns at most 3 MB per read (a pipe or socket may return less than asked)."""
+
+    def read(self, n: int = -1) -> str:
+        return super().read(min(n, 3 << 20))
+
+
+def test_progress_after_short_reads_is_at_each_8_mb_passed():
+    calls: list[int] = []
+    big = _line({"a": 1}, "\n".join(["y" * 1023] * (24 << 10)))  # just over 24 MB: reads end every 3 MB
+    assert 24 << 20 < len(big) < 25 << 20
+    list(Reader(_ShortReads(big), progress=calls.append))
+    assert calls == [9 << 20, 18 << 20, 24 << 20]  # the first read at or past 8, 16 and 24 MB
 
 
 def test_looks_like_trace():
@@ -197,7 +222,8 @@ def test_log_text_plain_and_gzip(tmp_path):
     plain = tmp_path / "p.log"
     plain.write_bytes(text.encode())
     with LogText(str(plain)) as src:
-        assert (src.gzip, src.broken, src.size, src.bytes) == (False, None, len(text.encode()), len(text.encode()))
+        assert (src.path, src.gzip, src.broken, src.size, src.bytes) == \
+            (str(plain), False, None, len(text.encode()), len(text.encode()))
         assert src.text.read() == text  # newline="\n": a "\r" is kept
     assert src.text.closed
     gz = tmp_path / "g.log.gz"
@@ -265,5 +291,6 @@ def test_sniff_binary(tmp_path):
     euro = "€".encode()  # 3 bytes: cut by the 4 KB limit after 1 or 2 of them
     assert not sniff(b"x" * 4094 + euro)
     assert not sniff(b"x" * 4095 + euro)
+    assert not sniff(b"x" * 4093 + "😀".encode())  # 4 bytes, cut after 3 by the limit
     assert sniff(b"x" * 4092 + b"\xff" + b"xxxx")  # bad byte 4 before the end: binary
     assert not sniff(b"")
