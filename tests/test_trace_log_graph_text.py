@@ -252,10 +252,32 @@ def test_every_node_form_fx_generates():
         "output": ("output", "output", ["None"], {}, []),
     }
     assert p.graph.nodes[1].meta == {"kind": "symint", "value": "s0"}
+    assert p.graph.nodes[2].meta == {}  # no "# File:" comment before it: no source
     assert p.graph.nodes[0].meta == {}  # keyword-only k is no placeholder fx writes; x has no annotation
     assert "k" not in got
     bare = parse_readable("class G(torch.nn.Module):\n    def forward(self, x):\n        return\n").graph
     assert (bare.output.args, bare.output.inputs) == ([], [])
+
+
+def test_annotations_fx_would_not_write_give_no_meta():
+    text = ('class G(torch.nn.Module):\n    def forward(self, a: 3, b: int, c: "f32[2]"):\n'
+            "        y: 3 = torch.sin(a)\n        z: int = torch.cos(b)\n        return (y, z)\n")
+    p = parse_readable(text)
+    assert p.errors == []
+    assert [n.meta for n in p.graph.nodes] == [{}, {}, {"kind": "tensor", "dtype": "float32", "shape": [2]}, {}, {}, {}]
+
+
+def test_source_comments_are_read_in_their_own_class_only():
+    """A body without a "# File:" line of its own has no source, whatever the graph before it said; a
+    Windows path has a drive colon, a directory may have " in " in its name."""
+    text = ('class G(torch.nn.Module):\n    def forward(self, x):\n'
+            "        # File: C:\\my in dir\\m.py:7 in f, code: y = x.sin()\n"
+            "        sin = torch.sin(x)\n        return (sin,)\n\n"
+            "    class body_0(torch.nn.Module):\n        def forward(self, a):\n"
+            "            cos = torch.cos(a)\n            neg = -cos\n            return (neg,)\n")
+    p = parse_readable(text)
+    assert p.graph.nodes[1].meta["source"] == {"file": "C:\\my in dir\\m.py", "line": 7, "fn": "f", "code": "y = x.sin()"}
+    assert [n.meta for n in p.children["body_0"].graph.nodes] == [{}, {}, {}, {}]
 
 
 def test_a_placeholder_is_renamed_only_before_it_is_read():
@@ -281,6 +303,12 @@ def test_a_placeholder_is_renamed_only_before_it_is_read():
     ("y = a < b < c", "graph line 3: expression fx does not generate for a node: a < b < c"),
     ("y = a is b", "graph line 3: expression fx does not generate for a node: a is b"),
     ("y = a and b", "graph line 3: expression fx does not generate for a node: a and b"),
+    ("y = x.T", "graph line 3: expression fx does not generate for a node: x.T"),
+    ("y = (" + "x + " * 30 + "x)(x)", "graph line 3: call of an expression: " + ("(" + "x + " * 30 + "x)(x)")[:80]),
+    ("y = [" + "x, " * 30 + "x]", "graph line 3: expression fx does not generate for a node: " + ("[" + "x, " * 30 + "x]")[:80]),
+    ("a, b = " + "x, " * 30 + "x", "graph line 3: assignment not of one name: " + ("a, b = (" + "x, " * 30 + "x)")[:80]),
+    ("while " + "x and " * 20 + "x:\n            pass",
+     "graph line 3: unexpected statement: " + ("while " + "x and " * 20 + "x:\n    pass")[:80]),
 ])
 def test_a_statement_fx_would_not_write_is_an_error_and_the_rest_is_read(stmt, error):
     text = f"class G(torch.nn.Module):\n    def forward(self, x):\n        {stmt}\n        z = torch.cos(x)\n        return (z,)\n"
@@ -298,7 +326,8 @@ def test_errors_name_the_graph_and_a_missing_forward():
     assert parse_readable("class G(torch.nn.Module):\n    x = 1\n").errors == ["graph: no forward method"]
 
 
-@pytest.mark.parametrize("text", ["", "def forward(self):\n    return x\n", " class G:\n  pass"])
+@pytest.mark.parametrize("text", ["", "def forward(self):\n    return x\n", " class G:\n  pass",
+                                  "Xclass G(torch.nn.Module):\n    pass\n", "\n\tclass G:\n  pass"])
 def test_a_text_that_is_not_a_class_is_refused(text):
     with pytest.raises(ValueError, match=r"^graph text does not start with 'class <name>\(torch.nn.Module\):'$"):
         parse_readable(text)
