@@ -81,12 +81,13 @@ def test_the_rank_is_the_number_after_rank(tmp_path, name, rank):
 
 def test_problems_of_a_job_directory(tmp_path):
     d = _write(tmp_path / "job", **{"rank0.json": _cap(_frame()), "rank1.json": "{not json", "rank3.json": _cap(_frame()),
-                                    "summary.json": "{}"})
+                                    "summary.json": "{}", "config.json": "{}"})
     job = tracer.load_job(d)
     assert list(job.ranks) == [0, 3]
-    assert job.problems[0].startswith("rank1.json: rank 1 not loaded: not a dynascope capture: the text is not JSON")
-    assert job.problems[1] == "summary.json: skipped, no rank number in the file name"
-    assert job.problems[2:] == ["rank(s) [1, 2] missing: no readable file for them (ranks read: [0, 3])"]
+    assert job.problems[0] == "config.json: skipped, no rank number in the file name"
+    assert job.problems[1].startswith("rank1.json: rank 1 not loaded: not a dynascope capture: the text is not JSON")
+    assert job.problems[2] == "summary.json: skipped, no rank number in the file name"
+    assert job.problems[3:] == ["rank(s) [1, 2] missing: no readable file for them (ranks read: [0, 3])"]
 
 
 def test_unloadable_job_directories(tmp_path):
@@ -154,8 +155,9 @@ def test_frames_only_one_rank_made():
     found, checked = find_divergence({0: a, 1: b})
     assert found == [Divergence("frames", [0, 1], {0: "1/0", 1: "3/0"},
                                 "rank 0 made 3 compile attempts, rank 1 2; only on rank 0: 1/0, 2/0; only on rank 1: 3/0")]
-    found, _ = find_divergence({0: _cap(_frame("0/0")), 1: _cap(_frame("0/0"), _frame("1/0"))})
-    assert found == [Divergence("frames", [0, 1], {0: "", 1: "1/0"}, "rank 0 made 1 compile attempt, rank 1 2; only on rank 1: 1/0")]
+    found, _ = find_divergence({0: _cap(_frame("0/0")), 1: _cap(_frame("0/0"), _frame("1/0"), _frame("2/0"))})
+    assert found == [Divergence("frames", [0, 1], {0: "", 1: "1/0"},
+                                "rank 0 made 1 compile attempt, rank 1 3; only on rank 1: 1/0, 2/0")]
     found, _ = find_divergence({0: _cap(_frame("1/0"), _frame("0/0")), 1: _cap(_frame("0/0"), _frame("1/0"))})
     assert found == [Divergence("frames", [0, 1], {0: "", 1: ""}, "rank 0 made 2 compile attempts, rank 1 2")]  # order differs
 
@@ -169,6 +171,16 @@ def test_status_divergence_says_both_and_compares_nothing_else():
     assert (d.kind, d.ranks, d.compile_ids, d.diff) == ("status", [2, 5], {2: "0/0", 5: "0/0"}, None)
     assert d.message == ("frame 0/0 (f.py:1 in f): compiled on rank 2, restarted (" + tracer._text.headline(b.status_reason)
                          + ") on rank 5")
+
+
+def test_frames_after_a_missing_or_a_divergent_one_are_still_compared():
+    failed = dict(status="failed", status_reason="Unsupported: x")
+    a = _cap(_frame("0/0"), _frame("1/0", **failed), _frame("2/0"), _frame("3/0", "torch.sin"))
+    b = _cap(_frame("0/0"), _frame("1/0"), _frame("3/0", "torch.cos"))
+    found, _ = find_divergence({0: a, 1: b})
+    assert [(d.kind, d.compile_ids) for d in found] == [
+        ("frames", {0: "2/0", 1: ""}), ("status", {0: "1/0", 1: "1/0"}), ("graph", {0: "3/0", 1: "3/0"})]
+    assert found[1].message == "frame 1/0 (f.py:1 in f): failed (Unsupported: x) on rank 0, compiled on rank 1"
 
 
 def test_graph_and_guard_findings_carry_the_frame_diff():
@@ -188,12 +200,24 @@ def test_graph_and_guard_findings_carry_the_frame_diff():
                        "(DDP's gradient allreduce runs in its reducer's autograd hooks, outside the compiled graphs)"]
 
 
+def _aot_bodies(cid: str, *bodies: str) -> Frame:
+    from tracer.model import Aot
+
+    return _frame(cid, aot=Aot(mode="inference", subgraphs={b: Graph() for b in bodies}))
+
+
 def test_what_could_not_be_compared_is_a_checked_line():
-    a, b = _frame("0/0"), _frame("0/0")
-    b.graph.nodes[1].target = "torch.cos"
-    found, checked = find_divergence({0: _cap(a), 1: _cap(b)})
-    problems = rank_diff(a, b).problems
-    assert checked[1:-1] == [f"rank 0 vs rank 1, frame 0/0 (f.py:1 in f): {p}" for p in problems]
+    """diff does not align the HOP bodies AOT graphs call (a FrameDiff problem): said per frame and rank pair."""
+    a = _cap(_aot_bodies("0/0", "x"), _aot_bodies("1/0", "y"))
+    b = _cap(_aot_bodies("0/0"), _aot_bodies("1/0"))
+    found, checked = find_divergence({0: a, 1: b, 2: b})
+    said = "the HOP bodies the AOT graphs call (Aot.subgraphs) differ and are not aligned"
+    assert found == []
+    assert checked == ["frames, status, graphs, guards and recompiles of every rank compared with rank 0",
+                       f"rank 0 vs rank 1, frame 0/0 (f.py:1 in f): {said}", f"rank 0 vs rank 1, frame 1/0 (f.py:1 in f): {said}",
+                       f"rank 0 vs rank 2, frame 0/0 (f.py:1 in f): {said}", f"rank 0 vs rank 2, frame 1/0 (f.py:1 in f): {said}",
+                       checked[-1]]
+    assert checked[-1].startswith("collectives: no collectives")
 
 
 def test_every_rank_is_compared_with_the_lowest():
@@ -245,6 +269,7 @@ def test_compare_frames_of_split_graphs():
     def split(*pieces: Graph) -> Frame:
         f = _frame("0/0")
         f.pieces = [GraphPiece(g) for g in pieces]
+        f.graph = pieces[0]  # a split frame's graph is its piece 0
         return f
 
     two = split(_graph("torch.sin"), _graph("torch.cos"))
@@ -257,11 +282,21 @@ def test_compare_frames_of_split_graphs():
     three = split(_graph("torch.sin"), _graph("torch.cos"), _graph("torch.tan"))
     lines = compare_frames(three, split(_graph("torch.sin"), _graph("torch.cos"), _graph("torch.tan", "torch.neg")))[0]
     assert lines == ["graph piece 2 differs: 1 changed, 1 added, 0 removed nodes (output: args ((n0,)) → ((n1,)))"]
-    # piece 0 is the frame's root graph, compared by the frame diff: its line comes first
-    root = split(_graph("torch.sin"), _graph("torch.cos"))
-    root.graph = _graph("torch.sin", "torch.exp")
-    lines = compare_frames(two, root)[0]
-    assert lines[0].startswith("graph differs: root: ") and len(lines) == 1
+    # piece 0 is the frame's root graph, compared by the frame diff: its line comes first, and only once
+    lines = compare_frames(two, split(_graph("torch.sin", "torch.exp"), _graph("torch.cos")))[0]
+    assert lines == ["graph differs: root: 1 changed, 1 added, 0 removed nodes (output: args ((n0,)) → ((n1,)))"]
+    lines = compare_frames(two, split(_graph("torch.sin", "torch.exp"), _graph("torch.cos", "torch.neg")))[0]
+    assert lines == ["graph differs: root: 1 changed, 1 added, 0 removed nodes (output: args ((n0,)) → ((n1,)))",
+                     "graph piece 1 differs: 1 changed, 1 added, 0 removed nodes (output: args ((n0,)) → ((n1,)))"]
+    # a finding from piece 1 alone carries no frame diff: the frame diff (of piece 0) is empty
+    found, _ = find_divergence({0: _cap(two), 1: _cap(split(_graph("torch.sin"), _graph("torch.cos", "torch.neg")))})
+    assert [(d.kind, d.diff) for d in found] == [("graph", None)]
+
+
+def test_a_graph_line_joins_its_parts():
+    assert compare_frames(_frame("0/0", size=3), _frame("0/0", size=5))[0] == [
+        "graph differs: L_x_ size changed in dim 0 (3 → 5); root: 1 changed, 0 added, 0 removed nodes "
+        "(x: type f32[3] → f32[5])"]
 
 
 def test_guard_lines_show_three_changes():
@@ -301,6 +336,10 @@ def test_graph_parts_of_a_frame_diff():
     assert _graph_parts(three) == [str(i) for i in ins[:3]] + ["symbols -s9", "AOT none vs training"]
     assert _graph_parts(FrameDiff("0/0", "0/0", aot=AotDiff("inference", ""))) == ["AOT inference vs none"]
     assert _graph_parts(FrameDiff("0/0", "0/0", aot=AotDiff("training", "training"))) == []
+    four = FrameDiff("0/0", "0/0", inputs=ins[:4], graphs=[
+        GraphDiff("body", "", pairs=[NodePair("m", "n", ["target a → b", "args (x) → (y)"])])])
+    assert _graph_parts(four) == [str(i) for i in ins[:3]] + [
+        "1 more input changes", "body ↔ root: 1 changed, 0 added, 0 removed nodes (n: target a → b; args (x) → (y))"]
 
 
 # -- collectives ---------------------------------------------------------------------------------

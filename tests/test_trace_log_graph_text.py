@@ -344,7 +344,9 @@ def test_a_damaged_class_text_is_a_syntax_error():
 @pytest.mark.parametrize("text, bodies", [
     (DYNAMO, True), (JOINT, False), ("class A:\n\tclass B:\n", True), ("x\n  \t class B", True),
     ("class A:\n    y = 'class '\n", False), ("class A:\n    # a class  \n", False), ("class A:\n    xclass B", False),
-    ("", False), ("class ", False), ("\nclass B", False), ("  class ", True),
+    ("", False), ("class ", False), ("\nclass B", False), ("  class ", True), ("\n  class B", True),
+    ("class A:\n    class B(torch.nn.Module):\n        y = 'class '\n", True), ("class A:\n\x0c    class B:", True),
+    ("class A:\n  X class B", False),
 ])
 def test_has_bodies(text, bodies):
     assert has_bodies(text) is bodies
@@ -406,6 +408,13 @@ def test_a_deferred_graph_that_fails_says_so_in_its_frame():
     f5 = _frame()
     deferred_graph(f5, DYNAMO, 16, "joint").nodes  # noqa: B018
     assert f5.problems == ["line 16: joint graph has bodies ['wrap_body_0'] that were not read"]
+
+    def long(graph):
+        raise KeyError("n" * 400)  # a node name from a damaged log may be that long
+
+    f6 = _frame()
+    deferred_graph(f6, JOINT, 17, "joint", finish=long).nodes  # noqa: B018
+    assert f6.problems == [("line 17: joint graph text not parsed (KeyError: '" + "n" * 400)[:300]]
 
 
 def test_problems_wait_for_every_graph_still_waiting():

@@ -148,6 +148,38 @@ def test_gzip_logs_and_their_damage(tmp_path):
                          f"kept {len(cut.frames) * 3} records ({len(cut.frames)} compile attempts)")
 
 
+def test_stored_gzip_data_that_breaks_at_a_line_end_or_in_a_line(tmp_path):
+    """Stored (level 0) deflate data: a cut at byte 15 + k leaves exactly k bytes of text (10 header bytes,
+    5 of the block header), so the break can be put at a line end or inside a line."""
+    data = gzip.compress(LOG.encode(), compresslevel=0)
+    at_end = _said(_load(tmp_path, data[: 15 + len(LOG)], "t.log.gz"))
+    assert at_end == (f"t.log.gz: the gzip data breaks in line 11, after {len(LOG)} decompressed bytes (Compressed file "
+                      "ended before the end-of-stream marker was reached); kept 3 records (1 compile attempt)")
+    inside = _said(_load(tmp_path, data[: 15 + len(LOG) - 5], "t.log.gz"))
+    assert inside.startswith(f"t.log.gz: the gzip data breaks in line 10, after {len(LOG) - 5} decompressed bytes (")
+    assert inside.endswith("kept 2 records (1 compile attempt)")
+
+
+def test_a_cut_and_skipped_lines_are_one_problem(tmp_path):
+    text = LOG + "junk\n" + HEAD + '{"dynamo_start": '
+    assert _said(_load(tmp_path, text)) == (
+        f"t.log: cut off: the file ends (byte {len(text)}) in the middle of line 12; 1 line not read (first: line 11: "
+        "not a structured-trace line (no glog prefix)); kept 3 records (1 compile attempt)")
+
+
+def test_a_whole_log_ending_with_a_payload(tmp_path):
+    cap = _load(tmp_path, LOG + _line({"dynamo_output_graph": {}, **{**IDS, "frame_id": 1}}, GRAPH))
+    assert (cap.problems, [f.compile_id for f in cap.frames]) == ([], ["0/0", "1/0"])
+
+
+def test_progress_of_a_big_log(tmp_path):
+    seen: list[int] = []
+    p = tmp_path / "t.log"
+    p.write_text(LOG + _line({"chromium_event": {}}, "\n".join(["x" * 1023] * (9 << 10))))
+    cap = load_trace(str(p), progress=seen.append)
+    assert seen == [8 << 20] and len(cap.frames) == 1
+
+
 def test_gzip_data_that_breaks_before_any_text(tmp_path):
     data = gzip.compress(LOG.encode())
     with pytest.raises(DamagedTrace) as e:

@@ -137,7 +137,7 @@ def _compare_captures(ra: int, a: Capture, rb: int, b: Capture) -> tuple[list[Di
             continue
         lines, d = compare_frames(fa, other)
         for line in lines:
-            kind = line.split(" ", 1)[0]
+            kind = line.partition(" ")[0]
             out.append(Divergence(kind, [ra, rb], ids, f"{where}: {line} (rank {ra} vs rank {rb})",
                                   diff=d if d else None))
         notes += [f"rank {ra} vs rank {rb}, {where}: {p}" for p in d.problems]
