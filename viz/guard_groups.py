@@ -89,8 +89,8 @@ def group_guards(guards: list[Guard]) -> list[GuardGroup]:
             add(b, g, True)
         if not mentioned:
             add(GLOBAL, g, False)
-    order = {"L": 0, "G": 1}
-    return sorted(groups.values(), key=lambda gr: order.get(gr.title[:1], 2) if gr.title != GLOBAL else 3)
+    # locals, then globals, then the global-state group; each in order of first appearance (a stable sort)
+    return sorted(groups.values(), key=lambda gr: (gr.title == GLOBAL, gr.title.startswith("G[")))
 
 
 def kind_counts(guards: list[Guard]) -> list[tuple[str, int]]:
