@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tracer.model import Guard
-from viz.guard_groups import GuardGroup, bases_in, base_of, break_parts, group_guards, kind_counts
+from viz.guard_groups import GuardGroup, base_of, bases_in, break_parts, group_guards, kind_counts
 
 
 def test_bases_in_finds_every_local_and_global_once_in_order():
