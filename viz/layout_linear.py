@@ -56,9 +56,8 @@ def ranks(n: int, edges: list[tuple[int, int]]) -> list[int]:
     for s, d in edges:
         if s < d and not preds[s] and (first_user[s] < 0 or rank[d] < first_user[s]):
             first_user[s] = rank[d]
-    for i in range(n):
-        if first_user[i] > 0:
-            rank[i] = first_user[i] - 1
+    for i in range(n):  # a source sits just above its first user (one without users: first_user -1, stays at 0)
+        rank[i] = max(rank[i], first_user[i] - 1)
     return rank
 
 
@@ -125,8 +124,8 @@ def _place_x(boxes: list[Box], rows: list[list[int]], row_y: list[float], row_h:
     cx = [0.0] * len(boxes)
     for r, row in enumerate(rows):
         want = {i: (sum(cx[p] for p in preds[i]) / len(preds[i]) if preds[i] else None) for i in row}
-        if r > 0:
-            row.sort(key=lambda i: (want[i] if want[i] is not None else float("inf"), i))
+        # row 0 has no predecessors: all its keys are (inf, i) and it keeps graph order
+        row.sort(key=lambda i: (want[i] if want[i] is not None else float("inf"), i))
         right = None
         for i in row:
             b = boxes[i]
