@@ -124,7 +124,7 @@ def split_path(path: str) -> list[str]:
         if ch in "'\"":
             quote = ch
         elif ch == "[":
-            if depth == 0 and seen_dot and i > 0:
+            if depth == 0 and seen_dot:  # after a "." (at i > 0), so the prefix is never empty
                 out.append(path[:i])
             depth += 1
         elif ch == "]":
@@ -133,7 +133,7 @@ def split_path(path: str) -> list[str]:
             out.append(path[:i])
             seen_dot = True
     out.append(path)
-    return [p for k, p in enumerate(out) if p and (k == 0 or p != out[k - 1])]
+    return out if path else []  # prefixes end at ever later places: all different, none empty
 
 
 def module_chain(node: Node) -> list[tuple[str, str]]:
