@@ -154,6 +154,9 @@ def test_the_first_near_match_is_looked_for_at_the_start():
     b = Graph([Node("v", "get_attr", "v"), op("r", "torch.relu", "v")])
     d = align(a, b)
     assert pairs(d) == [("relu", "r")] and d.added == ["v"] and d.removed == ["w", "relu_1"]
+    a = Graph([op("ones", "torch.ones", args=["3"]), op("ones_1", "torch.ones", args=["4"])])
+    b = Graph([Node("v", "get_attr", "v"), op("o", "torch.ones", "v")])
+    assert pairs(align(a, b)) == [("ones", "o")]
 
 
 def test_the_only_candidate_of_a_near_match_is_found_wherever_it_lies():

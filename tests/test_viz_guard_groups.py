@@ -21,6 +21,13 @@ def test_bases_in_skips_names_that_only_end_in_l_or_g():
 def test_bases_in_stops_at_an_unclosed_bracket():
     assert bases_in("L['a'] + L['b") == ["L['a']"]
     assert bases_in("G['b") == []
+    assert bases_in("L['a + G['b']") == ["L['a + G['b']"]  # up to the first "]": a damaged source stays whole
+
+
+def test_bases_in_reads_each_bracket_from_its_own_start():
+    assert bases_in("x[0] == L['a']") == ["L['a']"]
+    assert bases_in("G['a'] is not G['b'] and G['a'] is G['c']") == ["G['a']", "G['b']", "G['c']"]
+    assert bases_in("L['é'] + éL['x']") == ["L['é']"]  # a letter of any script is part of a name
 
 
 def test_base_of_is_the_first_base_or_nothing():
@@ -35,8 +42,8 @@ def test_groups_by_variable_locals_then_globals_then_global_state():
          Guard("TYPE_MATCH", "L['x']")]
     groups = group_guards(g)
     assert [gr.title for gr in groups] == ["L['x']", "L['self']", "L['y']", "G['torch']", "G['n']", "global"]
-    assert [[r[0] for r in gr.rows] for gr in groups] == [[g[2], g[6]], [g[3]], [g[4]], [g[1]], [g[5]], [g[0]]]
-    assert all(not related for gr in groups for _, related in gr.rows)
+    f = False
+    assert [gr.rows for gr in groups] == [[(g[2], f), (g[6], f)], [(g[3], f)], [(g[4], f)], [(g[1], f)], [(g[5], f)], [(g[0], f)]]
 
 
 def test_a_relation_joins_the_group_of_every_variable_it_names():
@@ -83,5 +90,8 @@ def test_break_parts_keeps_a_preamble_that_is_all_it_says():
     assert break_parts("Unsupported: generic_jump\nmore") == ("Unsupported: generic_jump", [])
     assert break_parts("") == ("", []) and break_parts("\n  \n") == ("", [])
     assert break_parts("  Hint: only a hint") == ("", ["only a hint"])
+    # Dynamo's explanation, debug context and documentation pointer are no gist
+    for tail in ("Explanation: why", "Developer debug context: where", "For more details, see the docs"):
+        assert break_parts(f"Graph break in user code\n  {tail}\n") == ("Graph break in user code", []), tail
     # a line that only mentions "Hint:" later is part of the body
     assert break_parts("see Hint: below") == ("see Hint: below", [])
