@@ -72,6 +72,11 @@ def test_split_path():
     assert split_path("L['self'].m[a[0]].n") == [S, "L['self'].m", "L['self'].m[a[0]]", "L['self'].m[a[0]].n"]
     assert split_path("a].b[0]") == ["a]", "a].b", "a].b[0]"]
     assert split_path(".a") == [".a"]  # a leading dot makes no empty prefix
+    assert split_path("a.b") == ["a", "a.b"]
+    # inside brackets neither "." nor "[" splits, however deep
+    assert split_path("L['self'].m[a[0].b].n") == [S, "L['self'].m", "L['self'].m[a[0].b]", "L['self'].m[a[0].b].n"]
+    # an unclosed quote runs to the end
+    assert split_path("L['self'].b'c.d") == [S, "L['self'].b'c.d"]
 
 
 def test_module_chain_adds_every_prefix_typed_only_where_called():
@@ -287,7 +292,21 @@ def test_breadth_first_skips_a_group_that_would_not_fit_and_opens_a_later_one():
 
 
 def test_breadth_first_counts_folded_inputs_as_one_box():
-    ins = [node(f"p{j}", op="placeholder") for j in range(9)]
+    _breadth_first_with_inputs(9)
+
+
+def test_breadth_first_counts_eight_inputs_as_eight_boxes():
+    ins = [node(f"p{j}", op="placeholder") for j in range(8)]
+    head, inner = "L['head']", "L['blk'].inner"
+    g = graph(*ins, node("a", *[n.name for n in ins], stack=[(head, "Linear")]), node("b", "a", stack=[(head, "Linear")]),
+              node("c", "b", stack=[(inner, "Block")]), node("d", "c", stack=[(inner, "Block")]), node("output", "d", op="output"))
+    # 8 inputs, head, inner, output = 11 boxes closed: opening anything needs 12
+    assert first_expanded(g, boxes=11) == frozenset()
+    assert first_expanded(g, boxes=12) == {head}
+
+
+def _breadth_first_with_inputs(k: int) -> None:
+    ins = [node(f"p{j}", op="placeholder") for j in range(k)]
     head, inner = "L['head']", "L['blk'].inner"
     g = graph(*ins, node("a", *[n.name for n in ins], stack=[(head, "Linear")]), node("b", "a", stack=[(head, "Linear")]),
               node("c", "b", stack=[(inner, "Block")]), node("d", "c", stack=[(inner, "Block")]), node("output", "d", op="output"))

@@ -136,5 +136,21 @@ def test_coordinates_are_rounded_to_a_tenth():
     assert (width, height) == (round(12 + 33.33 + 7 + 12, 1), 104.0)
 
 
+def test_y_and_height_are_rounded_to_a_tenth():
+    a, b, c = box("a", 40.0, 20.33), box("b"), box("c")
+    _, _, height = place([a, b, c], [("a", "c"), ("b", "c")])
+    # b (20 high) centred in a row 20.33 high: 12 + 0.165; c's row at 12 + 20.33 + 40
+    assert (a.y, b.y, c.y, height) == (12.0, 12.2, 72.3, 104.3)
+
+
+def test_an_edge_from_a_box_to_itself_runs_through_a_lane():
+    a, b = box("a"), box("b")
+    paths, width, height = place([a, b], [("a", "b"), ("b", "b")])
+    assert xy([a, b]) == {"a": (12.0, 12.0), "b": (12.0, 72.0)}  # the loop neither ranks nor places b
+    pts = [(32.0, 92.0), (32.0, 105.3), (59.0, 105.3), (59.0, 58.7), (32.0, 58.7), (32.0, 72.0)]
+    assert paths[1] == [pts[0]] + [p for s, q in zip(pts, pts[1:], strict=False) for p in (s, q, q)]
+    assert (width, height) == (78.0, 104.0)
+
+
 def test_no_boxes():
     assert place([], []) == ([], 31.0, 24.0)  # margins and the one lane's gap
