@@ -236,27 +236,12 @@ def visible(graph: Graph, expanded: Iterable[str] = (), threshold: int = GROUP_T
     """
     nodes = graph.nodes
     grouped = len(nodes) > threshold
-    chains: list[list[tuple[str, str]]] = []
-    opened: set[str] = set()
-    fold_inputs = False
-    if grouped:  # (chains and the auto-opened groups cost a pass each: only when grouping)
-        chains = graph_chains(graph)
-        opened = set(expanded) | _auto_open(graph)
-        loose = sum(1 for k, n in enumerate(nodes) if n.op == "placeholder" and not chains[k])
-        fold_inputs = INPUTS_GROUP not in opened and loose > INPUTS_FOLD_MIN
+    targets = _targets(graph, expanded) if grouped else [None] * len(nodes)
     items: list[Item] = []
     by_id: dict[str, Item] = {}
     item_of: dict[str, str] = {}
     for idx, n in enumerate(nodes):
-        target: Optional[tuple[str, str]] = None
-        if grouped:
-            chain = chains[idx]
-            for path, typ in chain:
-                if path not in opened:
-                    target = (path, typ)
-                    break
-            if fold_inputs and not chain and n.op == "placeholder":
-                target = (INPUTS_GROUP, "placeholder")
+        target = targets[idx]
         if target is None:
             items.append(Item(id=n.name, first=idx, node=n))
             item_of[n.name] = n.name
@@ -276,6 +261,21 @@ def visible(graph: Graph, expanded: Iterable[str] = (), threshold: int = GROUP_T
     edges = list(dict.fromkeys((item_of[i], item_of[n.name]) for n in nodes for i in n.inputs
                                if i in item_of and item_of[i] != item_of[n.name]))  # in order, once, no self loops
     return Visible(items=_topological(items, edges), edges=edges, grouped=grouped, item_of=item_of)
+
+
+def _targets(graph: Graph, expanded: Iterable[str]) -> list[Optional[tuple[str, str]]]:
+    """(path, module type) of the group each node of a grouped graph shows in; None: it shows itself."""
+    chains = graph_chains(graph)
+    opened = set(expanded) | _auto_open(graph)
+    loose = sum(1 for k, n in enumerate(graph.nodes) if n.op == "placeholder" and not chains[k])
+    fold_inputs = INPUTS_GROUP not in opened and loose > INPUTS_FOLD_MIN
+    out: list[Optional[tuple[str, str]]] = []
+    for k, n in enumerate(graph.nodes):
+        target = next(((path, typ) for path, typ in chains[k] if path not in opened), None)
+        if fold_inputs and not chains[k] and n.op == "placeholder":
+            target = (INPUTS_GROUP, "placeholder")
+        out.append(target)
+    return out
 
 
 # Note [Group boxes in topological order]

@@ -53,8 +53,8 @@ def ranks(n: int, edges: list[tuple[int, int]]) -> list[int]:
             rank[i] = max(rank[p] for p in preds[i]) + 1
     for s, d in edges:
         fu = first_user[s]
-        if s < d and not preds[s] and (fu is None or rank[d] < fu):
-            first_user[s] = rank[d]
+        if s < d and not preds[s]:
+            first_user[s] = rank[d] if fu is None else min(fu, rank[d])
     for i, fu in enumerate(first_user):
         if fu is not None:
             rank[i] = fu - 1
