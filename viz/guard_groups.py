@@ -15,6 +15,7 @@ which Dynamo installed the guards, and nothing is dropped or invented.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -23,6 +24,8 @@ from tracer.model import Guard
 __all__ = ["GuardGroup", "bases_in", "base_of", "group_guards", "kind_counts"]
 
 GLOBAL = "global"
+# ``L[...]`` / ``G[...]`` up to its first "]", not inside another name ("XL[", "_G[")
+_BASE = re.compile(r"(?<!\w)[LG]\[[^\]]*\]")
 
 
 @dataclass
@@ -45,23 +48,7 @@ class GuardGroup:
 def bases_in(text: str) -> list[str]:
     """Every ``L['name']`` / ``G['name']`` written in ``text``, in order, without repeats (Dynamo's
     guard sources and guard code name frame locals and globals this way, torch/_guards.py Source.name)."""
-    out: list[str] = []
-    i = 0
-    while True:
-        hits = [k for k in (text.find("L[", i), text.find("G[", i)) if k >= 0]
-        if not hits:
-            return out
-        k = min(hits)
-        if k > 0 and (text[k - 1].isalnum() or text[k - 1] == "_"):  # part of another name (e.g. "XL[")
-            i = k + 2
-            continue
-        end = text.find("]", k)
-        if end < 0:
-            return out
-        base = text[k:end + 1]
-        if base not in out:
-            out.append(base)
-        i = end + 1
+    return list(dict.fromkeys(m.group(0) for m in _BASE.finditer(text)))
 
 
 def base_of(source: str) -> str:
@@ -89,8 +76,8 @@ def group_guards(guards: list[Guard]) -> list[GuardGroup]:
             add(b, g, True)
         if not mentioned:
             add(GLOBAL, g, False)
-    order = {"L": 0, "G": 1}
-    return sorted(groups.values(), key=lambda gr: order.get(gr.title[:1], 2) if gr.title != GLOBAL else 3)
+    # locals, then globals, then the global-state group; each in order of first appearance (a stable sort)
+    return sorted(groups.values(), key=lambda gr: (gr.title == GLOBAL, gr.title.startswith("G[")))
 
 
 def kind_counts(guards: list[Guard]) -> list[tuple[str, int]]:
