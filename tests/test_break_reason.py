@@ -74,6 +74,26 @@ def test_unstructured_text_keeps_its_informative_line():
     assert headline("x" * 120, width=10) == "xxxxxxx..."
 
 
+def test_hand_written_reasons_torch_might_also_write():
+    """Older or hand-made texts: an indented type, several hints, a pointer that is no link."""
+    reason = ("Encountered graph break when tracing CALL:\n\n  logging not supported  \n"
+              "  Explanation: Dynamo does not know how to trace logging.\n  Hint: remove the call.\n"
+              "  Hint:   use torch._dynamo.config.ignore_logger_methods.\n\n"
+              "  Developer debug context: x\n For more details about this graph break, see y\n")
+    r = parse_break_reason(reason)
+    assert (r.gb_type, r.hints) == ("logging not supported", ("remove the call.", "use torch._dynamo.config.ignore_logger_methods."))
+    assert parse_break_reason("Graph break: call_function\n  Hint: x") == BreakReason("Graph break: call_function", hints=("x",))
+    assert parse_break_reason("Graph break due to unsupported builtin\nbuiltin open").gb_type == "builtin open"
+    assert parse_break_reason("Unsupported: generic_jump\nmore").gb_type == "Unsupported: generic_jump"
+    assert parse_break_reason("\n  \n") == BreakReason("")
+    assert parse_break_reason("  Hint: only a hint") == BreakReason("", hints=("only a hint",))
+    # Dynamo's explanation, debug context and documentation pointer are never the type
+    for tail in ("Explanation: why", "Developer debug context: where", "For more details, see the docs"):
+        assert parse_break_reason(f"Graph break in user code\n  {tail}\n").gb_type == "Graph break in user code", tail
+    assert parse_break_reason("see Hint: below") == BreakReason("see Hint: below")  # "Hint:" later in a line is text
+    assert parse_break_reason("  Explanation: no type above").gb_type == ""
+
+
 def _break(reason: str, location: str = "m.py:4", cid: str = "0/0") -> GraphBreak:
     return GraphBreak(reason, location, [f"{location} in f"], cid, "log.warning(msg)")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tracer.model import Guard
-from viz.guard_groups import GuardGroup, base_of, bases_in, break_parts, group_guards, kind_counts
+from viz.guard_groups import GuardGroup, base_of, bases_in, group_guards, kind_counts
 
 
 def test_bases_in_finds_every_local_and_global_once_in_order():
@@ -73,25 +73,3 @@ def test_kind_counts():
     g = [Guard("A", ""), Guard("B", ""), Guard("B", ""), Guard("C", ""), Guard("B", "")]
     assert kind_counts(g) == [("B", 3), ("A", 1), ("C", 1)]
     assert kind_counts([]) == []
-
-
-def test_break_parts_gist_and_hints():
-    reason = ("Encountered graph break when tracing CALL:\n\n  logging not supported  \n"
-              "  Explanation: Dynamo does not know how to trace logging.\n  Hint: remove the call.\n"
-              "  Hint:   use torch._dynamo.config.ignore_logger_methods.\n\n"
-              "  Developer debug context: x\n For more details about this graph break, see y\n")
-    assert break_parts(reason) == ("logging not supported",
-                                   ["remove the call.", "use torch._dynamo.config.ignore_logger_methods."])
-
-
-def test_break_parts_keeps_a_preamble_that_is_all_it_says():
-    assert break_parts("Graph break: call_function\n  Hint: x") == ("Graph break: call_function", ["x"])
-    assert break_parts("Graph break due to unsupported builtin\nbuiltin open") == ("builtin open", [])
-    assert break_parts("Unsupported: generic_jump\nmore") == ("Unsupported: generic_jump", [])
-    assert break_parts("") == ("", []) and break_parts("\n  \n") == ("", [])
-    assert break_parts("  Hint: only a hint") == ("", ["only a hint"])
-    # Dynamo's explanation, debug context and documentation pointer are no gist
-    for tail in ("Explanation: why", "Developer debug context: where", "For more details, see the docs"):
-        assert break_parts(f"Graph break in user code\n  {tail}\n") == ("Graph break in user code", []), tail
-    # a line that only mentions "Hint:" later is part of the body
-    assert break_parts("see Hint: below") == ("see Hint: below", [])

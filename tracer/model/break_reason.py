@@ -70,12 +70,11 @@ def parse_break_reason(reason: str) -> BreakReason:
     lines = (reason or "").splitlines()
     explained = next((i for i, ln in enumerate(lines) if ln.strip().startswith("Explanation:")), None)
     start = explained
-    while start is not None and start > 0 and lines[start - 1].startswith(" ") and lines[start - 1].strip():
-        start -= 1  # indented lines torch puts between the type and its explanation
-    if start is None or start == 0:
+    while start is not None and start > 0 and lines[start - 1].strip():
+        start -= 1  # back to the first line of the explained paragraph: the type
+    if start is None or start == explained:
         return _unstructured(lines)
-    start -= 1  # the type: the unindented line that heads the explained paragraph
-    notes = tuple(ln.strip() for ln in lines[start + 1:explained])
+    notes = tuple(ln.strip() for ln in lines[start + 1:explained])  # lines torch puts between type and explanation
     parts: dict[str, list[list[str]]] = {"explanation": [], "hints": [], "context": []}
     doc = ""
     current: list[str] | None = None
@@ -108,7 +107,7 @@ def parse_break_reason(reason: str) -> BreakReason:
 def _unstructured(lines: list[str]) -> BreakReason:
     text = [ln.strip() for ln in lines if ln.strip()]
     hints = tuple(ln[len("Hint:"):].strip() for ln in text if ln.startswith("Hint:"))
-    body = [ln for ln in text if not ln.startswith(("Hint:", _DOC))]
+    body = [ln for ln in text if not ln.startswith(("Hint:", "Explanation:", "Developer debug context:", "For more details"))]
     first = body[0] if body else ""
     if len(body) > 1 and first.startswith(_GENERIC):
         return BreakReason(gb_type=body[1], hints=hints, preamble=first.rstrip(":"))
