@@ -1,17 +1,12 @@
 """Graph breaks by cause: a reason split into torch's parts, and breaks grouped by (line, cause).
 
-The text format is torch's ``format_graph_break_message`` (torch/_dynamo/exc.py); the real capture
-at the end checks the parser on text torch wrote, and tests/test_oracle.py checks every parsed
+The text format is torch's ``format_graph_break_message`` (torch/_dynamo/exc.py); the real capture of
+tests/test_break_reason_capture.py checks the parser on text torch wrote, and tests/test_oracle.py checks every parsed
 type against torch's graph-break registry.
 """
 
 from __future__ import annotations
 
-import logging
-
-import torch
-
-import tracer
 from tracer._text import headline
 from tracer.model import Capture, GraphBreak
 from tracer.model.break_reason import BreakReason, parse_break_reason
@@ -112,32 +107,3 @@ def test_breaks_group_by_line_and_cause_not_by_the_call_details():
         ("m.py:4", "Logger method", "something else.", 1, ["2/0"], [], other),
     ]
     assert "x3, 'Logger method'" in repr(cap.grouped_breaks()[0])
-
-
-_LOG = logging.getLogger("dynascope.test_break_reason")
-
-
-def _note(msg: str) -> None:
-    _LOG.debug(msg)  # Dynamo does not trace logging.Logger methods: a graph break here
-
-
-def _three_notes(x):
-    x = x + 1
-    _note("one")
-    x = x * 2
-    _note("two")
-    x = x - 1
-    _note("three")
-    return x.sin()
-
-
-def test_one_logging_line_reached_with_three_arguments_is_one_row():
-    cap = tracer.capture(_three_notes, torch.ones(3))
-    assert len(cap.graph_breaks) == 3 and len({b.reason for b in cap.graph_breaks}) == 3  # the args differ
-    (group,) = cap.grouped_breaks()
-    assert group.count == 3 and group.compile_ids == ["0/0", "1/0", "2/0"]
-    assert group.location.endswith(f"test_break_reason.py:{_note.__code__.co_firstlineno + 1}")
-    assert group.gb_type.startswith("logging.Logger method not supported")
-    assert any("ignore_logging_functions" in h for h in group.hints)
-    text = str(cap)
-    assert "graph break (x3) in 0/0, 1/0, 2/0 at" in text and "Encountered graph break" not in text
