@@ -14,6 +14,11 @@ function render({ model, el }) {
       const open = model.get("expanded");
       if (!open.includes(group)) { model.set("expanded", [...open, group]); model.save_changes(); }
     },
+    onReveal(entry) {  // a search hit folded in module boxes: open them (Python redraws)
+      const open = model.get("expanded");
+      const add = (entry.open || []).filter((p) => !open.includes(p));
+      if (add.length) { model.set("expanded", [...open, ...add]); model.save_changes(); }
+    },
     extraButtons: [["collapse", "collapse every opened module box", () => { model.set("expanded", []); model.save_changes(); }]],
   });
   let drawn = null;  // the `graph` last fitted: a new graph is fitted, a redraw of the same one keeps the view

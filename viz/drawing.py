@@ -33,8 +33,9 @@ def drawing(layout: Layout, *, highlight: Iterable[str] = ()) -> dict[str, Any]:
     module box's path) and ``"part"`` (a joint graph's half) when set; an edge is ``{"src", "dst",
     "pts": [x0, y0, x1, y1, ...]}`` (bezier points as in :class:`viz.graph_layout.Edge`); ``"hi"`` lists
     highlighted box ids (edges between two of them are highlighted too); ``"src"`` is a node's user line,
-    ``"find"`` maps a module box to the node names folded in it and ``"nodes"`` counts the graph's
-    nodes (the search box and the minimap use them).
+    ``"find"`` maps a module box to what search finds of each node folded in it (``{"id", "sub", "src",
+    "open"}``, Note [Search reaches folded nodes] in viz/graph_layout.py) and ``"nodes"`` counts the
+    graph's nodes (the search box and the minimap use them).
 
     >>> from viz.synthetic import chain_graph
     >>> from viz.graph_layout import layout
@@ -63,7 +64,7 @@ def drawing(layout: Layout, *, highlight: Iterable[str] = ()) -> dict[str, Any]:
         boxes.append(box)
     edges = [{"src": e.src, "dst": e.dst, "pts": [num(c) for p in e.points for c in p]} for e in layout.edges]
     ids = {b.id for b in layout.boxes}
-    found = {b.id: b.members for b in layout.boxes if b.members}
+    found = {b.id: b.folded for b in layout.boxes if b.folded}
     return {"w": _num(max(layout.width, 1.0)), "h": _num(max(layout.height, 1.0)), "engine": layout.engine,
             "nodes": layout.nodes, "boxes": boxes, "edges": edges, "find": found,
             "hi": [h for h in dict.fromkeys(highlight) if h in ids]}

@@ -77,11 +77,9 @@ class Explorer:
             raise TypeError(f"Explorer needs a tracer.model.Capture, got {type(cap).__name__}")
         self.capture = cap
         self._frame: Frame | None = cap.frame(frame) if frame is not None else largest_frame(cap)
-        self._graph_name = ""
-        self._node = ""
+        self._graph_name, self._node, self._note = "", "", ""
         self._info: dict[str, Any] = {}
-        self._note = ""
-        self._expanded: dict[tuple[str, str], frozenset[str]] = {}
+        self._expanded: dict[tuple[str, str], frozenset[str]] = {}  # (frame, graph) -> opened module boxes
         self._highlight: list[str] = []  # nodes marked in the shown graph (e.g. a kernel's), see highlight()
         self._layouts = Layouts()
         self._quiet_depth = 0
@@ -153,14 +151,17 @@ class Explorer:
             self.canvas.selected = name
         self._show_node()
 
-    def highlight(self, names: Iterable[str] = ()) -> None:
-        """Mark nodes of the shown graph (e.g. all a kernel computes; a module box folding one too) until
-        another graph is shown; ``highlight()`` clears. KeyError naming the nodes for an unknown name."""
-        names = list(dict.fromkeys(names))
-        if names and self.graph is None:
+    def highlight(self, names: Iterable[str] = (), *, reveal: bool = False) -> None:
+        """Mark nodes of the shown graph (e.g. all a kernel computes; a module box folding one too) until another
+        graph is shown; ``highlight()`` clears; ``reveal`` first opens the boxes folding them (Note [Search
+        reaches folded nodes] in viz/graph_layout.py). KeyError naming the nodes for an unknown name."""
+        names, graph = list(dict.fromkeys(names)), self.graph
+        if names and graph is None:
             raise KeyError("this capture has no frames, so there is no node to highlight")
         for name in names:
-            self.graph.node(name)  # KeyError naming the valid choices
+            graph.node(name)  # KeyError naming the valid choices
+        if reveal and names:
+            self._expanded[self._key()] = self.expanded | self._layouts.get(graph, self.expanded).opening(names)
         self._highlight = names
         self._draw()
 
@@ -395,5 +396,4 @@ class Explorer:
 def show(cap: Capture, **kwargs: Any) -> None:
     """Display the explorer of ``cap`` in the notebook (the same as evaluating ``cap`` in a cell)."""
     from IPython.display import display
-
     display(Explorer(cap, **kwargs))
