@@ -103,6 +103,7 @@ function dsReport(root) {
         info.textContent = b ? [b.label, b.sub, b.src].filter(Boolean).join("\n") : name;
       },
       onGroup(path, boxId) { if (down(boxId)) show(current, crumbs.textContent); },
+      searchIn: () => entry,  // the whole graph, whatever level is shown
       onReveal(hit, d) {  // a search hit folded in module boxes of drawing `d` (shown, or above it): open them
         if (d !== current) {
           const i = trail.findIndex(([t]) => t === d);
