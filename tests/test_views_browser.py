@@ -4,7 +4,9 @@ Three real training captures: bench.models' 12-layer transformer and vision CNN,
 built from ``transformers``' config with random weights (its graph breaks are real). For each report:
 the forward and backward graphs are drawn; the first view's module-box labels render at >= 10 px on
 the root and the backward graph; the search box centres a node folded inside a module box; the guards
-view folds and filters; the Code tab opens; the page never scrolls sideways. Screenshots go to tests/artifacts/.
+view folds and filters; the Code tab opens; the page never scrolls sideways. On GPT-2 also: module boxes
+open one level at a time (report and widget), and search reaches nodes folded two levels deep.
+Screenshots go to tests/artifacts/.
 """
 
 from __future__ import annotations
@@ -267,3 +269,18 @@ def test_report_search_and_folding_reach_every_node(gpt2, browser, tmp_path):
         assert not errors, errors
     finally:
         page.close()
+
+
+def test_widget_opens_gpt2_modules_one_level_at_a_time(gpt2):
+    """The explorer on the same GPT-2 capture: transformer.h opens on its four blocks, a block on its layers."""
+    from viz.explorer import Explorer
+
+    ex = Explorer(gpt2)
+    h = "L['self'].transformer.h"
+    assert h in ex.canvas.group_paths()
+    ex.expand(h)
+    assert [p for p in ex.canvas.group_paths() if p.startswith(h)] == [f"{h}.{i}" for i in range(4)]
+    ex.expand(f"{h}.0")
+    inside = [p for p in ex.canvas.group_paths() if p.startswith(f"{h}.0.")]
+    assert {f"{h}.0.ln_1", f"{h}.0.attn", f"{h}.0.mlp"} <= set(inside)
+    assert all(p.count(".") == h.count(".") + 2 for p in inside)  # one level down, nothing deeper
