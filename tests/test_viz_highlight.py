@@ -15,7 +15,7 @@ def test_highlight_marks_nodes_and_the_module_boxes_folding_them():
     drawn = {b["id"] for b in ex.canvas.drawing["boxes"]}
     shown = next(n.name for n in g.nodes if n.name in drawn and n.op == "placeholder")
     folded = next(n.name for n in g.nodes if n.name not in drawn)
-    box = next(b["id"] for b in ex.canvas.drawing["boxes"] if folded in [e["id"] for e in ex.canvas.drawing["find"].get(b["id"], [])])
+    box = next(b["id"] for b in ex.canvas.drawing["boxes"] if folded in ex.canvas.drawing["find"].get(b["id"], []))
     ex.highlight([shown, folded, shown])
     assert ex.canvas.drawing["hi"] == [shown, box]  # the folded node is marked through its box, once each
     ex.highlight()

@@ -3,6 +3,26 @@
 // `expanded`.
 import { dsView } from "./view.js";
 
+// The drawing with what search finds of each folded node (Note [Search reaches folded nodes] in
+// viz/drawing.py): the box's node names, looked up in the graph's search index (the `search` trait),
+// become { id, sub, src, open: the module paths from the box's path down the node's chain }.
+function withSearch(d, ix) {
+  if (!d || !d.find || !ix || !ix.nodes) return d;
+  const s = ix.strings, groupOf = {};
+  for (const b of d.boxes || []) if (typeof b.group === "string") groupOf[b.id] = b.group;
+  const find = {};
+  for (const [box, names] of Object.entries(d.find)) {
+    find[box] = names.map((id) => {
+      const e = ix.nodes[id];
+      if (!e) return { id, open: [groupOf[box]] };
+      const paths = ix.chains[e[2]].map((i) => s[i]);
+      const at = paths.indexOf(groupOf[box]);
+      return { id, sub: s[e[0]], src: s[e[1]], open: at >= 0 ? paths.slice(at) : [groupOf[box]] };
+    });
+  }
+  return { ...d, find };
+}
+
 function render({ model, el }) {
   // A page-wide counter: anywidget may evaluate this module once per widget model.
   globalThis.__dynascopeCanvases = (globalThis.__dynascopeCanvases || 0) + 1;
@@ -27,7 +47,7 @@ function render({ model, el }) {
     v.setSelected(model.get("selected"));
     const refit = drawn !== model.get("graph");
     drawn = model.get("graph");
-    v.draw(model.get("drawing") || {}, refit);
+    v.draw(withSearch(model.get("drawing") || {}, model.get("search")), refit);
   };
   const mark = () => v.setSelected(model.get("selected"));
   model.on("change:drawing", draw);

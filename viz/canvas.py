@@ -15,8 +15,9 @@ from typing import Iterable
 import anywidget
 import traitlets
 
+from tracer.model import Graph
 from viz.browser_code import bundle
-from viz.drawing import drawing
+from viz.drawing import drawing, search_index
 from viz.graph_layout import Layout
 from viz.style import css
 
@@ -33,6 +34,7 @@ class GraphCanvas(anywidget.AnyWidget):
     the new drawing; a new ``drawing`` of the same ``graph`` keeps the view.
     """
 
+    _indexed: Graph | None = None  # the graph whose search index was sent last
     _esm = bundle("canvas")  # canvas.js and the modules it imports (viz/browser_code.py)
     _css = _HERE / "canvas.css"
 
@@ -42,9 +44,15 @@ class GraphCanvas(anywidget.AnyWidget):
     expanded = traitlets.List(traitlets.Unicode()).tag(sync=True)  # module paths whose boxes are open
     height = traitlets.Int(520).tag(sync=True)  # pixels
     role_css = traitlets.Unicode(css(".ds-graph")).tag(sync=True)  # role colours (viz.style), no user text
+    search = traitlets.Dict().tag(sync=True)  # search_index of the drawn graph, sent once per graph ({}: names only)
 
-    def draw(self, layout: Layout | None, *, highlight: Iterable[str] = ()) -> None:
-        """Show ``layout`` (``None``: nothing); boxes in ``highlight`` are marked."""
+    def draw(self, layout: Layout | None, *, highlight: Iterable[str] = (), graph: Graph | None = None) -> None:
+        """Show ``layout`` (``None``: nothing); boxes in ``highlight`` are marked. ``graph``, the graph laid
+        out, lets search find its folded nodes by op and source line (Note [Search reaches folded nodes]
+        in viz/drawing.py); its index is sent when the graph changes."""
+        if graph is not self._indexed:
+            self._indexed = graph
+            self.search = {} if graph is None else search_index(graph)
         self.drawing = {} if layout is None else drawing(layout, highlight=highlight)
 
     def box_ids(self) -> list[str]:

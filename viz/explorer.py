@@ -19,6 +19,7 @@ from tracer.model import TIME_PHASES, Capture, Frame, Graph
 from viz import code_view, panels
 from viz.canvas import GraphCanvas
 from viz.diff_widget import recompiles_tab
+from viz.graph_layout import opening
 from viz.info import node_info
 from viz.inspector import inspector_html
 from viz.layout_cache import Layouts
@@ -152,16 +153,15 @@ class Explorer:
         self._show_node()
 
     def highlight(self, names: Iterable[str] = (), *, reveal: bool = False) -> None:
-        """Mark nodes of the shown graph (e.g. all a kernel computes; a module box folding one too) until another
-        graph is shown; ``highlight()`` clears; ``reveal`` first opens the boxes folding them (Note [Search
-        reaches folded nodes] in viz/graph_layout.py). KeyError naming the nodes for an unknown name."""
+        """Mark nodes of the shown graph (a kernel's, say; a box folding one too) until another graph is shown;
+        ``highlight()`` clears; ``reveal`` first opens the boxes folding them. KeyError for an unknown name."""
         names, graph = list(dict.fromkeys(names)), self.graph
         if names and graph is None:
             raise KeyError("this capture has no frames, so there is no node to highlight")
         for name in names:
             graph.node(name)  # KeyError naming the valid choices
         if reveal and names:
-            self._expanded[self._key()] = self.expanded | self._layouts.get(graph, self.expanded).opening(names)
+            self._expanded[self._key()] = self.expanded | opening(graph, self._layouts.get(graph, self.expanded), names)
         self._highlight = names
         self._draw()
 
@@ -323,8 +323,8 @@ class Explorer:
             self.canvas.expanded = sorted(expanded)
             self.canvas.selected = self._node
             lay = self._layouts.get(graph, expanded)
-            marked = set(self._highlight)
-            self.canvas.draw(lay, highlight=[*self._highlight, *(b.id for b in lay.boxes if marked.intersection(b.members))])
+            boxes = [b.id for b in lay.boxes if set(self._highlight).intersection(b.members)]  # folding a marked node
+            self.canvas.draw(lay, highlight=[*self._highlight, *boxes], graph=graph)
 
     def _show_node(self) -> None:
         self._inspector.value = inspector_html(self._info, note=self._note)

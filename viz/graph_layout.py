@@ -18,7 +18,7 @@ from viz import layout_dot, layout_linear
 from viz.grouping import Item, Visible, graph_chains, threshold_for, visible
 from viz.style import GROUP_ROLE, box_size, node_labels, shorten
 
-__all__ = ["DOT_MAX_BOXES", "DOT_MAX_VIRTUAL", "ENGINES", "Box", "Edge", "Layout", "layout", "visible_boxes"]
+__all__ = ["DOT_MAX_BOXES", "DOT_MAX_VIRTUAL", "ENGINES", "Box", "Edge", "Layout", "layout", "opening", "visible_boxes"]
 
 ENGINES = ("auto", "dot", "linear")
 # See Note [dot limits] in viz/layout_dot.py for the measurements behind these two numbers.
@@ -41,8 +41,7 @@ class Box:
     group: Optional[str] = None  # module path if this box is a collapsed module group
     count: int = 1  # nodes inside a group, 1 otherwise
     partition: str = ""  # joint graphs: "forward" or "backward" (node meta "partition", or a group's half)
-    members: list[str] = field(default_factory=list)  # a group's folded node names
-    folded: list[dict[str, Any]] = field(default_factory=list)  # per member what search finds, Note [Search reaches folded nodes]
+    members: list[str] = field(default_factory=list)  # a group's folded node names (search finds them)
     source: str = ""  # a node's user line "file.py:12  x = f(y)" (meta "source", or an AOT node's "from")
 
 
@@ -75,11 +74,6 @@ class Layout:
                 return b
         raise KeyError(f"no box {id!r} in layout (boxes: {[b.id for b in self.boxes][:20]})")
 
-    def opening(self, names: Iterable[str]) -> set[str]:
-        """Module paths to open for each of ``names`` folded in a box here to show as its own box."""
-        wanted = set(names)
-        return {p for b in self.boxes for e in b.folded if e["id"] in wanted for p in e["open"]}
-
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form (points become [x, y] lists)."""
         d = dataclasses.asdict(self)
@@ -109,37 +103,7 @@ def source_line(meta: dict[str, Any]) -> str:
     return f"{where}  {code}" if code else where
 
 
-# Note [Search reaches folded nodes]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# The search box matches a node by its name, its op/target line and its source line, whether the node is
-# drawn or folded in a collapsed module box; it counts nodes, not boxes. So a group box carries, per
-# node folded in it, what its own box would show (``{"id", "sub", "src"}``) and ``"open"``: the module
-# paths to add to ``expanded`` for the node to show as its own box (the box's path, then every path
-# below it on the node's module chain). Going to a folded hit asks for those groups to open (the widget
-# through its ``expanded`` trait, which Python owns) and centres the node once it is drawn.
-def _folded(graph: Graph, items: list[Item], max_label: int) -> dict[str, list[dict[str, Any]]]:
-    """Box id -> Note [Search reaches folded nodes] entries of its members, for every group item."""
-    groups = [it for it in items if it.node is None]
-    if not groups:
-        return {}
-    index = {n.name: i for i, n in enumerate(graph.nodes)}
-    chains = graph_chains(graph)
-    out = {}
-    for it in groups:
-        entries = []
-        for name in it.members:
-            i = index[name]
-            paths = [p for p, _ in chains[i]]
-            opened = paths[paths.index(it.group):] if it.group in paths else [it.group]
-            node = graph.nodes[i]
-            entries.append({"id": name, "sub": node_labels(node, max_label)[1], "src": source_line(node.meta),
-                            "open": opened})
-        out[it.id] = entries
-    return out
-
-
-def _boxes(items: list[Item], max_label: int, folded: Optional[dict[str, list[dict[str, Any]]]] = None) -> list[Box]:
-    folded = folded or {}
+def _boxes(items: list[Item], max_label: int) -> list[Box]:
     out = []
     for it in items:
         if it.node is not None:
@@ -152,7 +116,24 @@ def _boxes(items: list[Item], max_label: int, folded: Optional[dict[str, list[di
             label, sub = _group_labels(it, max_label)
             w, h = box_size(label, sub, group=True)
             out.append(Box(it.id, label, sub, GROUP_ROLE, 0.0, 0.0, w, h, group=it.group, count=it.count,
-                           partition=it.partition, members=list(it.members), folded=folded.get(it.id, [])))
+                           partition=it.partition, members=list(it.members)))
+    return out
+
+
+def opening(graph: Graph, lay: Layout, names: Iterable[str]) -> set[str]:
+    """The module paths to open for each of ``names`` folded in a box of ``lay`` (a layout of ``graph``) to
+    show as its own box: the box's path, then every path below it on the node's module chain (Note
+    [Search reaches folded nodes] in viz/drawing.py)."""
+    wanted, out = set(names), set()
+    folding = [(b, wanted.intersection(b.members)) for b in lay.boxes if b.group is not None]
+    if not any(hit for _, hit in folding):
+        return out
+    index = {n.name: i for i, n in enumerate(graph.nodes)}
+    chains = graph_chains(graph)
+    for b, hit in folding:
+        for name in hit:
+            paths = [p for p, _ in chains[index[name]]]
+            out.update(paths[paths.index(b.group):] if b.group in paths else [b.group])
     return out
 
 
@@ -165,7 +146,7 @@ def visible_boxes(graph: Graph, *, expanded: Iterable[str] = frozenset(), thresh
     if threshold is None:
         threshold = threshold_for(graph)
     vis = visible(graph, expanded, threshold)
-    return _boxes(vis.items, max_label, _folded(graph, vis.items, max_label) if vis.grouped else {}), vis
+    return _boxes(vis.items, max_label), vis
 
 
 def virtual_nodes(boxes: list[Box], edges: list[tuple[str, str]]) -> int:

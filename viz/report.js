@@ -32,7 +32,7 @@ function unpack(p, strings) {
 }
 
 // What search finds of the nodes in packed drawing `p` and in the drawings of its module boxes (Note
-// [Search reaches folded nodes] in viz/graph_layout.py); `via`: the module boxes to open, in turn, from
+// [Search reaches folded nodes] in viz/drawing.py); `via`: the module boxes to open, in turn, from
 // the drawing that folds them.
 const [SUB, SRC, GROUP] = ["sub", "src", "group"].map((k) => BOX_KEYS.indexOf(k));
 function folded(p, strings, via) {

@@ -32,7 +32,7 @@ _HERE = pathlib.Path(__file__).parent
 # its own, down to the nodes; a click on a box shows its layout in the same view, "back" goes one level
 # up. A node is drawn as its own box once, at its module's level; above that it is part of a box.
 # The search box finds a folded node through these drawings (report.js unpack), opens the boxes on
-# the way and centres the node (Note [Search reaches folded nodes] in viz/graph_layout.py).
+# the way and centres the node (Note [Search reaches folded nodes] in viz/drawing.py).
 
 
 def report_script() -> str:

@@ -7,18 +7,20 @@ import { buildSvg, fmt, svgEl } from "./svg_draw.js";
 
 const MINIMAP_FROM = 300;  // Note [Minimap]: boxes-or-nodes above which a graph gets an overview
 
-// Note [Search reaches folded nodes] (viz/graph_layout.py): the search box matches a node by its name, its
+// Note [Search reaches folded nodes] (viz/drawing.py): the search box matches a node by its name, its
 // op/target line and its source line, drawn or folded in a collapsed module box (the drawing's "find":
 // box id -> what each folded node's own box would show). It counts nodes; a module box is a hit only
 // when no node matches (a search for a module path).
 const said = (e) => `${e.id}\n${e.label || ""}\n${e.sub || ""}\n${e.src || ""}`.toLowerCase();
+
+const entry = (e) => (typeof e === "string" ? { id: e } : e);  // a drawing without an index names nodes only
 
 function searchHits(d, needle) {
   const nodes = [], groups = [];
   const folded = d.find || {};
   for (const b of d.boxes || []) {
     if (typeof b.group !== "string") { if (said(b).includes(needle)) nodes.push(b.id); continue; }
-    for (const e of folded[b.id] || []) if (said(e).includes(needle)) nodes.push(e.id);
+    for (const e of (folded[b.id] || []).map(entry)) if (said(e).includes(needle)) nodes.push(e.id);
     if (said(b).includes(needle)) groups.push(b.id);
   }
   return nodes.length ? nodes : groups;
@@ -27,7 +29,7 @@ function searchHits(d, needle) {
 // The folded entry of node `id` in drawing `d` and the box folding it, or null.
 function foldedIn(d, id) {
   for (const [box, list] of Object.entries(d.find || {})) {
-    const e = (list || []).find((x) => x.id === id);
+    const e = (list || []).map(entry).find((x) => x.id === id);
     if (e) return { e, box };
   }
   return null;
@@ -142,7 +144,7 @@ function searchBox(parts, st, centreOn, reveal, searchIn) {
     if (b) { mark(b); return; }
     // base: the drawing searched (the report shows one level at a time, and may show another now)
     const at = foldedIn(st.d, id) || foldedIn(base, id) || { e: { id, via: [], open: [] }, box: "" };
-    if (reveal) { st.pending = id; reveal(at.e, foldedIn(st.d, id) ? st.d : base); return; }
+    if (reveal && (at.e.open || at.e.via)) { st.pending = id; reveal(at.e, foldedIn(st.d, id) ? st.d : base); return; }
     const box = (st.d.boxes || []).find((x) => x.id === at.box);
     if (box) mark(box);
   };
