@@ -49,21 +49,28 @@ def test_a_folded_input_opens_the_inputs_box():
     assert search_index(g)["chains"] == [[]]
 
 
-def test_the_canvas_sends_the_search_index_once_per_graph():
+def test_the_canvas_sends_the_search_index_when_asked_once_per_graph():
     a, b = chain_graph(60, layers=2), chain_graph(30, layers=1)
     canvas, sent = GraphCanvas(), []
     canvas.observe(lambda ch: sent.append(ch["new"]), "search")
+    canvas.graph = "a"
     canvas.draw(layout(a), graph=a)
+    assert sent == []  # building a view computes no index
+    canvas.search_for = "a"  # the browser's search box asks
     canvas.draw(layout(a, expanded={"L['self'].layers.0"}), graph=a)  # a redraw of the same graph
-    canvas.draw(layout(b), graph=b)
+    canvas.graph = "b"
+    canvas.draw(layout(b), graph=b)  # another graph: the old index goes
+    canvas.search_for = "b"
     canvas.draw(None)
-    assert sent == [search_index(a), search_index(b), {}]
+    assert sent == [{"graph": "a", **search_index(a)}, {}, {"graph": "b", **search_index(b)}, {}]
 
 
 def test_highlight_with_reveal_opens_the_boxes_folding_the_nodes():
     g = chain_graph(2000)
     ex = Explorer(Capture(frames=[Frame("0/0", "big.py:1 in forward", graph=g)], fn="Big"))
-    assert ex.canvas.search == search_index(g)
+    assert ex.canvas.search == {}
+    ex.canvas.search_for = ex.canvas.graph
+    assert ex.canvas.search == {"graph": ex.canvas.graph, **search_index(g)}
     before = ex.expanded
     drawn = {b["id"] for b in ex.canvas.drawing["boxes"]}
     folded = [n.name for n in g.nodes if n.name not in drawn and n.op == "call_function"]

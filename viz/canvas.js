@@ -34,6 +34,15 @@ function render({ model, el }) {
       const open = model.get("expanded");
       if (!open.includes(group)) { model.set("expanded", [...open, group]); model.save_changes(); }
     },
+    // Note [Search reaches folded nodes]: the graph's search index comes from Python when first asked for.
+    beforeFind() {
+      if (indexed()) return true;
+      clearTimeout(asked);
+      asked = setTimeout(() => { asked = null; v.find(false, true); }, 3000);  // no kernel answers: names only
+      model.set("search_for", model.get("graph"));
+      model.save_changes();
+      return false;
+    },
     onReveal(entry) {  // a search hit folded in module boxes: open them (Python redraws)
       const open = model.get("expanded");
       const add = (entry.open || []).filter((p) => !open.includes(p));
@@ -41,23 +50,33 @@ function render({ model, el }) {
     },
     extraButtons: [["collapse", "collapse every opened module box", () => { model.set("expanded", []); model.save_changes(); }]],
   });
+  let asked = null;  // a search waiting for the index (its fallback timer)
+  const indexed = () => (model.get("search") || {}).graph === model.get("graph");
   let drawn = null;  // the `graph` last fitted: a new graph is fitted, a redraw of the same one keeps the view
   const draw = () => {
     v.setHeight(model.get("height"));
     v.setSelected(model.get("selected"));
     const refit = drawn !== model.get("graph");
     drawn = model.get("graph");
-    v.draw(withSearch(model.get("drawing") || {}, model.get("search")), refit);
+    v.draw(withSearch(model.get("drawing") || {}, indexed() ? model.get("search") : null), refit);
+  };
+  const onIndex = () => {
+    if (!indexed()) return;
+    draw();
+    if (asked !== null) { clearTimeout(asked); asked = null; v.find(false, true); }
   };
   const mark = () => v.setSelected(model.get("selected"));
   model.on("change:drawing", draw);
   model.on("change:selected", mark);
   model.on("change:height", draw);
+  model.on("change:search", onIndex);
   draw();
   return () => {
     model.off("change:drawing", draw);
     model.off("change:selected", mark);
     model.off("change:height", draw);
+    model.off("change:search", onIndex);
+    clearTimeout(asked);
     v.destroy();
   };
 }

@@ -111,7 +111,9 @@ function viewport(parts, st, height) {
 // `expanded` trait; report: the box's own drawing) and the view centres the node when it is drawn
 // (`st.pending`); with no `reveal` the box folding it is marked and centred. `searchIn()`: the drawing
 // to search when it is not the one shown (the report's first view, whatever level is shown).
-function searchBox(parts, st, centreOn, reveal, searchIn) {
+// `beforeFind()`: false when the search must wait (the widget asks Python for the graph's index and
+// calls find(false, true) when it comes).
+function searchBox(parts, st, centreOn, reveal, searchIn, beforeFind) {
   const { bar, stage } = parts;
   const search = document.createElement("input");
   search.type = "search";
@@ -130,11 +132,12 @@ function searchBox(parts, st, centreOn, reveal, searchIn) {
     }
     centreOn(b);
   };
-  const find = (again) => {
+  const find = (again, now) => {
     const needle = search.value.trim().toLowerCase();
     for (const e of stage.querySelectorAll(".ds-hit")) e.classList.remove("ds-hit");
     st.pending = "";
     if (!needle) { hits = []; found.textContent = ""; return; }
+    if (!now && beforeFind && !beforeFind()) { found.textContent = "searching\u2026"; return; }
     if (!again) { base = (searchIn && searchIn()) || st.d; hits = searchHits(base, needle); hitAt = -1; }
     if (!hits.length) { found.textContent = "no match"; return; }
     hitAt = (hitAt + 1) % hits.length;
@@ -238,7 +241,7 @@ function pointer(parts, st, vp, onClick) {
 }
 
 // `opts`: { height, roleCss, uid, onNode(name), onGroup(path, boxId), onReveal(foldedEntry, drawing),
-// searchIn(), extraButtons: [[label, title, fn]] } (onReveal, searchIn: see searchBox).
+// searchIn(), beforeFind(), extraButtons: [[label, title, fn]] } (the last three: see searchBox).
 export function dsView(el, opts) {
   const parts = frame(el, opts.height);
   const st = { d: {}, k: 1, tx: 0, ty: 0, miniView: null, selected: "", pending: "" };
@@ -248,7 +251,7 @@ export function dsView(el, opts) {
   addButton(bar, "\u2212", "zoom out", () => vp.zoomAt(0.8, view.clientWidth / 2, view.clientHeight / 2));
   addButton(bar, "fit", "fit the graph in view (never below readable labels)", vp.fit);
   for (const [label, title, fn] of opts.extraButtons || []) addButton(bar, label, title, fn);
-  const { search, find, onDrawn } = searchBox(parts, st, vp.centreOn, opts.onReveal, opts.searchIn);
+  const { search, find, onDrawn } = searchBox(parts, st, vp.centreOn, opts.onReveal, opts.searchIn, opts.beforeFind);
   const hint = document.createElement("span");
   hint.className = "ds-hint";
   hint.textContent = "drag to pan \u00b7 wheel to zoom \u00b7 click a node";
