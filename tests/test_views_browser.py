@@ -185,7 +185,8 @@ VIEW_STATE = """(h) => {
     let off = null;
     if (hit) { const r = hit.getBoundingClientRect(); off = Math.max(Math.abs((r.left + r.right - v.left - v.right) / 2),
                                                                       Math.abs((r.top + r.bottom - v.top - v.bottom) / 2)); }
-    return {off, hit: hit && hit.getAttribute('data-node'), found: h.querySelector('.ds-found').textContent,
+    return {off, hit: hit && hit.getAttribute('data-node'), hit_group: hit && hit.getAttribute('data-group'),
+            found: h.querySelector('.ds-found').textContent,
             crumbs: h.querySelector('.ds-crumbs').textContent,
             groups: [...h.querySelectorAll('.ds-stage [data-group]')].map((e) => e.getAttribute('data-group')),
             nodes: h.querySelectorAll('.ds-stage [data-node]').length};
@@ -266,6 +267,13 @@ def test_report_search_and_folding_reach_every_node(gpt2, browser, tmp_path):
         norms = [n.name for n in f.graph.nodes if "layer_norm" in n.target]
         s = state()
         assert len(norms) == 9 and s["found"] == f"1 of {len(norms)}" and s["hit"] in norms and s["off"] < 5, s
+
+        # the module view's link to a module folded two levels deep opens the boxes above it and centres it
+        link = page.locator(f'a.ds-module-link[data-graph="{index}"][data-module="{h}.2.attn"]')
+        link.click()
+        page.wait_for_timeout(300)
+        s = state()
+        assert s["hit_group"] == f"{h}.2.attn" and s["off"] < 5 and f"{h}.2" in s["crumbs"], s
         assert not errors, errors
     finally:
         page.close()

@@ -39,7 +39,10 @@ function folded(p, strings, via) {
   const out = [];
   for (const row of p.b) {
     const inner = p.open && p.open[row[0]];
-    if (inner) out.push(...folded(inner, strings, [...via, row[0]]));
+    if (inner) {  // a module box: found by its path (a module link) when no node matches
+      out.push({ id: row[0], sub: strings[row[SUB] || 0], group: strings[row[GROUP]], via });
+      out.push(...folded(inner, strings, [...via, row[0]]));
+    }
     else if (!row[GROUP]) out.push({ id: row[0], sub: strings[row[SUB] || 0], src: strings[row[SRC] || 0], via });
   }
   return out;

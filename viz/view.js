@@ -9,8 +9,8 @@ const MINIMAP_FROM = 300;  // Note [Minimap]: boxes-or-nodes above which a graph
 
 // Note [Search reaches folded nodes] (viz/drawing.py): the search box matches a node by its name, its
 // op/target line and its source line, drawn or folded in a collapsed module box (the drawing's "find":
-// box id -> what each folded node's own box would show). It counts nodes; a module box is a hit only
-// when no node matches (a search for a module path).
+// box id -> what each folded node's own box would show, and in the report the module boxes folded
+// there). It counts nodes; a module box is a hit only when no node matches (a search for a module path).
 const said = (e) => `${e.id}\n${e.label || ""}\n${e.sub || ""}\n${e.src || ""}`.toLowerCase();
 
 const entry = (e) => (typeof e === "string" ? { id: e } : e);  // a drawing without an index names nodes only
@@ -20,7 +20,7 @@ function searchHits(d, needle) {
   const folded = d.find || {};
   for (const b of d.boxes || []) {
     if (typeof b.group !== "string") { if (said(b).includes(needle)) nodes.push(b.id); continue; }
-    for (const e of (folded[b.id] || []).map(entry)) if (said(e).includes(needle)) nodes.push(e.id);
+    for (const e of (folded[b.id] || []).map(entry)) if (said(e).includes(needle)) (e.group ? groups : nodes).push(e.id);
     if (said(b).includes(needle)) groups.push(b.id);
   }
   return nodes.length ? nodes : groups;
