@@ -194,3 +194,45 @@ def test_a_backward_node_without_recorded_origin_is_a_problem_not_a_guess():
         assert any(k.name in p and "whose forward node torch did not record" in p for p in cap.frames[0].problems)
     mapped = [k for k in bw.kernels if k.dynamo_nodes]
     assert mapped and all(set(k.dynamo_nodes) <= {n.name for n in cap.frames[0].graph.nodes} for k in mapped)
+
+
+class _Block(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(16)
+        self.fc = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        return x + torch.nn.functional.gelu(self.fc(self.norm(x)))
+
+
+class _Blocks(torch.nn.Module):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(_Block() for _ in range(n))
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x)
+        return x
+
+
+def test_choosing_a_kernel_opens_the_module_boxes_folding_its_nodes():
+    """Note [Search reaches folded nodes]: a kernel whose nodes are folded in module boxes of the first
+    view is shown with those boxes opened, every node it computes drawn and highlighted, no box marked."""
+    from viz import code_view
+    from viz.explorer import Explorer
+
+    torch.manual_seed(0)
+    cap = tracer.capture(_Blocks(8), torch.randn(4, 16), backend="inductor")
+    (f,) = cap.frames
+    ex = Explorer(cap)
+    first = ex.expanded
+    drawn = {b["id"] for b in ex.canvas.drawing["boxes"]}
+    g, kernel = next((g, k) for g in f.inductor for k in g.kernels
+                     if len(k.dynamo_nodes) >= 2 and not drawn.intersection(k.dynamo_nodes))  # all folded
+    ex.code_tab.kernel_choice.value = code_view.kernel_key(g, kernel)
+    boxes = {b["id"] for b in ex.canvas.drawing["boxes"]}
+    assert set(kernel.dynamo_nodes) <= boxes and set(ex.canvas.drawing["hi"]) == set(kernel.dynamo_nodes)
+    assert first < ex.expanded and sorted(ex.expanded) == ex.canvas.expanded
+    assert ex.node == kernel.dynamo_nodes[0] == ex.canvas.selected

@@ -4,7 +4,9 @@ Three real training captures: bench.models' 12-layer transformer and vision CNN,
 built from ``transformers``' config with random weights (its graph breaks are real). For each report:
 the forward and backward graphs are drawn; the first view's module-box labels render at >= 10 px on
 the root and the backward graph; the search box centres a node folded inside a module box; the guards
-view folds and filters; the Code tab opens; the page never scrolls sideways. Screenshots go to tests/artifacts/.
+view folds and filters; the Code tab opens; the page never scrolls sideways. On GPT-2 also: module boxes
+open one level at a time (report and widget), and search reaches nodes folded two levels deep.
+Screenshots go to tests/artifacts/.
 """
 
 from __future__ import annotations
@@ -63,9 +65,14 @@ MEASURE = """() => {
 }"""
 
 
+@pytest.fixture(scope="module")
+def gpt2():
+    return _gpt2()
+
+
 @pytest.mark.parametrize("name", ["transformer12", "cnn", "gpt2"])
-def test_report_of_a_real_model(name, browser, tmp_path):
-    cap = _gpt2() if name == "gpt2" else _bench(name)
+def test_report_of_a_real_model(name, browser, tmp_path, request):
+    cap = request.getfixturevalue("gpt2") if name == "gpt2" else _bench(name)
     path = viz.export_html(cap, tmp_path / f"{name}.html")
     page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
     errors: list[str] = []
@@ -169,3 +176,119 @@ def _folded_node(page, index: str) -> str:
         for (const sub of Object.values(open)) for (const b of sub.b) if (b[0].length > 4) return b[0];
         return data.graphs[Number(i)].b[0][0];
     }""", index)
+
+
+# The view of one graph box: the hit's distance from the view's centre, the search count, the crumbs,
+# and the module boxes and nodes drawn now.
+VIEW_STATE = """(h) => {
+    const hit = h.querySelector('.ds-hit'), v = h.querySelector('.ds-view').getBoundingClientRect();
+    let off = null;
+    if (hit) { const r = hit.getBoundingClientRect(); off = Math.max(Math.abs((r.left + r.right - v.left - v.right) / 2),
+                                                                      Math.abs((r.top + r.bottom - v.top - v.bottom) / 2)); }
+    return {off, hit: hit && hit.getAttribute('data-node'), hit_group: hit && hit.getAttribute('data-group'),
+            found: h.querySelector('.ds-found').textContent,
+            crumbs: h.querySelector('.ds-crumbs').textContent,
+            groups: [...h.querySelectorAll('.ds-stage [data-group]')].map((e) => e.getAttribute('data-group')),
+            nodes: h.querySelectorAll('.ds-stage [data-node]').length};
+}"""
+
+
+def test_report_search_and_folding_reach_every_node(gpt2, browser, tmp_path):
+    """Note [Search reaches folded nodes], Note [Folding in the report], on GPT-2's root graph: a module box
+    opens one level at a time; a search by source line finds nodes folded two levels deep, opens the boxes
+    on the way and centres the node, hit after hit; an op search counts nodes, not boxes."""
+    from viz.graph_layout import source_line
+
+    f = max(gpt2.frames, key=lambda fr: len(fr.graph.nodes))
+    h = "L['self'].transformer.h"
+    mlp = [n for n in f.graph.nodes if any(e[0] == f"{h}.3.mlp" for e in n.meta.get("nn_module_stack", []))
+           and source_line(n.meta)]
+    line = source_line(mlp[0].meta)  # "modeling_gpt2.py:NNN  code": a line of every block's MLP
+    same = [n.name for n in f.graph.nodes if line in source_line(n.meta)]
+    assert len(same) >= 4 and mlp[0].name in same  # one per block at least
+    path = viz.export_html(gpt2, tmp_path / "gpt2.html")
+    page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_selector(".ds-report[data-ds-ready]", state="attached", timeout=30_000)
+        index = page.evaluate("""(cid) => {  // the root graph of the largest frame
+            for (const s of document.querySelectorAll('section.ds-frame'))
+              if (s.textContent.includes(cid)) { const g = s.querySelector('.ds-graphbox[data-kind="root"]'); if (g) return g.dataset.graph; }
+            return null; }""", f.compile_id)
+        host = page.locator(f'.ds-graphbox[data-graph="{index}"]')
+        host.scroll_into_view_if_needed()
+        host.locator("svg .boxes").wait_for(timeout=30_000)
+        page.wait_for_timeout(200)
+        state = lambda: host.evaluate(VIEW_STATE)  # noqa: E731
+        click = lambda group: host.evaluate(  # noqa: E731
+            "(h, g) => [...h.querySelectorAll('.ds-stage [data-group]')].find((e) => e.getAttribute('data-group') === g)"
+            ".dispatchEvent(new MouseEvent('click', {bubbles: true}))", group)
+        assert h in state()["groups"]
+
+        # one level at a time: transformer.h -> h.0 ... h.3 -> the block's layers; "back" goes one level up
+        click(h)
+        page.wait_for_timeout(200)
+        s = state()
+        assert s["groups"] == [f"{h}.{i}" for i in range(4)], s
+        click(f"{h}.0")
+        page.wait_for_timeout(200)
+        s = state()
+        assert {f"{h}.0.ln_1", f"{h}.0.attn", f"{h}.0.mlp"} <= set(s["groups"]) and f"{h}.0" in s["crumbs"], s
+        host.locator(".ds-toolbar button", has_text="back").click()
+        page.wait_for_timeout(200)
+        assert state()["groups"] == [f"{h}.{i}" for i in range(4)]
+        host.locator(".ds-toolbar button", has_text="back").click()
+        page.wait_for_timeout(200)
+        assert h in state()["groups"]
+
+        # a source line: every node on it is counted, each one opened to and centred in turn
+        box = host.locator("input.ds-search")
+        box.fill(line)
+        seen = []
+        for i in range(len(same)):
+            box.press("Enter")
+            page.wait_for_timeout(250)
+            s = state()
+            assert s["found"] == f"{i + 1} of {len(same)}" and s["hit"] in same, s
+            assert s["off"] is not None and s["off"] < 5, s
+            assert "opened" in s["crumbs"], s  # drawn inside its module box, not the box
+            seen.append(s["hit"])
+        assert sorted(seen) == sorted(same)
+        host.screenshot(path=str(ARTIFACTS / "report_gpt2_search_folded.png"))
+
+        # an op, searched from a level down: the whole graph's nodes are counted (9 LayerNorms: two per
+        # block and ln_f), not the boxes folding them
+        host.locator(".ds-toolbar button", has_text="back").click()
+        box.fill("layer_norm")
+        box.press("Enter")
+        page.wait_for_timeout(250)
+        norms = [n.name for n in f.graph.nodes if "layer_norm" in n.target]
+        s = state()
+        assert len(norms) == 9 and s["found"] == f"1 of {len(norms)}" and s["hit"] in norms and s["off"] < 5, s
+
+        # the module view's link to a module folded two levels deep opens the boxes above it and centres it
+        link = page.locator(f'a.ds-module-link[data-graph="{index}"][data-module="{h}.2.attn"]')
+        link.click()
+        page.wait_for_timeout(300)
+        s = state()
+        assert s["hit_group"] == f"{h}.2.attn" and s["off"] < 5 and f"{h}.2" in s["crumbs"], s
+        assert not errors, errors
+    finally:
+        page.close()
+
+
+def test_widget_opens_gpt2_modules_one_level_at_a_time(gpt2):
+    """The explorer on the same GPT-2 capture: transformer.h opens on its four blocks, a block on its layers."""
+    from viz.explorer import Explorer
+
+    ex = Explorer(gpt2)
+    h = "L['self'].transformer.h"
+    assert h in ex.canvas.group_paths()
+    ex.expand(h)
+    assert [p for p in ex.canvas.group_paths() if p.startswith(h)] == [f"{h}.{i}" for i in range(4)]
+    ex.expand(f"{h}.0")
+    inside = [p for p in ex.canvas.group_paths() if p.startswith(f"{h}.0.")]
+    assert {f"{h}.0.ln_1", f"{h}.0.attn", f"{h}.0.mlp"} <= set(inside)
+    assert all(p.count(".") == h.count(".") + 2 for p in inside)  # one level down, nothing deeper

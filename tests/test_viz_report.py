@@ -140,18 +140,28 @@ def test_packed_drawing_unpacks_to_the_canvas_drawing():
             assert all(abs(a - b) <= 0.11 for a, b in zip(e["pts"], want, strict=True))
 
 
-def test_every_module_box_of_the_report_opens_on_its_own_nodes():
+def _nodes_in(p: dict) -> list[str]:
+    """Node names drawn in packed drawing ``p`` and, at any depth, in the drawings of its module boxes."""
+    return [n for row in p["b"] for n in (_nodes_in(p["open"][row[0]]) if row[0] in p.get("open", {}) else [row[0]])]
+
+
+def test_every_module_box_of_the_report_opens_on_its_own_nodes_one_level_down():
     g = chain_graph(400, layers=4)
     table = {"": 0}
     d = graph_drawing(g, [], table)
     boxes = _unpack(d, list(table))
     groups = [b for b in boxes if "group" in b]
     assert groups and set(d["open"]) == {b["id"] for b in groups}
-    inside = [row[0] for sub in d["open"].values() for row in sub["b"]]
+    inside = [n for b in groups for n in _nodes_in(d["open"][b["id"]])]
     marked = graph_drawing(g, [inside[0]], {"": 0})  # a box holding a highlighted node is marked
     assert [h for h in marked["hi"] if h.startswith("module:")] == [b["id"] for b in groups
-                                                                    if inside[0] in [r[0] for r in d["open"][b["id"]]["b"]]]
+                                                                    if inside[0] in _nodes_in(d["open"][b["id"]])]
+    # every node is drawn as its own box exactly once, at its module's level
     assert sorted(inside + [b["id"] for b in boxes if "group" not in b]) == sorted(n.name for n in g.nodes)
+    layer = d["open"]["module:L['self'].layers.0"]  # a layer opens on its parts, each on its nodes
+    parts = {row[0] for row in layer["b"] if row[0].startswith("module:")}
+    assert {"module:L['self'].layers.0.self_attn", "module:L['self'].layers.0.norm1"} <= parts == set(layer["open"])
+    assert all(not row[0].startswith("module:") for p in layer["open"].values() for row in p["b"])
 
 
 # -- grouping of real-shaped graphs ----------------------------------------------------------------

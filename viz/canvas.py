@@ -10,13 +10,14 @@ Layout drawn by :func:`viz.to_svg` and by the canvas has the same boxes, classes
 from __future__ import annotations
 
 import pathlib
-from typing import Iterable
+from typing import Any, Iterable
 
 import anywidget
 import traitlets
 
+from tracer.model import Graph
 from viz.browser_code import bundle
-from viz.drawing import drawing
+from viz.drawing import drawing, search_index
 from viz.graph_layout import Layout
 from viz.style import css
 
@@ -42,10 +43,28 @@ class GraphCanvas(anywidget.AnyWidget):
     expanded = traitlets.List(traitlets.Unicode()).tag(sync=True)  # module paths whose boxes are open
     height = traitlets.Int(520).tag(sync=True)  # pixels
     role_css = traitlets.Unicode(css(".ds-graph")).tag(sync=True)  # role colours (viz.style), no user text
+    search_for = traitlets.Unicode("").tag(sync=True)  # the browser's search box asks for this `graph`'s index
+    search = traitlets.Dict().tag(sync=True)  # {"graph": graph, **search_index(...)} once asked for, else {}
 
-    def draw(self, layout: Layout | None, *, highlight: Iterable[str] = ()) -> None:
-        """Show ``layout`` (``None``: nothing); boxes in ``highlight`` are marked."""
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._laid_out: Graph | None = None  # the graph of the drawing
+        self._indexed: Graph | None = None  # the graph whose search index was sent last
+        self.observe(lambda _: self._send_index(), "search_for")
+
+    def draw(self, layout: Layout | None, *, highlight: Iterable[str] = (), graph: Graph | None = None) -> None:
+        """Show ``layout`` (``None``: nothing); boxes in ``highlight`` are marked. ``graph``, the graph laid
+        out, lets search find its folded nodes by op and source line (Note [Search reaches folded nodes]
+        in viz/drawing.py): its index is sent once the search box asks for it, once per graph."""
+        self._laid_out = graph
+        self._send_index()
         self.drawing = {} if layout is None else drawing(layout, highlight=highlight)
+
+    def _send_index(self) -> None:
+        want = self._laid_out if self.graph and self.search_for == self.graph else None
+        if want is not self._indexed:
+            self._indexed = want
+            self.search = {} if want is None else {"graph": self.graph, **search_index(want)}
 
     def box_ids(self) -> list[str]:
         """Ids of the boxes drawn now (node names, ``module:<path>`` for groups), in drawing order."""

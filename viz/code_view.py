@@ -148,7 +148,7 @@ class CodeTab:
     """The explorer's "Code" tab: a frame and kernel chooser over ``frame_code_html``.
 
     Choosing a kernel shows its frame's root graph in the explorer with every Dynamo node the kernel
-    computes highlighted (its first one selected) and its post-grad nodes marked in the post-grad
+    computes drawn (module boxes folding them opened) and highlighted (its first one selected) and its post-grad nodes marked in the post-grad
     graph; selecting a node on the canvas marks the kernels that compute it, and highlights all the
     nodes of those kernels.
     """
@@ -191,14 +191,15 @@ class CodeTab:
         return [k for g in (f.inductor if f else []) for k in g.kernels if node in k.dynamo_nodes]
 
     def choose_kernel(self, key: str) -> None:
-        """Show the kernel ``key`` (a :func:`kernel_key`): its nodes highlighted, its first one selected."""
+        """Show the kernel ``key`` (a :func:`kernel_key`): the module boxes folding its nodes opened, its
+        nodes highlighted, its first one selected."""
         f = self.frame
         kernel = next((k for g in (f.inductor if f else []) for k in g.kernels if kernel_key(g, k) == key), None)
         if kernel is not None and kernel.dynamo_nodes:
             self._busy = True
             try:
                 self.explorer.select("", frame=f.compile_id)
-                self.explorer.highlight(kernel.dynamo_nodes)
+                self.explorer.highlight(kernel.dynamo_nodes, reveal=True)
                 self.explorer.select_node(kernel.dynamo_nodes[0])
             finally:
                 self._busy = False

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from viz.graph_layout import Layout
+from tracer.model import Graph
+from viz.graph_layout import Layout, source_line
+from viz.grouping import graph_chains
+from viz.style import node_labels
 
-__all__ = ["PACKED_BOX_KEYS", "PACKED_INTERNED", "drawing"]
+__all__ = ["PACKED_BOX_KEYS", "PACKED_INTERNED", "drawing", "search_index"]
 
 # A box of a packed drawing (the static report's, Note [Compact drawings] in viz/report_graphs.py) is
 # the list of these keys' values; the values at PACKED_INTERNED are indices into the report's string
@@ -33,8 +36,8 @@ def drawing(layout: Layout, *, highlight: Iterable[str] = ()) -> dict[str, Any]:
     module box's path) and ``"part"`` (a joint graph's half) when set; an edge is ``{"src", "dst",
     "pts": [x0, y0, x1, y1, ...]}`` (bezier points as in :class:`viz.graph_layout.Edge`); ``"hi"`` lists
     highlighted box ids (edges between two of them are highlighted too); ``"src"`` is a node's user line,
-    ``"find"`` maps a module box to the node names folded in it and ``"nodes"`` counts the graph's
-    nodes (the search box and the minimap use them).
+    ``"find"`` maps a module box to the node names folded in it (:func:`search_index` says what search
+    finds of each) and ``"nodes"`` counts the graph's nodes (the search box and the minimap use them).
 
     >>> from viz.synthetic import chain_graph
     >>> from viz.graph_layout import layout
@@ -67,3 +70,32 @@ def drawing(layout: Layout, *, highlight: Iterable[str] = ()) -> dict[str, Any]:
     return {"w": _num(max(layout.width, 1.0)), "h": _num(max(layout.height, 1.0)), "engine": layout.engine,
             "nodes": layout.nodes, "boxes": boxes, "edges": edges, "find": found,
             "hi": [h for h in dict.fromkeys(highlight) if h in ids]}
+
+
+# Note [Search reaches folded nodes]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The search box matches a node by its name, its op/target line and its source line, whether the node is
+# drawn or folded in a collapsed module box, and counts nodes, not boxes. What it matches of a folded
+# node is what the node's own box would show; going to one opens the module paths from the box's path
+# down the node's module chain (the widget asks through its ``expanded`` trait, which Python owns, the
+# report opens the box's own drawings, Note [Folding in the report] in viz/report_graphs.py) and centres
+# the node once it is drawn. The widget gets these lines once per graph (:func:`search_index`, the
+# canvas's ``search`` trait), not with every drawing: a drawing names only each box's folded nodes.
+def search_index(graph: Graph, max_label: int = 40) -> dict[str, Any]:
+    """What search matches of every node of ``graph`` and its module chain: ``{"strings": [...], "nodes":
+    {name: [sub, src, chain]}, "chains": [[path, ...], ...]}``; ``sub`` (the box's second line), ``src``
+    (its source line) and the paths are indices into ``strings``, ``chain`` into ``chains``.
+
+    >>> from viz.synthetic import chain_graph
+    >>> ix = search_index(chain_graph(3, layers=1))
+    >>> [ix["strings"][i] for i in ix["chains"][ix["nodes"]["linear_0"][2]]]
+    ["L['self']", "L['self'].layers", "L['self'].layers.0", "L['self'].layers.0.self_attn"]
+    """
+    strings: dict[str, int] = {"": 0}
+    chains: dict[tuple[int, ...], int] = {}
+    nodes = {}
+    for n, chain in zip(graph.nodes, graph_chains(graph), strict=True):
+        key = tuple(strings.setdefault(p, len(strings)) for p, _ in chain)
+        nodes[n.name] = [strings.setdefault(node_labels(n, max_label)[1], len(strings)),
+                         strings.setdefault(source_line(n.meta), len(strings)), chains.setdefault(key, len(chains))]
+    return {"strings": list(strings), "nodes": nodes, "chains": [list(k) for k in chains]}

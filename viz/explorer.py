@@ -19,6 +19,7 @@ from tracer.model import TIME_PHASES, Capture, Frame, Graph
 from viz import code_view, panels
 from viz.canvas import GraphCanvas
 from viz.diff_widget import recompiles_tab
+from viz.graph_layout import opening
 from viz.info import node_info
 from viz.inspector import inspector_html
 from viz.layout_cache import Layouts
@@ -77,11 +78,9 @@ class Explorer:
             raise TypeError(f"Explorer needs a tracer.model.Capture, got {type(cap).__name__}")
         self.capture = cap
         self._frame: Frame | None = cap.frame(frame) if frame is not None else largest_frame(cap)
-        self._graph_name = ""
-        self._node = ""
+        self._graph_name, self._node, self._note = "", "", ""
         self._info: dict[str, Any] = {}
-        self._note = ""
-        self._expanded: dict[tuple[str, str], frozenset[str]] = {}
+        self._expanded: dict[tuple[str, str], frozenset[str]] = {}  # (frame, graph) -> opened module boxes
         self._highlight: list[str] = []  # nodes marked in the shown graph (e.g. a kernel's), see highlight()
         self._layouts = Layouts()
         self._quiet_depth = 0
@@ -153,14 +152,16 @@ class Explorer:
             self.canvas.selected = name
         self._show_node()
 
-    def highlight(self, names: Iterable[str] = ()) -> None:
-        """Mark nodes of the shown graph (e.g. all a kernel computes; a module box folding one too) until
-        another graph is shown; ``highlight()`` clears. KeyError naming the nodes for an unknown name."""
-        names = list(dict.fromkeys(names))
-        if names and self.graph is None:
+    def highlight(self, names: Iterable[str] = (), *, reveal: bool = False) -> None:
+        """Mark nodes of the shown graph (a kernel's, say; a box folding one too) until another graph is shown;
+        ``highlight()`` clears; ``reveal`` first opens the boxes folding them. KeyError for an unknown name."""
+        names, graph = list(dict.fromkeys(names)), self.graph
+        if names and graph is None:
             raise KeyError("this capture has no frames, so there is no node to highlight")
         for name in names:
-            self.graph.node(name)  # KeyError naming the valid choices
+            graph.node(name)  # KeyError naming the valid choices
+        if reveal and names:
+            self._expanded[self._key()] = self.expanded | opening(graph, self._layouts.get(graph, self.expanded), names)
         self._highlight = names
         self._draw()
 
@@ -322,8 +323,8 @@ class Explorer:
             self.canvas.expanded = sorted(expanded)
             self.canvas.selected = self._node
             lay = self._layouts.get(graph, expanded)
-            marked = set(self._highlight)
-            self.canvas.draw(lay, highlight=[*self._highlight, *(b.id for b in lay.boxes if marked.intersection(b.members))])
+            boxes = [b.id for b in lay.boxes if set(self._highlight).intersection(b.members)]  # folding a marked node
+            self.canvas.draw(lay, highlight=[*self._highlight, *boxes], graph=graph)
 
     def _show_node(self) -> None:
         self._inspector.value = inspector_html(self._info, note=self._note)
@@ -395,5 +396,4 @@ class Explorer:
 def show(cap: Capture, **kwargs: Any) -> None:
     """Display the explorer of ``cap`` in the notebook (the same as evaluating ``cap`` in a cell)."""
     from IPython.display import display
-
     display(Explorer(cap, **kwargs))

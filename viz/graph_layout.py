@@ -15,10 +15,10 @@ from typing import Any, Iterable, Optional
 
 from tracer.model import Graph
 from viz import layout_dot, layout_linear
-from viz.grouping import Item, Visible, threshold_for, visible
+from viz.grouping import Item, Visible, graph_chains, threshold_for, visible
 from viz.style import GROUP_ROLE, box_size, node_labels, shorten
 
-__all__ = ["DOT_MAX_BOXES", "DOT_MAX_VIRTUAL", "ENGINES", "Box", "Edge", "Layout", "layout", "visible_boxes"]
+__all__ = ["DOT_MAX_BOXES", "DOT_MAX_VIRTUAL", "ENGINES", "Box", "Edge", "Layout", "layout", "opening", "visible_boxes"]
 
 ENGINES = ("auto", "dot", "linear")
 # See Note [dot limits] in viz/layout_dot.py for the measurements behind these two numbers.
@@ -117,6 +117,23 @@ def _boxes(items: list[Item], max_label: int) -> list[Box]:
             w, h = box_size(label, sub, group=True)
             out.append(Box(it.id, label, sub, GROUP_ROLE, 0.0, 0.0, w, h, group=it.group, count=it.count,
                            partition=it.partition, members=list(it.members)))
+    return out
+
+
+def opening(graph: Graph, lay: Layout, names: Iterable[str]) -> set[str]:
+    """The module paths to open for each of ``names`` folded in a box of ``lay`` (a layout of ``graph``) to
+    show as its own box: the box's path, then every path below it on the node's module chain (Note
+    [Search reaches folded nodes] in viz/drawing.py)."""
+    wanted, out = set(names), set()
+    folding = [(b, wanted.intersection(b.members)) for b in lay.boxes if b.group is not None]
+    if not any(hit for _, hit in folding):
+        return out
+    index = {n.name: i for i, n in enumerate(graph.nodes)}
+    chains = graph_chains(graph)
+    for b, hit in folding:
+        for name in hit:
+            paths = [p for p, _ in chains[index[name]]]
+            out.update(paths[paths.index(b.group):] if b.group in paths else [b.group])
     return out
 
 

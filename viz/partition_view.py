@@ -112,7 +112,7 @@ class PartitionView:
                 canvas.graph = which
                 canvas.expanded = sorted(expanded)
                 canvas.selected = ""
-                canvas.draw(self._layouts.get(g, expanded), highlight=saved)
+                canvas.draw(self._layouts.get(g, expanded), highlight=saved, graph=g)
                 marked = sum(1 for n in g.nodes if n.name in saved)
                 self._titles[side].value = render("partition_title.html.j2", which=which, nodes=len(g.nodes),
                                                   marked=marked)

@@ -1,7 +1,7 @@
 // The static report's graphs (viz/report_graphs.py): draws every `.ds-graphbox` of a `.ds-report`
 // from the report's JSON block with the same view as the explorer's canvas (dsView: pan, zoom, fit,
-// search, minimap). A click on a module box opens the layout of its nodes (Note [Folding in the
-// report]); a click on a node shows its label lines as text. No kernel, no network. Also the report's
+// search, minimap). A click on a module box opens the layout of what it holds, one level down (Note
+// [Folding in the report]); a click on a node shows its label lines as text. No kernel, no network. Also the report's
 // guards view and module links. setUpReports() is what a page (report_page.js) or the job widget
 // (job_grid.js) calls on an element holding reports.
 import { BOX_KEYS, INTERNED_KEYS } from "./constants.js";
@@ -26,9 +26,34 @@ function unpack(p, strings) {
     }
     return { src: s.id, dst: t.id, pts };
   });
-  const find = { ...(p.find || {}) };  // a module box's nodes: those of its own drawing
-  for (const [id, sub] of Object.entries(p.open || {})) find[id] = sub.b.map((row) => row[0]);
-  return { ...p, boxes, edges, find };
+  const find = { ...(p.find || {}) };  // a module box's nodes: those of its own drawing, at any depth
+  for (const [id, sub] of Object.entries(p.open || {})) find[id] = folded(sub, strings, [id]);
+  return { ...p, boxes, edges, find, opened: {} };
+}
+
+// What search finds of the nodes in packed drawing `p` and in the drawings of its module boxes (Note
+// [Search reaches folded nodes] in viz/drawing.py); `via`: the module boxes to open, in turn, from
+// the drawing that folds them.
+const [SUB, SRC, GROUP] = ["sub", "src", "group"].map((k) => BOX_KEYS.indexOf(k));
+function folded(p, strings, via) {
+  const out = [];
+  for (const row of p.b) {
+    const inner = p.open && p.open[row[0]];
+    if (inner) {  // a module box: found by its path (a module link) when no node matches
+      out.push({ id: row[0], sub: strings[row[SUB] || 0], group: strings[row[GROUP]], via });
+      out.push(...folded(inner, strings, [...via, row[0]]));
+    }
+    else if (!row[GROUP]) out.push({ id: row[0], sub: strings[row[SUB] || 0], src: strings[row[SRC] || 0], via });
+  }
+  return out;
+}
+
+// The drawing of module box `boxId` of unpacked drawing `d` (Note [Folding in the report]), unpacked once.
+function openIn(d, boxId, strings) {
+  const p = d.open && d.open[boxId];
+  if (!p) return null;
+  if (!d.opened[boxId]) d.opened[boxId] = unpack(p, strings);
+  return d.opened[boxId];
 }
 
 function dsReport(root) {
@@ -52,7 +77,6 @@ function dsReport(root) {
     const packed = data.graphs[Number(host.dataset.graph)];
     if (!packed) return;
     const entry = unpack(packed, data.strings);
-    const opened = {};  // unpacked on first use
     globalThis.__dynascopeCanvases = (globalThis.__dynascopeCanvases || 0) + 1;
     const crumbs = document.createElement("div");
     crumbs.className = "ds-crumbs";
@@ -61,25 +85,47 @@ function dsReport(root) {
     info.className = "ds-nodeinfo";
     host.replaceChildren(crumbs, canvasEl, info);
     let current = entry;
+    let trail = [];  // the drawings above the one shown, with their titles: "back" returns one level
     const FIRST = "module boxes: click one to open it, \u201cback\u201d to return";
     let v = null;
     const show = (d, title) => { current = d; crumbs.textContent = title; v.draw(d, true); };
+    // One level down from `current` into its module box `boxId`, not drawn yet; false if it has none.
+    const down = (boxId) => {
+      const sub = openIn(current, boxId, data.strings);
+      if (!sub) return false;
+      const b = (current.boxes || []).find((x) => x.id === boxId);
+      trail.push([current, crumbs.textContent]);
+      current = sub;
+      crumbs.textContent = `opened ${(b && b.group) || boxId}: ${sub.boxes.length} boxes`;
+      return true;
+    };
     v = dsView(canvasEl, {
       height: Number(host.dataset.height) || 520, roleCss: data.css, uid: `dsr${globalThis.__dynascopeCanvases}`,
       onNode(name) {
         const b = (current.boxes || []).find((x) => x.id === name);
         info.textContent = b ? [b.label, b.sub, b.src].filter(Boolean).join("\n") : name;
       },
-      onGroup(path, boxId) {
-        const p = packed.open && packed.open[boxId];
-        if (!p) return;
-        if (!opened[boxId]) opened[boxId] = unpack(p, data.strings);
-        show(opened[boxId], `opened ${path}: ${opened[boxId].boxes.length} nodes`);
+      onGroup(path, boxId) { if (down(boxId)) show(current, crumbs.textContent); },
+      searchIn: () => entry,  // the whole graph, whatever level is shown
+      onReveal(hit, d) {  // a search hit folded in module boxes of drawing `d` (shown, or above it): open them
+        if (d !== current) {
+          const i = trail.findIndex(([t]) => t === d);
+          if (i < 0 && d !== entry) return;
+          crumbs.textContent = i < 0 ? FIRST : trail[i][1];
+          trail = i < 0 ? [] : trail.slice(0, i);
+          current = d;
+        }
+        for (const boxId of hit.via || []) if (!down(boxId)) break;
+        show(current, crumbs.textContent);  // the view centres the hit once drawn
       },
-      extraButtons: [["back", "show the first view again", () => show(entry, FIRST)]],
+      extraButtons: [["back", "show the drawing one level up", () => {
+        const up = trail.pop();
+        if (up) show(up[0], up[1]); else show(entry, FIRST);
+      }]],
     });
     crumbs.textContent = Object.keys(packed.open || {}).length ? FIRST : "every node";
     host.dsFind = (needle) => {  // the module view's links: back to the first view, then find the module
+      trail = [];
       show(entry, FIRST);
       v.search.value = needle;
       requestAnimationFrame(() => v.find(false));

@@ -17,7 +17,7 @@ from tracer.model import Frame, Graph
 from viz.browser_code import bundle
 from viz.drawing import PACKED_BOX_KEYS, PACKED_INTERNED, drawing
 from viz.graph_layout import layout
-from viz.grouping import first_expanded
+from viz.grouping import first_expanded, graph_chains
 from viz.markup import json_block
 from viz.style import css
 
@@ -27,10 +27,12 @@ _HERE = pathlib.Path(__file__).parent
 # Note [Folding in the report]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # A static page has no Python to lay out a graph with a module box opened. So each collapsed module
-# box of a graph's first view carries (``open``) the layout of the nodes folded in it; a click on the
-# box shows that layout in the same view, "back" returns. Every node is laid out at most twice (in
-# its box, and inside it), which keeps the 12-layer transformer's training report under 1 MB; the
-# search box finds a folded node through the box's ``find`` list and centres on the box.
+# box of a graph's first view carries (``open``) the layout of what it holds one level down, grouped
+# like the widget's (``transformer.h`` shows ``h.0`` ... ``h.3``), and each module box there carries
+# its own, down to the nodes; a click on a box shows its layout in the same view, "back" goes one level
+# up. A node is drawn as its own box once, at its module's level; above that it is part of a box.
+# The search box finds a folded node through these drawings (report.js unpack), opens the boxes on
+# the way and centres the node (Note [Search reaches folded nodes] in viz/drawing.py).
 
 
 def report_script() -> str:
@@ -112,22 +114,44 @@ def pack(d: dict[str, Any], strings: dict[str, int]) -> dict[str, Any]:
 
 
 def graph_drawing(graph: Graph, highlight: list[str], strings: dict[str, int]) -> dict[str, Any]:
-    """The first view's drawing of ``graph`` plus, per collapsed module box, the drawing of its nodes
-    (``"open"``: box id -> drawing). See Note [Folding in the report]."""
-    lay = layout(graph, expanded=first_expanded(graph), engine="linear")
-    wanted = set(highlight)  # a module box holding a highlighted node (a saved value) is marked too
-    d = drawing(lay, highlight=[*highlight, *(b.id for b in lay.boxes if wanted.intersection(b.members))])
-    by_name = {n.name: n for n in graph.nodes}
-    opened = {}
-    for b in lay.boxes:
-        if b.members:
-            sub = Graph(nodes=[by_name[m] for m in b.members], name=graph.name)
-            opened[b.id] = pack(drawing(layout(sub, engine="linear", threshold=len(sub.nodes)), highlight=highlight),
-                                strings)
+    """The first view's drawing of ``graph`` plus, per collapsed module box, the drawing of what it holds
+    one level down (``"open"``: box id -> drawing, nested the same way). See Note [Folding in the report]."""
+    expanded = first_expanded(graph)
+    lay = layout(graph, expanded=expanded, engine="linear")
+    d = _drawing(lay, highlight)
+    opened = _opened(graph, lay, expanded, highlight, strings)
     d["find"] = {k: v for k, v in d["find"].items() if k not in opened}
     d = pack(d, strings)
     d["open"] = opened
     return d
+
+
+def _drawing(lay: Any, highlight: list[str]) -> dict[str, Any]:
+    wanted = set(highlight)  # a module box holding a highlighted node (a saved value) is marked too
+    return drawing(lay, highlight=[*highlight, *(b.id for b in lay.boxes if wanted.intersection(b.members))])
+
+
+def _opened(graph: Graph, lay: Any, expanded: frozenset[str], highlight: list[str],
+            strings: dict[str, int]) -> dict[str, Any]:
+    """Box id -> packed drawing of the nodes folded in it, one level down: the box's module path and the
+    paths above it open, the modules inside it folded (each with its own ``open``)."""
+    by_name = {n.name: n for n in graph.nodes}
+    out = {}
+    for b in lay.boxes:
+        if not b.members:
+            continue
+        sub = Graph(nodes=[by_name[m] for m in b.members], name=graph.name)
+        inner = set(expanded) | {b.group}
+        for chain in graph_chains(sub):
+            paths = [p for p, _ in chain]
+            inner.update(paths[:paths.index(b.group)] if b.group in paths else ())
+        sub_lay = layout(sub, expanded=inner, engine="linear", threshold=0)
+        d = _drawing(sub_lay, highlight)
+        d["find"] = {}  # each module box's own drawing names its nodes (report.js unpack)
+        packed = pack(d, strings)
+        packed["open"] = _opened(sub, sub_lay, frozenset(inner), highlight, strings)
+        out[b.id] = packed
+    return out
 
 
 def report_data(frames: list[Frame]) -> tuple[str, list[list[tuple[str, str, int, int]]]]:

@@ -7,12 +7,32 @@ import { buildSvg, fmt, svgEl } from "./svg_draw.js";
 
 const MINIMAP_FROM = 300;  // Note [Minimap]: boxes-or-nodes above which a graph gets an overview
 
-// A search box's needle against one drawn box: its name, its op/target line, its source line, and for
-// a collapsed module box the names of the nodes folded inside it ("find" of the drawing).
-function matches(b, needle, folded) {
-  const hay = `${b.id}\n${b.label}\n${b.sub || ""}\n${b.src || ""}`.toLowerCase();
-  if (hay.includes(needle)) return true;
-  return (folded[b.id] || []).some((n) => n.toLowerCase().includes(needle));
+// Note [Search reaches folded nodes] (viz/drawing.py): the search box matches a node by its name, its
+// op/target line and its source line, drawn or folded in a collapsed module box (the drawing's "find":
+// box id -> what each folded node's own box would show, and in the report the module boxes folded
+// there). It counts nodes; a module box is a hit only when no node matches (a search for a module path).
+const said = (e) => `${e.id}\n${e.label || ""}\n${e.sub || ""}\n${e.src || ""}`.toLowerCase();
+
+const entry = (e) => (typeof e === "string" ? { id: e } : e);  // a drawing without an index names nodes only
+
+function searchHits(d, needle) {
+  const nodes = [], groups = [];
+  const folded = d.find || {};
+  for (const b of d.boxes || []) {
+    if (typeof b.group !== "string") { if (said(b).includes(needle)) nodes.push(b.id); continue; }
+    for (const e of (folded[b.id] || []).map(entry)) if (said(e).includes(needle)) (e.group ? groups : nodes).push(e.id);
+    if (said(b).includes(needle)) groups.push(b.id);
+  }
+  return nodes.length ? nodes : groups;
+}
+
+// The folded entry of node `id` in drawing `d` and the box folding it, or null.
+function foldedIn(d, id) {
+  for (const [box, list] of Object.entries(d.find || {})) {
+    const e = (list || []).map(entry).find((x) => x.id === id);
+    if (e) return { e, box };
+  }
+  return null;
 }
 
 // The elements of a view: toolbar, the clipped view, the transformed stage in it, the minimap corner.
@@ -87,7 +107,13 @@ function viewport(parts, st, height) {
 }
 
 // The search box: Enter finds the first match, Enter again the next; the match is marked and centred.
-function searchBox(parts, st, centreOn) {
+// A node folded in a module box: `reveal(entry, drawing)` asks for its groups to open (widget: the
+// `expanded` trait; report: the box's own drawing) and the view centres the node when it is drawn
+// (`st.pending`); with no `reveal` the box folding it is marked and centred. `searchIn()`: the drawing
+// to search when it is not the one shown (the report's first view, whatever level is shown).
+// `beforeFind()`: false when the search must wait (the widget asks Python for the graph's index and
+// calls find(false, true) when it comes).
+function searchBox(parts, st, centreOn, reveal, searchIn, beforeFind) {
   const { bar, stage } = parts;
   const search = document.createElement("input");
   search.type = "search";
@@ -97,20 +123,8 @@ function searchBox(parts, st, centreOn) {
   const found = document.createElement("span");
   found.className = "ds-found";
   bar.appendChild(found);
-  let hits = [], hitAt = -1;
-  const find = (again) => {
-    const needle = search.value.trim().toLowerCase();
-    for (const e of stage.querySelectorAll(".ds-hit")) e.classList.remove("ds-hit");
-    if (!needle) { hits = []; found.textContent = ""; return; }
-    if (!again) {
-      const folded = st.d.find || {};
-      hits = (st.d.boxes || []).filter((b) => matches(b, needle, folded));
-      hitAt = -1;
-    }
-    if (!hits.length) { found.textContent = "no match"; return; }
-    hitAt = (hitAt + 1) % hits.length;
-    const b = hits[hitAt];
-    found.textContent = `${hitAt + 1} of ${hits.length}`;
+  let hits = [], hitAt = -1, base = null;  // hit ids, and the drawing they were found in
+  const mark = (b) => {
     const attr = typeof b.group === "string" ? "data-group" : "data-node";
     const want = typeof b.group === "string" ? b.group : b.id;
     for (const e of stage.querySelectorAll(`[${attr}]`)) {
@@ -118,9 +132,34 @@ function searchBox(parts, st, centreOn) {
     }
     centreOn(b);
   };
+  const find = (again, now) => {
+    const needle = search.value.trim().toLowerCase();
+    for (const e of stage.querySelectorAll(".ds-hit")) e.classList.remove("ds-hit");
+    st.pending = "";
+    if (!needle) { hits = []; found.textContent = ""; return; }
+    if (!now && beforeFind && !beforeFind()) { found.textContent = "searching\u2026"; return; }
+    if (!again) { base = (searchIn && searchIn()) || st.d; hits = searchHits(base, needle); hitAt = -1; }
+    if (!hits.length) { found.textContent = "no match"; return; }
+    hitAt = (hitAt + 1) % hits.length;
+    const id = hits[hitAt];
+    found.textContent = `${hitAt + 1} of ${hits.length}`;
+    const b = (st.d.boxes || []).find((x) => x.id === id);
+    if (b) { mark(b); return; }
+    // base: the drawing searched (the report shows one level at a time, and may show another now)
+    const at = foldedIn(st.d, id) || foldedIn(base, id) || { e: { id, via: [], open: [] }, box: "" };
+    if (reveal && (at.e.open || at.e.via)) { st.pending = id; reveal(at.e, foldedIn(st.d, id) ? st.d : base); return; }
+    const box = (st.d.boxes || []).find((x) => x.id === at.box);
+    if (box) mark(box);
+  };
+  // After a new drawing: the node a search asked to open, marked and centred.
+  const onDrawn = () => {
+    const b = st.pending && (st.d.boxes || []).find((x) => x.id === st.pending);
+    st.pending = "";
+    if (b) mark(b);
+  };
   search.addEventListener("keydown", (ev) => { if (ev.key === "Enter") find(search.dataset.last === search.value); search.dataset.last = search.value; });
   search.addEventListener("input", () => { search.dataset.last = ""; });
-  return { search, find };
+  return { search, find, onDrawn };
 }
 
 // Note [Minimap]: graphs of more than MINIMAP_FROM boxes-or-nodes get a small overview in the corner;
@@ -201,17 +240,18 @@ function pointer(parts, st, vp, onClick) {
   };
 }
 
-// `opts`: { height, roleCss, uid, onNode(name), onGroup(path, boxId), extraButtons: [[label, title, fn]] }.
+// `opts`: { height, roleCss, uid, onNode(name), onGroup(path, boxId), onReveal(foldedEntry, drawing),
+// searchIn(), beforeFind(), extraButtons: [[label, title, fn]] } (the last three: see searchBox).
 export function dsView(el, opts) {
   const parts = frame(el, opts.height);
-  const st = { d: {}, k: 1, tx: 0, ty: 0, miniView: null, selected: "" };
+  const st = { d: {}, k: 1, tx: 0, ty: 0, miniView: null, selected: "", pending: "" };
   const vp = viewport(parts, st, opts.height);
   const { view, stage, bar } = parts;
   addButton(bar, "+", "zoom in", () => vp.zoomAt(1.25, view.clientWidth / 2, view.clientHeight / 2));
   addButton(bar, "\u2212", "zoom out", () => vp.zoomAt(0.8, view.clientWidth / 2, view.clientHeight / 2));
   addButton(bar, "fit", "fit the graph in view (never below readable labels)", vp.fit);
   for (const [label, title, fn] of opts.extraButtons || []) addButton(bar, label, title, fn);
-  const { search, find } = searchBox(parts, st, vp.centreOn);
+  const { search, find, onDrawn } = searchBox(parts, st, vp.centreOn, opts.onReveal, opts.searchIn, opts.beforeFind);
   const hint = document.createElement("span");
   hint.className = "ds-hint";
   hint.textContent = "drag to pan \u00b7 wheel to zoom \u00b7 click a node";
@@ -235,7 +275,7 @@ export function dsView(el, opts) {
       stage.replaceChildren(...(st.d.boxes ? [buildSvg(st.d, opts.roleCss, opts.uid)] : []));
       markSelected(stage, st.selected);
       drawMinimap(parts, st, vp.apply);
-      if (refit) requestAnimationFrame(vp.fit); else vp.apply();
+      if (refit) requestAnimationFrame(() => { vp.fit(); onDrawn(); }); else { vp.apply(); onDrawn(); }
     },
   };
 }
