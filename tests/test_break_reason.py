@@ -59,6 +59,17 @@ def test_text_after_the_message_is_not_part_of_its_last_field():
     assert parse_break_reason(text).context == "ctx"
 
 
+def test_the_doc_link_ends_the_message_and_fields_join_by_line():
+    text = _reason("T", "E", ["H"], "ctx", "https://x/gb1.html") + "\n  Hint: a line of a traceback\n  Explanation: too"
+    r = parse_break_reason(text)
+    assert (r.hints, r.explanation, r.doc) == (("H",), "E", "https://x/gb1.html")
+    twice = "T\n  Explanation: one\n  Explanation: two\n  Developer debug context: a\n  Developer debug context: b"
+    assert (parse_break_reason(twice).explanation, parse_break_reason(twice).context) == ("one\ntwo", "a\nb")
+    long_preamble = "Encountered graph break\nwhile tracing X:\n\nT\n  Explanation: E"
+    assert parse_break_reason(long_preamble).preamble == "Encountered graph break\nwhile tracing X"
+    assert parse_break_reason("Graph break at X:\nwhat broke").preamble == "Graph break at X"
+
+
 def test_unstructured_text_keeps_its_informative_line():
     assert parse_break_reason("call_function print\nmore") == BreakReason("call_function print")
     assert parse_break_reason(f"{PREAMBLE}:\n\nprint() is not supported\n  Hint: remove it") == \

@@ -77,12 +77,12 @@ def parse_break_reason(reason: str) -> BreakReason:
     notes = tuple(ln.strip() for ln in lines[start + 1:explained])  # lines torch puts between type and explanation
     parts: dict[str, list[list[str]]] = {"explanation": [], "hints": [], "context": []}
     doc = ""
-    current: list[str] | None = None
+    current: list[str] | None = None  # the field being read (the first line read is the explanation)
     for line in lines[explained:]:
         text = line.strip()
-        if text.startswith(_DOC):
-            doc, current = text[len(_DOC):].strip(), None
-            continue
+        if text.startswith(_DOC):  # the last line of torch's message: what follows is not part of it
+            doc = text[len(_DOC):].strip()
+            break
         prefix = next((p for p in _FIELDS if text.startswith(p)), None)
         if prefix is not None:
             current = [text[len(prefix):].strip()]
