@@ -100,8 +100,8 @@ def capture_html(cap: Capture, frame_block: Optional[Callable[[Frame, str], str]
 
 def export_html(cap: Capture, path: Union[str, pathlib.Path]) -> pathlib.Path:
     """Write ``cap`` as one standalone HTML file that opens in any browser, no kernel, with each frame's
-    Code tab; return its path."""
-    p = pathlib.Path(path)
-    p.write_text(render("page.html.j2", title=cap.fn or "capture", body=fragment(capture_html(cap, code=True))) + "\n",
-                 encoding="utf-8")
-    return p
+    Code tab; return its path. The file is :mod:`viz.report_file`'s: the overview up front, each frame
+    stored compressed and shown when opened (all of them at load when the report is small)."""
+    from viz.report_file import write_report  # it renders frames with this module's frame_html
+
+    return write_report(path, [cap], title=cap.fn or "capture").path

@@ -10,8 +10,12 @@ same way, with the same first view (:func:`viz.grouping.first_expanded`). See No
 
 from __future__ import annotations
 
+import collections
+import hashlib
 import pathlib
-from typing import Any
+from typing import Any, Optional
+
+import msgspec
 
 from tracer.model import Frame, Graph
 from viz.browser_code import bundle
@@ -21,7 +25,7 @@ from viz.grouping import first_expanded
 from viz.markup import json_block
 from viz.style import css
 
-__all__ = ["canvas_css", "frame_graphs", "graph_drawing", "pack", "report_data", "report_script"]
+__all__ = ["DrawingCache", "canvas_css", "frame_graphs", "graph_drawing", "pack", "report_data", "report_script"]
 
 _HERE = pathlib.Path(__file__).parent
 # Note [Folding in the report]
@@ -111,9 +115,46 @@ def pack(d: dict[str, Any], strings: dict[str, int]) -> dict[str, Any]:
     return out
 
 
-def graph_drawing(graph: Graph, highlight: list[str], strings: dict[str, int]) -> dict[str, Any]:
-    """The first view's drawing of ``graph`` plus, per collapsed module box, the drawing of its nodes
-    (``"open"``: box id -> drawing). See Note [Folding in the report]."""
+# Note [Drawings of equal graphs]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A drawing is a pure function of the graph's nodes (every field: name, op, target, args, role, meta),
+# its name and the highlighted names, so equal graphs (the same graph on every rank of a job, a
+# recompile that traced the same graph again, a log repeated) are laid out once: ``DrawingCache`` keys
+# the unpacked drawing on a digest of all of that (msgspec's JSON of the nodes) and keeps the last
+# ``size`` of them (a bounded memory, whatever the log's length). Only the packing into the page's
+# string table runs again, so the output is the same byte for byte with or without the cache.
+
+
+class DrawingCache:
+    """The last ``size`` unpacked drawings by Note [Drawings of equal graphs]'s key; ``hits`` counts reuses."""
+
+    def __init__(self, size: int = 32) -> None:
+        self.size, self.hits = size, 0
+        self._items: collections.OrderedDict[bytes, tuple[dict[str, Any], dict[str, dict[str, Any]]]] = \
+            collections.OrderedDict()
+
+    @staticmethod
+    def key(graph: Graph, highlight: list[str]) -> Optional[bytes]:
+        try:
+            body = msgspec.json.encode([graph.name, highlight, graph.nodes])
+        except (TypeError, msgspec.EncodeError):  # a meta value JSON cannot hold: drawn without the cache
+            return None
+        return hashlib.blake2b(body, digest_size=20).digest()
+
+    def get(self, key: bytes) -> Optional[tuple[dict[str, Any], dict[str, dict[str, Any]]]]:
+        hit = self._items.get(key)
+        if hit is not None:
+            self._items.move_to_end(key)
+            self.hits += 1
+        return hit
+
+    def put(self, key: bytes, value: tuple[dict[str, Any], dict[str, dict[str, Any]]]) -> None:
+        self._items[key] = value
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+
+def _unpacked(graph: Graph, highlight: list[str]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     lay = layout(graph, expanded=first_expanded(graph), engine="linear")
     wanted = set(highlight)  # a module box holding a highlighted node (a saved value) is marked too
     d = drawing(lay, highlight=[*highlight, *(b.id for b in lay.boxes if wanted.intersection(b.members))])
@@ -122,17 +163,33 @@ def graph_drawing(graph: Graph, highlight: list[str], strings: dict[str, int]) -
     for b in lay.boxes:
         if b.members:
             sub = Graph(nodes=[by_name[m] for m in b.members], name=graph.name)
-            opened[b.id] = pack(drawing(layout(sub, engine="linear", threshold=len(sub.nodes)), highlight=highlight),
-                                strings)
+            opened[b.id] = drawing(layout(sub, engine="linear", threshold=len(sub.nodes)), highlight=highlight)
     d["find"] = {k: v for k, v in d["find"].items() if k not in opened}
-    d = pack(d, strings)
-    d["open"] = opened
-    return d
+    return d, opened
 
 
-def report_data(frames: list[Frame]) -> tuple[str, list[list[tuple[str, str, int, int]]]]:
+def graph_drawing(graph: Graph, highlight: list[str], strings: dict[str, int],
+                  cache: Optional[DrawingCache] = None) -> dict[str, Any]:
+    """The first view's drawing of ``graph`` plus, per collapsed module box, the drawing of its nodes
+    (``"open"``: box id -> drawing). See Note [Folding in the report]; with ``cache``, an equal graph
+    drawn before is not laid out again (Note [Drawings of equal graphs])."""
+    key = DrawingCache.key(graph, highlight) if cache is not None else None
+    got = cache.get(key) if key is not None else None
+    if got is None:
+        got = _unpacked(graph, highlight)
+        if key is not None:
+            cache.put(key, got)
+    d, opened = got
+    opened_packed = {k: pack(v, strings) for k, v in opened.items()}  # the table's order as before: boxes first
+    out = pack(d, strings)
+    out["open"] = opened_packed
+    return out
+
+
+def report_data(frames: list[Frame], cache: Optional[DrawingCache] = None
+                ) -> tuple[str, list[list[tuple[str, str, int, int]]]]:
     """The JSON block of a report (role CSS and every graph's drawing) and, per frame, its graphs as
-    (kind, title, index into the block's ``graphs``, node count)."""
+    (kind, title, index into the block's ``graphs``, node count); ``cache``: see :func:`graph_drawing`."""
     graphs: list[dict[str, Any]] = []
     strings: dict[str, int] = {"": 0}
     per_frame = []
@@ -140,6 +197,6 @@ def report_data(frames: list[Frame]) -> tuple[str, list[list[tuple[str, str, int
         rows = []
         for kind, title, g, hi in frame_graphs(f):
             rows.append((kind, title, len(graphs), len(g.nodes)))
-            graphs.append(graph_drawing(g, hi, strings))
+            graphs.append(graph_drawing(g, hi, strings, cache))
         per_frame.append(rows)
     return json_block({"css": css(".ds-graph"), "strings": list(strings), "graphs": graphs}), per_frame
