@@ -16,7 +16,15 @@ from viz_fixtures import wrap_capture
 from tracer.model import Capture
 from viz.code_view import frame_code_html
 from viz.html import frame_html
-from viz.report_file import OPEN_ALL_BYTES, decode_payload, encode_payload, expand, frame_payload, payloads, write_report
+from viz.report_file import (
+    OPEN_ALL_BYTES,
+    decode_payload,
+    encode_payload,
+    expand,
+    frame_payload,
+    payloads,
+    write_report,
+)
 from viz.report_graphs import DrawingCache, frame_graphs, graph_drawing, report_data
 
 HOSTILE = "</script><script>alert(1)</script><!--<img src=x onerror=alert(2)>&amp;"
