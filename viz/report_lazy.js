@@ -45,7 +45,9 @@ export function setUpLazyFrames(root) {
   };
   addEventListener("hashchange", fromAddress);
   fromAddress();
+  // A small report opens every frame at load; data-ds-frames-loaded then says all are shown.
   for (const rep of root.querySelectorAll(".ds-lazy[data-open-all]")) {
-    for (const det of rep.querySelectorAll("details.ds-lazy-frame")) det.open = true;
+    const all = [...rep.querySelectorAll("details.ds-lazy-frame")].map((det) => { det.open = true; return load(det); });
+    Promise.all(all).then(() => { rep.dataset.dsFramesLoaded = "1"; });
   }
 }
