@@ -95,7 +95,7 @@ def test_report_of_a_real_model(name, browser, tmp_path):
             assert grouped and all(g["min_label_box"] >= 10 for g in grouped), got["graphs"]
 
         # search: a node folded inside a module box of the backward graph is found and centred
-        host = page.locator(f'.ds-graphbox[data-graph="{_biggest(page, "backward")}"]')
+        host = page.locator(_biggest(page, "backward"))
         host.scroll_into_view_if_needed()
         needle = _folded_node(page, _biggest(page, "backward"))
         box = host.locator("input.ds-search")
@@ -115,7 +115,8 @@ def test_report_of_a_real_model(name, browser, tmp_path):
         if link.count():
             link.click()
             page.wait_for_timeout(200)
-            graph = page.locator(f'.ds-graphbox[data-graph="{link.get_attribute("data-graph")}"]')
+            report = link.locator("xpath=ancestor::div[contains(@class, 'ds-report')][1]")  # the link's frame
+            graph = report.locator(f'.ds-graphbox[data-graph="{link.get_attribute("data-graph")}"]')
             assert graph.locator(".ds-hit").count() >= 1 and "of" in graph.locator(".ds-found").inner_text()
 
         # guards: folded at first, a group opens into rows, the filter keeps only matching groups open
@@ -150,23 +151,28 @@ def test_report_of_a_real_model(name, browser, tmp_path):
 
 
 def _biggest(page, kind: str) -> str:
-    """``data-graph`` of the largest drawn graph of ``kind``."""
+    """A selector of the largest drawn graph of ``kind`` (each frame's report has its own drawings
+    block and ``data-graph`` numbering, viz/report_file.py): the host is marked ``data-biggest``."""
     return page.evaluate("""(kind) => {
-        const data = JSON.parse(document.querySelector('script.ds-drawings').textContent);
         let best = null, n = -1;
         for (const h of document.querySelectorAll(`.ds-graphbox[data-kind="${kind}"]`)) {
+            const data = JSON.parse(h.closest('.ds-report').querySelector('script.ds-drawings').textContent);
             const g = data.graphs[Number(h.dataset.graph)];
-            if (g.nodes > n) { n = g.nodes; best = h.dataset.graph; }
+            if (g.nodes > n) { n = g.nodes; best = h; }
         }
-        return best;
+        for (const h of document.querySelectorAll('[data-biggest]')) h.removeAttribute('data-biggest');
+        best.dataset.biggest = kind;
+        return `.ds-graphbox[data-biggest="${kind}"]`;
     }""", kind)
 
 
-def _folded_node(page, index: str) -> str:
-    """A node name folded inside a module box of graph ``index``'s first view (from the page's data)."""
-    return page.evaluate("""(i) => {
-        const data = JSON.parse(document.querySelector('script.ds-drawings').textContent);
-        const open = data.graphs[Number(i)].open;
+def _folded_node(page, selector: str) -> str:
+    """A node name folded inside a module box of the graph at ``selector``'s first view (from the page's data)."""
+    return page.evaluate("""(sel) => {
+        const h = document.querySelector(sel);
+        const data = JSON.parse(h.closest('.ds-report').querySelector('script.ds-drawings').textContent);
+        const i = Number(h.dataset.graph);
+        const open = data.graphs[i].open;
         for (const sub of Object.values(open)) for (const b of sub.b) if (b[0].length > 4) return b[0];
-        return data.graphs[Number(i)].b[0][0];
-    }""", index)
+        return data.graphs[i].b[0][0];
+    }""", selector)
