@@ -121,3 +121,16 @@ def test_equal_graphs_are_laid_out_once_with_the_same_drawing():
         other.name = f"g{i}"
         graph_drawing(other, [], {"": 0}, cache)
     assert cache.get(DrawingCache.key(g, [])) is None
+
+
+def test_a_frame_of_equal_graphs_reuses_the_whole_drawings_block_with_the_same_text():
+    cap = wrap_capture()
+    twin = copy.deepcopy(cap.frames[0])
+    twin.compile_id = "9/0"
+    cache = DrawingCache()
+    plain = report_data(cap.frames[:1])
+    assert report_data(cap.frames[:1], cache) == plain and cache.hits == 0
+    assert report_data([twin], cache) == plain and cache.hits == len(plain[1][0])
+    hits = cache.hits
+    twin.graph.nodes[-1].meta["note"] = "x"  # one field of the root graph differs: that graph is drawn again
+    assert report_data([twin], cache)[1] == plain[1] and cache.hits == hits + len(plain[1][0]) - 1

@@ -122,7 +122,9 @@ def pack(d: dict[str, Any], strings: dict[str, int]) -> dict[str, Any]:
 # recompile that traced the same graph again, a log repeated) are laid out once: ``DrawingCache`` keys
 # the unpacked drawing on a digest of all of that (msgspec's JSON of the nodes) and keeps the last
 # ``size`` of them (a bounded memory, whatever the log's length). Only the packing into the page's
-# string table runs again, so the output is the same byte for byte with or without the cache.
+# string table runs again, so the output is the same byte for byte with or without the cache; and
+# when every graph of a ``report_data`` call has a key seen together before (the next copy of the same
+# frame), the whole JSON block is reused.
 
 
 class DrawingCache:
@@ -131,6 +133,9 @@ class DrawingCache:
     def __init__(self, size: int = 32) -> None:
         self.size, self.hits = size, 0
         self._items: collections.OrderedDict[bytes, tuple[dict[str, Any], dict[str, dict[str, Any]]]] = \
+            collections.OrderedDict()
+        # whole drawings blocks of report_data by the keys of all their graphs (the last 4)
+        self.blocks: collections.OrderedDict[bytes, tuple[str, list[list[tuple[str, str, int, int]]]]] = \
             collections.OrderedDict()
 
     @staticmethod
@@ -173,11 +178,15 @@ def graph_drawing(graph: Graph, highlight: list[str], strings: dict[str, int],
     """The first view's drawing of ``graph`` plus, per collapsed module box, the drawing of its nodes
     (``"open"``: box id -> drawing). See Note [Folding in the report]; with ``cache``, an equal graph
     drawn before is not laid out again (Note [Drawings of equal graphs])."""
-    key = DrawingCache.key(graph, highlight) if cache is not None else None
-    got = cache.get(key) if key is not None else None
+    return _graph_drawing(graph, highlight, strings, cache, DrawingCache.key(graph, highlight) if cache is not None else None)
+
+
+def _graph_drawing(graph: Graph, highlight: list[str], strings: dict[str, int], cache: Optional[DrawingCache],
+                   key: Optional[bytes]) -> dict[str, Any]:
+    got = cache.get(key) if cache is not None and key is not None else None
     if got is None:
         got = _unpacked(graph, highlight)
-        if key is not None:
+        if cache is not None and key is not None:
             cache.put(key, got)
     d, opened = got
     opened_packed = {k: pack(v, strings) for k, v in opened.items()}  # the table's order as before: boxes first
@@ -190,13 +199,29 @@ def report_data(frames: list[Frame], cache: Optional[DrawingCache] = None
                 ) -> tuple[str, list[list[tuple[str, str, int, int]]]]:
     """The JSON block of a report (role CSS and every graph's drawing) and, per frame, its graphs as
     (kind, title, index into the block's ``graphs``, node count); ``cache``: see :func:`graph_drawing`."""
+    todo = [[(kind, title, g, hi, DrawingCache.key(g, hi) if cache is not None else None)
+             for kind, title, g, hi in frame_graphs(f)] for f in frames]
+    block_key = None
+    if cache is not None and all(e[4] is not None for rows in todo for e in rows):
+        block_key = hashlib.blake2b(repr([[(e[0], e[1], len(e[2].nodes), e[4]) for e in rows] for rows in todo]).encode(),
+                                    digest_size=20).digest()
+        hit = cache.blocks.get(block_key)
+        if hit is not None:
+            cache.blocks.move_to_end(block_key)
+            cache.hits += sum(len(rows) for rows in todo)
+            return hit
     graphs: list[dict[str, Any]] = []
     strings: dict[str, int] = {"": 0}
     per_frame = []
-    for f in frames:
+    for entries in todo:
         rows = []
-        for kind, title, g, hi in frame_graphs(f):
+        for kind, title, g, hi, key in entries:
             rows.append((kind, title, len(graphs), len(g.nodes)))
-            graphs.append(graph_drawing(g, hi, strings, cache))
+            graphs.append(_graph_drawing(g, hi, strings, cache, key))
         per_frame.append(rows)
-    return json_block({"css": css(".ds-graph"), "strings": list(strings), "graphs": graphs}), per_frame
+    out = json_block({"css": css(".ds-graph"), "strings": list(strings), "graphs": graphs}), per_frame
+    if block_key is not None:
+        cache.blocks[block_key] = out
+        while len(cache.blocks) > 4:
+            cache.blocks.popitem(last=False)
+    return out
