@@ -134,3 +134,21 @@ def test_a_frame_of_equal_graphs_reuses_the_whole_drawings_block_with_the_same_t
     hits = cache.hits
     twin.graph.nodes[-1].meta["note"] = "x"  # one field of the root graph differs: that graph is drawn again
     assert report_data([twin], cache)[1] == plain[1] and cache.hits == hits + len(plain[1][0]) - 1
+
+
+def test_letting_frames_go_writes_the_same_page_and_empties_the_capture(child_trace_dir, tmp_path):
+    """Note [Letting a frame go]: on a real log (a wrap body, a graph break, a recompile), the CLI's
+    ``release`` writes byte for byte the page a report that keeps everything writes."""
+    import glob
+    import os
+
+    from tracer.trace_log import load_trace
+
+    (log,) = glob.glob(os.path.join(child_trace_dir, "*.log"))
+    kept, let_go = load_trace(log), load_trace(log)
+    assert kept.recompiles and kept.graph_breaks  # the diffs and the breaks are in the overview
+    a = write_report(tmp_path / "a.html", [kept], title="t").path.read_text()
+    b = write_report(tmp_path / "b.html", [let_go], title="t", release=True).path.read_text()
+    assert a == b
+    assert any(f.graph.nodes for f in kept.frames) and any(f.guards for f in kept.frames)
+    assert not any(f.graph.nodes or f.guards for f in let_go.frames)

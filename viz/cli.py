@@ -62,9 +62,10 @@ def write_report(path: str, out: str) -> pathlib.Path:
     _progress(f"rendering {out}")
     t0 = time.perf_counter()
     if len(caps) == 1:
-        stats = _write_file(out, caps, title=caps[0].fn or "capture")
+        stats = _write_file(out, caps, title=caps[0].fn or "capture", release=True)
     else:  # one section per rank's log, in file order
-        stats = _write_file(out, caps, title=os.path.basename(os.path.normpath(path)), headings=[c.fn for c in caps])
+        stats = _write_file(out, caps, title=os.path.basename(os.path.normpath(path)), headings=[c.fn for c in caps],
+                            release=True)
     result = stats.path
     _progress(f"wrote {result} ({result.stat().st_size / 2**20:.1f} MB; {plural(stats.frames, 'frame')} stored "
               f"compressed, {stats.html_bytes / 2**20:.1f} MB of HTML when all are open; "

@@ -6,7 +6,9 @@ version), so notebooks can compare it byte for byte; rendered by autoescaping te
 (:mod:`viz.markup`), so every user string is escaped; Pygments escapes code. Every graph (root, HOP
 bodies, AOT joint / forward / backward / inference) is sent as layout data and drawn by the explorer's
 own drawing code (:mod:`viz.report_graphs`). Tables come from :mod:`viz.panels`, shared with the
-explorer. Every compile attempt is shown, the ones that did not compile greyed.
+explorer. Every compile attempt is shown, the ones that did not compile greyed. ``export_html`` writes
+:mod:`viz.report_file`'s one-file report (frames stored compressed, shown when opened), whose frame
+sections are this module's :func:`frame_html`.
 """
 
 from __future__ import annotations

@@ -46,12 +46,13 @@ __all__ = ["OPEN_ALL_BYTES", "ReportStats", "decode_payload", "encode_payload", 
 # step is about 1 MB of them) stay an inert base64 string until that frame is opened, and zlib makes
 # them about 7 times smaller on disk. Why the decoded payload is the eager report's frame section with
 # its own drawings block: the page's script then draws it with the very code that draws every other
-# report (viz/report.js setUpReports), nothing is rendered twice or in two ways. Writing streams: one
-# frame's payload is built, compressed and written before the next is built, and equal graphs are laid
-# out once (Note [Drawings of equal graphs] in viz/report_graphs.py).
+# report (viz/report.js setUpReports), nothing is rendered twice or in two ways. Frame by frame: one
+# frame's payload is built and compressed before the next is built (only the compressed payloads wait
+# for the page to be written, about a seventh of the HTML), and equal graphs are laid out once (Note
+# [Drawings of equal graphs] in viz/report_graphs.py).
 
 OPEN_ALL_BYTES = 512 * 1024  # a report whose payloads are smaller (compressed) opens every frame at load
-_LEVEL = 6  # zlib level: 1 is barely faster here (the work is in rendering) and ~20% bigger
+_LEVEL = 6  # zlib level: 1 takes 4 ms instead of 14 for a 12-layer training frame's 0.96 MB, but is 28% bigger
 _BLOCK = re.compile(r'<script type="application/octet-stream" class="ds-payload" data-frame="([0-9-]+)" '
                     r'data-encoding="deflate">([A-Za-z0-9+/=]*)</script>')
 
@@ -108,37 +109,62 @@ class ReportStats:
 def _entry(frame: Frame, key: str) -> dict[str, object]:
     graphs = frame_graphs(frame) if frame.has_graph else []
     return {"frame": frame, "key": key, "graphs": len(graphs), "nodes": sum(len(g.nodes) for _, _, g, _ in graphs),
-            "problems": len(frame.problems)}
+            "problems": len(frame.problems), "guards": len(frame.guards)}
+
+
+# Note [Letting a frame go]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# A fully read log holds several times its bytes (parsed nodes, guards); the report needs one frame's
+# at a time. With ``release`` (the CLI, whose captures nobody else reads), a frame's graphs and guards
+# are emptied once its payload is built, after what the overview counts of them (ops, guards) and its
+# problems were read; the recompiles' diffs are rendered before any frame is let go. Memory then holds
+# the lazily loaded log plus about one frame's parse. ``export_html`` never lets go: the capture is the
+# caller's.
+
+
+def _let_go(frame: Frame) -> None:
+    graphs = [*frame.graphs().values(), *(p.graph for p in frame.pieces)]
+    for aot in [frame.aot, *(p.aot for p in frame.pieces)]:
+        if aot is not None:
+            graphs += [g for g in (aot.joint, aot.forward, aot.backward, aot.inference) if g is not None]
+            graphs += aot.subgraphs.values()
+    for g in graphs:
+        g.nodes = []
+    frame.guards = []
 
 
 def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, title: str,
-                 headings: Optional[list[str]] = None) -> ReportStats:
+                 headings: Optional[list[str]] = None, release: bool = False) -> ReportStats:
     """Write ``caps`` as one report file at ``path`` (Note [One file, frames on demand]); ``headings``:
-    one ``<h1>`` per capture (a directory of per-rank logs), none for one capture."""
+    one ``<h1>`` per capture (a directory of per-rank logs), none for one capture. ``release``: empty
+    each frame's graphs and guards once its payload is built (Note [Letting a frame go]): only for
+    captures nobody reads afterwards."""
     caps = list(caps)
     one = len(caps) == 1 and not headings
     stats = ReportStats(pathlib.Path(path), headings=list(headings or []))
-    sections = []
-    for ci, cap in enumerate(caps):
-        keys = [str(fi) if one else f"{ci}-{fi}" for fi in range(len(cap.frames))]
-        sections.append({"heading": headings[ci] if headings else "",
-                         "overview": fragment(panels.overview_html(cap)), "diffs": fragment(recompiles_html(cap)),
-                         "frames": [_entry(f, k) for f, k in zip(cap.frames, keys, strict=True)]})
     cache = DrawingCache()
+    sections, blocks = [], []
+    for ci, cap in enumerate(caps):
+        diffs = fragment(recompiles_html(cap))
+        entries, counts = [], []
+        for fi, f in enumerate(cap.frames):
+            entry = _entry(f, str(fi) if one else f"{ci}-{fi}")
+            html = frame_payload(cap, f, cache)
+            p = encode_payload(html)
+            stats.frames += 1
+            stats.html_bytes += len(html)
+            stats.payload_bytes += len(p)
+            blocks.append((entry["key"], p))
+            entries.append(entry)
+            counts.append((panels.ops(f.graph), entry["guards"]))
+            if release:
+                _let_go(f)
+        sections.append({"heading": headings[ci] if headings else "", "diffs": diffs, "frames": entries,
+                         "overview": fragment(panels.overview_html(cap, counts))})
     tmp = stats.path.with_name(stats.path.name + ".part")
     with open(tmp, "w", encoding="utf-8") as out:
-        blocks = []
-        for cap, sec in zip(caps, sections, strict=True):
-            for entry in sec["frames"]:
-                html = frame_payload(cap, entry["frame"], cache)
-                p = encode_payload(html)
-                stats.frames += 1
-                stats.html_bytes += len(html)
-                stats.payload_bytes += len(p)
-                blocks.append((entry["key"], p))
-        head = render("report_file.html.j2", title=title, sections=sections,
-                      open_all=stats.payload_bytes <= OPEN_ALL_BYTES, canvas_css=fragment(canvas_css()))
-        out.write(head)
+        out.write(render("report_file.html.j2", title=title, sections=sections,
+                         open_all=stats.payload_bytes <= OPEN_ALL_BYTES, canvas_css=fragment(canvas_css())))
         for key, p in blocks:
             out.write(f'\n<script type="application/octet-stream" class="ds-payload" data-frame="{key}" '
                       f'data-encoding="deflate">{p}</script>')
