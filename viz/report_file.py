@@ -9,7 +9,9 @@ payload per frame: its UTF-8 HTML compressed with zlib and written in base64 in 
 ``<script type="application/octet-stream">`` block. The browser decodes a payload with
 ``DecompressionStream("deflate")`` when its frame is opened (viz/report_lazy.js) and sets it up with the
 report's own code (viz/report.js); a small report (:data:`OPEN_ALL_BYTES`) opens every frame at load.
-See Note [One file, frames on demand].
+One file rather than a directory with an index (tlparse's way) because a report is something people
+send — attached to a bug, dropped in a chat — and one file stays whole however it travels. See Note
+[One file, frames on demand].
 
 Escaping: every string from the model reaches the page through the autoescaping templates
 (:mod:`viz.markup`); a payload is base64 (``A-Z a-z 0-9 + / =``), so nothing in it can end its
