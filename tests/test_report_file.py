@@ -152,3 +152,11 @@ def test_letting_frames_go_writes_the_same_page_and_empties_the_capture(child_tr
     assert a == b
     assert any(f.graph.nodes for f in kept.frames) and any(f.guards for f in kept.frames)
     assert not any(f.graph.nodes or f.guards for f in let_go.frames)
+
+
+def test_a_failed_write_leaves_no_partial_file(tmp_path):
+    target = tmp_path / "r.html"
+    target.mkdir()  # the report cannot take a directory's place: an OSError, and nothing left behind
+    with pytest.raises(OSError):
+        write_report(target, [wrap_capture()], title="t")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html"] and target.is_dir()

@@ -163,14 +163,18 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
                 _let_go(f)
         sections.append({"heading": headings[ci] if headings else "", "diffs": diffs, "frames": entries,
                          "overview": fragment(panels.overview_html(cap, counts))})
-    tmp = stats.path.with_name(stats.path.name + ".part")
-    with open(tmp, "w", encoding="utf-8") as out:
-        out.write(render("report_file.html.j2", title=title, sections=sections,
-                         open_all=stats.payload_bytes <= OPEN_ALL_BYTES, canvas_css=fragment(canvas_css())))
-        for key, p in blocks:
-            out.write(f'\n<script type="application/octet-stream" class="ds-payload" data-frame="{key}" '
-                      f'data-encoding="deflate">{p}</script>')
-        out.write(f"\n<script>{report_script()}</script>\n</body></html>\n")
-    tmp.replace(stats.path)
+    tmp = stats.path.with_name(stats.path.name + ".part")  # never a half-written report at ``path``
+    try:
+        with open(tmp, "w", encoding="utf-8") as out:
+            out.write(render("report_file.html.j2", title=title, sections=sections,
+                             open_all=stats.payload_bytes <= OPEN_ALL_BYTES, canvas_css=fragment(canvas_css())))
+            for key, p in blocks:
+                out.write(f'\n<script type="application/octet-stream" class="ds-payload" data-frame="{key}" '
+                          f'data-encoding="deflate">{p}</script>')
+            out.write(f"\n<script>{report_script()}</script>\n</body></html>\n")
+        tmp.replace(stats.path)
+    except BaseException:  # except: re-raises, after removing the partial file
+        tmp.unlink(missing_ok=True)
+        raise
     stats.layouts_reused = cache.hits
     return stats
