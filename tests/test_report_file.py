@@ -54,10 +54,11 @@ def _hostile_capture() -> Capture:
 def test_hostile_names_stay_text_in_page_and_payloads(tmp_path):
     cap = _hostile_capture()
     page = write_report(tmp_path / "r.html", [cap], title=cap.fn).path.read_text(encoding="utf-8")
-    # the page's own script elements: payloads (base64), and the one drawing script at the end
+    # the page's own script elements: the one drawing script after the overview, then the payloads (base64)
     own = re.findall(r"<script[^>]*>", page)
-    assert own == [f'<script type="application/octet-stream" class="ds-payload" data-frame="{i}" data-encoding="deflate">'
-                   for i in range(len(cap.frames))] + ["<script>"]
+    assert own == ["<script>"] + [
+        f'<script type="application/octet-stream" class="ds-payload" data-frame="{i}" data-encoding="deflate">'
+        for i in range(len(cap.frames))]
     assert HOSTILE not in page and "<img src" not in page
     assert "&lt;/script&gt;&lt;script&gt;alert(1)" in page  # the function's name in the title and overview, escaped
     drawn = []
@@ -88,7 +89,7 @@ def test_overview_lists_every_frame_and_frames_wait_in_payloads(tmp_path):
     stats = write_report(tmp_path / "r.html", [cap], title="many")
     page = stats.path.read_text(encoding="utf-8")
     assert stats.frames == 12 and len(payloads(page)) == 12
-    visible = page[:page.index('<script type="application/octet-stream"')]
+    visible = page[:page.index("<script>")]  # the overview; then the script, then the payloads
     for i in range(12):
         assert f'<details class="ds-lazy-frame" id="ds-frame-{i}" data-payload="{i}"><summary>Frame {i}/0 ' in visible
     assert 'class="ds-graphbox"' not in visible and "ds-guard-data" not in visible  # no frame section up front

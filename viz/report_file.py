@@ -168,10 +168,11 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
         with open(tmp, "w", encoding="utf-8") as out:
             out.write(render("report_file.html.j2", title=title, sections=sections,
                              open_all=stats.payload_bytes <= OPEN_ALL_BYTES, canvas_css=fragment(canvas_css())))
+            out.write(f"\n<script>{report_script()}</script>")  # before the payloads: see viz/report_lazy.js
             for key, p in blocks:
                 out.write(f'\n<script type="application/octet-stream" class="ds-payload" data-frame="{key}" '
                           f'data-encoding="deflate">{p}</script>')
-            out.write(f"\n<script>{report_script()}</script>\n</body></html>\n")
+            out.write("\n</body></html>\n")
         tmp.replace(stats.path)
     except BaseException:  # except: re-raises, after removing the partial file
         tmp.unlink(missing_ok=True)

@@ -13,15 +13,24 @@ async function inflate(b64) {
   return new Response(stream).text();
 }
 
+// The script comes before the payloads (viz/report_file.py), so the overview is usable while the
+// browser still reads them; a payload is read once the whole document is (a block being parsed may
+// hold part of its text only).
+const parsed = () => (document.readyState === "loading"
+  ? new Promise((done) => document.addEventListener("DOMContentLoaded", done, { once: true }))
+  : Promise.resolve());
+
 export function setUpLazyFrames(root) {
-  const blocks = {};
-  for (const s of root.querySelectorAll("script.ds-payload")) blocks[s.dataset.frame] = s;
   const load = (det) => {
     if (det.dsLoading) return det.dsLoading;
-    const block = blocks[det.dataset.payload];
     const body = det.querySelector(".ds-lazy-body");
     const t0 = performance.now();
-    det.dsLoading = (block ? inflate(block.textContent) : Promise.reject(new Error("its payload is missing")))
+    det.dsLoading = parsed()
+      .then(() => {
+        const block = root.querySelector(`script.ds-payload[data-frame="${det.dataset.payload}"]`);
+        if (!block) throw new Error("its payload is missing");
+        return inflate(block.textContent);
+      })
       .then((html) => {
         body.innerHTML = html;
         setUpReports(body);
@@ -35,7 +44,10 @@ export function setUpLazyFrames(root) {
     return det.dsLoading;
   };
   const frames = root.querySelectorAll("details.ds-lazy-frame");
-  for (const det of frames) det.addEventListener("toggle", () => { if (det.open) load(det); });
+  for (const det of frames) {
+    det.addEventListener("toggle", () => { if (det.open) load(det); });
+    if (det.open) load(det);
+  }
   const fromAddress = () => {
     const id = decodeURIComponent(location.hash.slice(1));
     const det = id ? document.getElementById(id) : null;
