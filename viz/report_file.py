@@ -35,8 +35,8 @@ from viz.html import frame_html
 from viz.markup import fragment, render
 from viz.report_graphs import DrawingCache, canvas_css, frame_graphs, report_data, report_script
 
-__all__ = ["OPEN_ALL_BYTES", "ReportStats", "decode_payload", "encode_payload", "expand", "frame_payload",
-           "payloads", "write_report"]
+__all__ = ["OPEN_ALL_BYTES", "ReportStats", "decode_payload", "encode_payload", "expand", "export_html",
+           "frame_payload", "payloads", "write_report"]
 
 # Note [One file, frames on demand]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -179,3 +179,10 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
         raise
     stats.layouts_reused = cache.hits
     return stats
+
+
+def export_html(cap: Capture, path: Union[str, pathlib.Path]) -> pathlib.Path:
+    """Write ``cap`` as one standalone HTML file that opens in any browser, no kernel, with each frame's
+    Code tab; return its path. The overview is up front, each frame stored compressed and shown when
+    opened (all of them at load when the report is small); the capture is left as it is."""
+    return write_report(path, [cap], title=cap.fn or "capture").path
