@@ -93,6 +93,7 @@ def test_overview_lists_every_frame_and_frames_wait_in_payloads(tmp_path):
     for i in range(12):
         assert f'<details class="ds-lazy-frame" id="ds-frame-{i}" data-payload="{i}"><summary>Frame {i}/0 ' in visible
     assert 'class="ds-graphbox"' not in visible and "ds-guard-data" not in visible  # no frame section up front
+    assert '<td><a href="#ds-frame-11">11/0</a></td>' in visible  # the overview's frames table links to them
     full = expand(page)
     assert full.count('class="ds-graphbox"') == 12 * len(frame_graphs(one.frames[0]))
     assert 'data-open-all="1"' in page  # small: every frame opens at load

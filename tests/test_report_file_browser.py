@@ -57,6 +57,10 @@ def test_large_report_opens_with_the_overview_and_a_deep_frame_renders_on_demand
         other.locator("summary").click()
         other.locator(".ds-graphbox svg [data-node]").first.wait_for(timeout=30_000)
         assert page.locator(".ds-frame").count() == 2
+        # and by its compile id in the overview's frames table
+        page.locator('.ds-panel a[href="#ds-frame-3"]').click()
+        page.wait_for_selector("#ds-frame-3[data-ds-loaded='1']", state="attached", timeout=30_000)
+        assert page.locator(".ds-frame").count() == 3
         assert not errors, errors
     finally:
         page.close()

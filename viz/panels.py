@@ -63,16 +63,19 @@ def ops(g: Graph) -> int:
     return sum(1 for n in g.nodes if n.op not in ("placeholder", "output"))
 
 
-def overview_html(cap: Capture, counts: Optional[list[tuple[int, int]]] = None) -> str:
+def overview_html(cap: Capture, counts: Optional[list[tuple[int, int]]] = None,
+                  anchors: Optional[list[str]] = None) -> str:
     """Frames (every attempt, the ones that did not compile greyed, with why) and their compile
     times, problems, graph breaks grouped by place, recompiles, and the counts. ``counts``: per frame
-    (ops, guards) counted before its graphs and guards were let go (viz/report_file.py's ``release``)."""
+    (ops, guards) counted before its graphs and guards were let go (viz/report_file.py's ``release``);
+    ``anchors``: per frame the id its compile id links to (``#ds-frame-<anchor>``), none by default."""
     counts = counts or [(ops(f.graph), len(f.guards)) for f in cap.frames]
+    anchors = anchors or [""] * len(cap.frames)
     return render(
         "overview.html.j2",
         cap=cap,
-        frames=[(f, n_ops, repr(f.aot) if f.aot is not None else "", n_guards)
-                for f, (n_ops, n_guards) in zip(cap.frames, counts, strict=True)],
+        frames=[(f, n_ops, repr(f.aot) if f.aot is not None else "", n_guards, anchor)
+                for f, (n_ops, n_guards), anchor in zip(cap.frames, counts, anchors, strict=True)],
         not_compiled=sum(1 for f in cap.frames if f.status != "compiled"),
         subgraphs=sum(len(f.subgraphs) for f in cap.frames),
         failed=sum(1 for f in cap.frames for s in f.speculations if not s.ok),

@@ -162,7 +162,7 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
             if release:
                 _let_go(f)
         sections.append({"heading": headings[ci] if headings else "", "diffs": diffs, "frames": entries,
-                         "overview": fragment(panels.overview_html(cap, counts))})
+                         "overview": fragment(panels.overview_html(cap, counts, [e["key"] for e in entries]))})
     tmp = stats.path.with_name(stats.path.name + ".part")  # never a half-written report at ``path``
     try:
         with open(tmp, "w", encoding="utf-8") as out:
