@@ -7,8 +7,9 @@ compile-time chart), then one folded entry per frame. A frame's section is exact
 report shows for it (:func:`viz.html.frame_html` with its Code tab, and its own drawings block), one
 payload per frame: its UTF-8 HTML compressed with zlib and written in base64 in an inert
 ``<script type="application/octet-stream">`` block. The browser decodes a payload with
-``DecompressionStream("deflate")`` when its frame is opened (viz/report_lazy.js) and sets it up with the
-report's own code (viz/report.js); a small report (:data:`OPEN_ALL_BYTES`) opens every frame at load.
+``DecompressionStream("deflate")`` when its frame is opened (viz/report_lazy.js, in the page's one
+script: viz/browser_code.py's ``"report_file"`` bundle) and sets it up with the report's own code
+(viz/report.js); a small report (:data:`OPEN_ALL_BYTES`) opens every frame at load.
 One file rather than a directory with an index (tlparse's way) because a report is something people
 send — attached to a bug, dropped in a chat — and one file stays whole however it travels. See Note
 [One file, frames on demand].
@@ -29,11 +30,12 @@ from typing import Iterable, Optional, Union
 
 from tracer.model import Capture, Frame
 from viz import panels
+from viz.browser_code import bundle
 from viz.code_view import frame_code_html
 from viz.diff_view import recompiles_html
 from viz.html import frame_html
 from viz.markup import fragment, render
-from viz.report_graphs import DrawingCache, canvas_css, frame_graphs, report_data, report_script
+from viz.report_graphs import DrawingCache, canvas_css, frame_graphs, report_data
 
 __all__ = ["OPEN_ALL_BYTES", "ReportStats", "decode_payload", "encode_payload", "expand", "export_html",
            "frame_payload", "payloads", "write_report"]
@@ -168,7 +170,7 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
         with open(tmp, "w", encoding="utf-8") as out:
             out.write(render("report_file.html.j2", title=title, sections=sections,
                              open_all=stats.payload_bytes <= OPEN_ALL_BYTES, canvas_css=fragment(canvas_css())))
-            out.write(f"\n<script>{report_script()}</script>")  # before the payloads: see viz/report_lazy.js
+            out.write(f"\n<script>{bundle('report_file')}</script>")  # before the payloads: viz/report_lazy.js
             for key, p in blocks:
                 out.write(f'\n<script type="application/octet-stream" class="ds-payload" data-frame="{key}" '
                           f'data-encoding="deflate">{p}</script>')
