@@ -32,7 +32,7 @@ from tracer.model import Capture, Frame
 from viz import panels
 from viz.browser_code import bundle
 from viz.code_view import frame_code_html
-from viz.diff_view import recompiles_html
+from viz.diff_view import diff_html, frame_of
 from viz.html import frame_html
 from viz.markup import fragment, render
 from viz.report_graphs import DrawingCache, canvas_css, frame_graphs, report_data
@@ -57,7 +57,7 @@ __all__ = ["OPEN_ALL_BYTES", "ReportStats", "decode_payload", "encode_payload", 
 
 OPEN_ALL_BYTES = 512 * 1024  # a report whose payloads are smaller (compressed) opens every frame at load
 _LEVEL = 6  # zlib level: 1 takes 4 ms instead of 14 for a 12-layer training frame's 0.96 MB, but is 28% bigger
-_BLOCK = re.compile(r'<script type="application/octet-stream" class="ds-payload" data-frame="([0-9-]+)" '
+_BLOCK = re.compile(r'<script type="application/octet-stream" class="ds-payload" data-frame="([0-9a-z-]+)" '
                     r'data-encoding="deflate">([A-Za-z0-9+/=]*)</script>')
 
 
@@ -121,7 +121,7 @@ def _entry(frame: Frame, key: str) -> dict[str, object]:
 # A fully read log holds several times its bytes (parsed nodes, guards); the report needs one frame's
 # at a time. With ``release`` (the CLI, whose captures nobody else reads), a frame's graphs and guards
 # are emptied once its payload is built, after what the overview counts of them (ops, guards) and its
-# problems were read; the recompiles' diffs are rendered before any frame is let go. Memory then holds
+# problems were read; the recompiles' diffs (payloads too) are rendered before any frame is let go. Memory then holds
 # the lazily loaded log plus about one frame's parse. ``export_html`` never lets go: the capture is the
 # caller's.
 
@@ -149,7 +149,13 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
     cache = DrawingCache()
     sections, blocks = [], []
     for ci, cap in enumerate(caps):
-        diffs = fragment(recompiles_html(cap))
+        recompiles = []  # rendered before any frame is let go: a diff draws both frames' graphs
+        for ri, r in enumerate(x for x in cap.recompiles if x.diff is not None):
+            key = f"recompile-{ri}" if one else f"{ci}-recompile-{ri}"
+            p = encode_payload(diff_html(r.diff, frame_of(cap, r.diff.a), frame_of(cap, r.diff.b)))
+            stats.payload_bytes += len(p)
+            blocks.append((key, p))
+            recompiles.append((r, key))
         entries, counts = [], []
         for fi, f in enumerate(cap.frames):
             entry = _entry(f, str(fi) if one else f"{ci}-{fi}")
@@ -163,7 +169,7 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
             counts.append((panels.ops(f.graph), entry["guards"]))
             if release:
                 _let_go(f)
-        sections.append({"heading": headings[ci] if headings else "", "diffs": diffs, "frames": entries,
+        sections.append({"heading": headings[ci] if headings else "", "recompiles": recompiles, "frames": entries,
                          "overview": fragment(panels.overview_html(cap, counts, [e["key"] for e in entries]))})
     tmp = stats.path.with_name(stats.path.name + ".part")  # never a half-written report at ``path``
     try:
