@@ -87,7 +87,7 @@ bench: bench-install
 bench-quick: bench-install
 	@$(BIN)/python -m bench --quick
 
-# Mutation testing of tracer/model and the HOP feed table with its adapters ([tool.mutmut] in pyproject.toml);
+# Mutation testing of tracer/model, the HOP feed table with its adapters and the HOP tree ([tool.mutmut] in pyproject.toml);
 # CPU heavy (two workers), results in mutants/ (git-ignored). Kill rate and survivors: bench/RESULTS.md.
 mutants: install
 	@$(BIN)/mutmut run --max-children 2; $(BIN)/mutmut results

@@ -9,6 +9,7 @@ capture cases of tests/cases.py are included too.
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable
 
 import torch
@@ -40,6 +41,21 @@ def resume_without_ops(x):
     z = [1, 2]
     z.append(3)
     return y, z
+
+
+_LOG = logging.getLogger("dynascope.oracle")
+
+
+def _note(msg: str) -> None:
+    _LOG.debug(msg)  # a graph break: Dynamo does not trace logging.Logger methods
+
+
+def logging_breaks(x):  # two breaks at one line, one cause; only the call's argument differs
+    x = x + 1
+    _note("one")
+    x = x * 2
+    _note("two")
+    return x.sin()
 
 
 def item_break(x):
@@ -157,6 +173,7 @@ ORACLE_CASES: dict[str, Callable[[], tuple]] = {
     "loop_break": _case(loop_break, _t(3)),
     "resume_without_ops": _case(resume_without_ops, _t(3)),
     "item_break": _case(item_break, _t(3)),
+    "logging_breaks": _case(logging_breaks, _t(3)),
     "wrap_break": _case(wrap_break, _t(3)),
     "two_breaks": _case(two_breaks, _t(3)),
     "recompile_twice": _case(lambda x: x * 2, _t(3), more_calls=[(_t(4),), (_t(5),)]),

@@ -22,6 +22,7 @@ MODULES = [
     "tracer.diffing",
     "tracer.hop_feeds",
     "tracer.model.attempts",
+    "tracer.model.break_reason",
     "tracer.model.graph",
     "tracer.model.validate",
     "tracer.options",

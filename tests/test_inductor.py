@@ -106,7 +106,7 @@ def test_code_tab_colours_kernels_and_choosing_one_selects_its_nodes(cap):
     ex = Explorer(cap)
     fused = next(k for k in g.kernels if len(k.source_lines) >= 2)
     assert len(fused.dynamo_nodes) >= 2 and len(fused.post_grad_nodes) >= 2
-    ex.code_tab.kernel_choice.value = fused.name
+    ex.code_tab.kernel_choice.value = code_view.kernel_key(g, fused)
     assert ex.node == fused.dynamo_nodes[0]  # the kernel's first node selected in the graph...
     assert set(ex.canvas.drawing["hi"]) == set(fused.dynamo_nodes)  # ...and every node it computes highlighted
     html = ex.code_tab.html.value
@@ -154,6 +154,24 @@ def test_backward_kernels_map_to_the_dynamo_nodes_they_differentiate():
     chain = next(k for k in bw.kernels if "cos" in k.name)
     assert set(chain.dynamo_nodes) == {"sin", "h"}  # d/dx of sin(x) * 2: cos(x) * 2 * grad
     assert not cap.all_problems()
+    # Note [Kernel identity]: the forward's mm and the backward's two are three entries, each chosen alone
+    from viz import code_view, node_info
+    from viz.explorer import Explorer
+
+    choices = code_view.kernel_choices(f)
+    assert len(choices) == len(fw.kernels) + len(bw.kernels) == len({key for _, key in choices})
+    mm_labels = [label for label, _ in choices if label.startswith("extern_kernels.mm ")]
+    assert mm_labels == [f"extern_kernels.mm ({fw.aot_id})", f"extern_kernels.mm ({bw.aot_id}, call 1 of 2)",
+                         f"extern_kernels.mm ({bw.aot_id}, call 2 of 2)"]
+    ex = Explorer(cap)
+    ex.code_tab.kernel_choice.value = code_view.kernel_key(bw, chain)
+    assert ex.node == chain.dynamo_nodes[0] and set(ex.canvas.drawing["hi"]) == set(chain.dynamo_nodes)
+    bold = re.findall(r'font-weight:bold"><code>([^<]+)</code>', ex.code_tab.html.value)
+    # that kernel, and the kernels of the node it selected (sin's forward kernel), never a namesake
+    assert chain.name in bold and "extern_kernels.mm" not in bold
+    # a node lists every kernel that computes it, forward and backward
+    assert node_info(f, "", "matmul")["kernels"] == [f"extern_kernels.mm ({fw.aot_id})",
+                                                      f"extern_kernels.mm ({bw.aot_id})", f"extern_kernels.mm ({bw.aot_id})"]
 
 
 def addmm_pattern(x, w):

@@ -23,11 +23,14 @@ import sys
 
 import pytest
 from oracle_cases import OPTIONS, ORACLE_CASES
+from torch._dynamo.exc import _load_gb_type_to_gb_id_map
 
 import tracer
+from tracer.model.break_reason import parse_break_reason
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NAMES = sorted(ORACLE_CASES)
+GB_IDS = _load_gb_type_to_gb_id_map()  # torch's graph-break registry: type -> "GB0291"
 
 
 def _records(log_dir: str) -> list[tuple[dict, str]]:
@@ -158,6 +161,12 @@ def test_capture_agrees_with_torch(name, oracle):
             assert sg.parent == body["parent"] and sg.call_node == body["callers"][0], f"{where} {qn}"
             assert [c.node for c in sg.call_sites] == body["callers"], f"{where} {qn}"
     assert sorted(b.compile_id for b in cap.graph_breaks) == want["breaks"]
+    # a break's type is torch's own: the registry entry its documentation link names (the cause
+    # that groups breaks, tracer/model/break_reason.py)
+    for b in cap.graph_breaks:
+        parts = parse_break_reason(b.reason)
+        if parts.doc:
+            assert parts.doc.endswith(f"/gb{GB_IDS[parts.gb_type].removeprefix('GB')}.html"), b.reason
     # a restart with no logged break: its reason is one of torch's restart_reasons (else unknown + a
     # problem, which the last assert rejects) (Note [Restart reasons by elimination])
     for frame in cap.frames:

@@ -242,8 +242,20 @@ def _compare(name: str, loaded: tracer.Capture, live: tracer.Capture) -> set[str
                  if LIMITED[field](got, want)}
     assert [(b.compile_id, b.location, b.code_line) for b in loaded.graph_breaks] == \
         [(b.compile_id, b.location, b.code_line) for b in live.graph_breaks]
+    assert [(g.location, g.gb_type, g.explanation, g.count, g.compile_ids, g.hints) for g in loaded.grouped_breaks()] == \
+        [(g.location, g.gb_type, g.explanation, g.count, g.compile_ids, g.hints) for g in live.grouped_breaks()]
     assert [(r.compile_id, r.reason, r.failed) for r in loaded.recompiles] == \
         [(r.compile_id, r.reason, r.failed) for r in live.recompiles]
+    # what each recompile replaced and how its graphs changed: the same from a log (guards and AOT
+    # records differ only as LOG_LIMITS says, so the diff's guard and AOT parts are not compared)
+    assert [(r.replaced, r.diff is None) for r in loaded.recompiles] == [(r.replaced, r.diff is None) for r in live.recompiles]
+    for got_r, want_r in zip(loaded.recompiles, live.recompiles, strict=True):
+        if want_r.diff is not None:
+            got_d, want_d = got_r.diff, want_r.diff
+            assert (got_d.a, got_d.b, got_d.reason, got_d.status, got_d.symbols_added, got_d.symbols_removed) == \
+                (want_d.a, want_d.b, want_d.reason, want_d.status, want_d.symbols_added, want_d.symbols_removed)
+            assert [g for g in got_d.graphs if not g.a.startswith("aot.")] == \
+                [g for g in want_d.graphs if not g.a.startswith("aot.")], got_r.compile_id
     # Note [Limits of the source]: what a log cannot contain is said once, apart from this run's problems
     assert loaded.limits == [f"{k}: {v}" for k, v in LOG_LIMITS.items()]
     assert not set(loaded.limits) & set(loaded.all_problems())
@@ -269,6 +281,20 @@ def test_log_limits_are_exactly_what_a_log_lacks(logs):
     readme = (Path(HERE).parent / "README.md").read_text()
     section = readme.split("<!-- LOG_LIMITS -->")[1]
     assert re.findall(r"^- `([^`]+)`", section, flags=re.M) == list(LOG_LIMITS)
+
+
+def test_a_recompile_from_a_log_is_diffed_when_first_read(logs):
+    """What a recompile changed (``Recompile.diff``) is computed on first read of a loaded log, like
+    its graphs and guards, and is then the diff of the frames it names."""
+    from tracer.model.lazy import pending
+
+    cap = load_trace(logs["recompile_twice"])
+    # sizes 3, 4, 5: the second call recompiles with a dynamic size, which the third reuses
+    assert [(r.compile_id, r.replaced) for r in cap.recompiles] == [("0/1", "0/0")]
+    assert all(pending(r, "diff") for r in cap.recompiles)
+    d = cap.recompiles[0].diff
+    assert (d.a, d.b) == ("0/0", "0/1") and not pending(cap.recompiles[0], "diff")
+    assert d == tracer.diff(cap.frame("0/0"), cap.frame("0/1"), reason=d.reason)
 
 
 def test_a_closure_and_a_specialization_from_a_log(logs):

@@ -255,7 +255,7 @@ def test_explorer_opens_the_largest_graph_and_labels_attempts():
     ex = Explorer(cap)
     assert ex.frame.compile_id == "0/0"  # not the restarted attempt listed first, which has no graph
     labels = [label for label, _ in ex._frame_choice.options]
-    assert labels[0] == "0/0_0  user.py:5 in f  [restarted: Unsupported: print()\nsecond line of the reason]"
+    assert labels[0] == "0/0_0  user.py:5 in f  [restarted: Unsupported: print()]"  # the informative line only
     assert labels[1] == "0/0  user.py:5 in f"
     ex.select("", frame="0/0_0")
     assert "restarted: <details>" in ex._crumbs.value and "compile time: total 0.5 s, dynamo ?" in ex._crumbs.value

@@ -13,7 +13,7 @@ from tracer.model import Aot, Capture, Frame, GraphBreak, Guard, SavedValue
 from viz.canvas import drawing
 from viz.graph_layout import layout
 from viz.grouping import GROUP_THRESHOLD, first_expanded, graph_chains, threshold_for, visible
-from viz.guard_groups import break_parts, group_guards
+from viz.guard_groups import group_guards
 from viz.module_view import module_rows
 from viz.panels import _guard_row, guards_html, overview_html
 from viz.report_graphs import graph_drawing, pack
@@ -73,16 +73,24 @@ REASON = ("Encountered graph break when attempting to trace CALL: a function cal
           "\n  Developer debug context: <Logger>\n")
 
 
-def test_a_break_is_shown_once_with_its_count_first_line_and_hint():
-    assert break_parts(REASON) == ("logging.Logger method not supported", ["Add it to `ignore_logging_functions`."])
-    assert break_parts("Unsupported: print()") == ("Unsupported: print()", [])
-    cap = wrap_capture()
-    cap.graph_breaks = [GraphBreak(REASON, "m.py:7", ["m.py:7 in f"], "0/0", "log.warning(x)") for _ in range(4)]
+def test_a_break_is_shown_once_per_cause_with_its_count_type_and_hint():
+    cap = wrap_capture()  # one logging line reached with four arguments: one cause, one row
+    cap.graph_breaks = [GraphBreak(REASON.replace("<Logger>", f"<Logger> args: [{i}]"), "m.py:7", ["m.py:7 in f"],
+                                   "0/0", "log.warning(x)") for i in range(4)]
     html = overview_html(cap)
     rows = re.findall(r"<tr><td>&times;(\d+)</td>", html)
     assert rows == ["4"] and html.count("logging.Logger method not supported</summary>") == 1
-    assert html.count("Developer debug context") == 1  # the full reason once, folded
+    assert html.count("Developer debug context") == 1  # the first full reason once, folded
+    assert "<div>not supported.</div>" in html and "the first of 4" in html
     assert "<code>log.warning(x)</code>" in html and "Add it to `ignore_logging_functions`." in html
+
+
+def test_an_attempt_that_did_not_compile_shows_its_cause_not_the_generic_line():
+    cap = wrap_capture()
+    cap.frames[0].status, cap.frames[0].status_reason = "failed", REASON
+    html = overview_html(cap)
+    assert "<summary>logging.Logger method not supported</summary>" in html
+    assert "<summary>Encountered graph break" not in html
 
 
 # -- time chart -------------------------------------------------------------------------------------

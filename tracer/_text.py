@@ -14,16 +14,14 @@ if TYPE_CHECKING:
 
 __all__ = ["capture_tree", "frame_lines", "headline", "human_bytes", "plural", "seconds", "times_table"]
 
-_GENERIC = ("Encountered graph break when attempting to trace",)
-
-
 def headline(reason: str, width: int = 100) -> str:
-    """The informative first line of a Dynamo reason (skipping its generic preamble)."""
-    lines = [ln.strip() for ln in (reason or "").splitlines() if ln.strip()]
-    for ln in lines:
-        if not ln.startswith(_GENERIC):
-            return ln if len(ln) <= width else ln[: width - 3] + "..."
-    return lines[0][:width] if lines else "?"
+    """The informative first line of a Dynamo reason: a graph break's type, not the generic
+    "Encountered graph break when attempting to trace ..." preamble (:mod:`tracer.model.break_reason`);
+    ``"?"`` for an empty reason."""
+    from tracer.model.break_reason import parse_break_reason
+
+    line = parse_break_reason(reason).gb_type or (reason or "").strip().partition("\n")[0] or "?"
+    return line if len(line) <= width else line[: width - 3] + "..."
 
 
 def _inputs(sg: Subgraph) -> str:
@@ -129,7 +127,7 @@ def capture_tree(cap: Capture) -> str:
     for g in cap.grouped_breaks():
         where = f" in {', '.join(g.compile_ids)}" if g.compile_ids else ""
         count = f" (x{g.count})" if g.count > 1 else ""
-        lines.append(f"graph break{count}{where} at {g.location}: {headline(g.reason)}")
+        lines.append(f"graph break{count}{where} at {g.location}: {headline(g.gb_type or g.reason)}")
     for r in cap.recompiles:
         more = f" (and the guards of {len(r.failed) - 1} older cache entries)" if len(r.failed) > 1 else ""
         lines.append(f"recompile {r.compile_id}: {headline(r.reason)}{more}")

@@ -12,6 +12,7 @@ is empty. Graphs are aligned by :func:`tracer.graph_align.align` (near-linear).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Optional
 
@@ -29,6 +30,8 @@ from tracer.model.diff import (
 )
 from tracer.model.frame import Frame
 from tracer.model.graph import Node, format_meta
+from tracer.model.guards import Recompile
+from tracer.model.lazy import on_first_read
 
 __all__ = ["align", "attach_recompile_diffs", "diff"]  # align re-exported from tracer.graph_align
 
@@ -82,7 +85,7 @@ def _guards(a: Frame, b: Frame) -> list[GuardChange]:
         old = same.pop(0)
         if old.code != g.code:
             out.append(GuardChange("changed", g.kind, g.source, list(old.code), list(g.code)))
-    out += [GuardChange("removed", g.kind, g.source, list(g.code), []) for rest in pool.values() for g in rest]
+    out += [GuardChange("removed", g.kind, g.source, list(g.code)) for rest in pool.values() for g in rest]
     return out
 
 
@@ -132,7 +135,8 @@ def _input_changes(key: str, na: Node, nb: Node) -> list[InputChange]:
     if len(sa) != len(sb):
         out.append(InputChange(key, "size", format_meta(ma), format_meta(mb), **names))
     else:
-        for dim, (x, y) in enumerate(zip(sa, sb, strict=True)):
+        for dim, x in enumerate(sa):
+            y = sb[dim]
             if x == y or (isinstance(x, str) and isinstance(y, str)):  # same, or only the symbol renamed
                 continue
             what = "dynamic" if isinstance(y, str) else "static" if isinstance(x, str) else "size"
@@ -148,9 +152,10 @@ def _symbols(f: Frame) -> set[str]:
     for g in f.graphs().values():
         for n in g.nodes:
             m = n.meta
+            texts = list(m.get("shape") or ())
             if m.get("kind") in ("symint", "symfloat", "symbool") and n.op == "placeholder":
-                out.update(_SYMBOL.findall(str(m.get("value", ""))))
-            for s in m.get("shape") or ():
+                texts.append(m.get("value"))
+            for s in texts:
                 if isinstance(s, str):
                     out.update(_SYMBOL.findall(s))
     return out
@@ -158,20 +163,20 @@ def _symbols(f: Frame) -> set[str]:
 
 # -- HOP bodies and AOT ------------------------------------------------------------------------
 def _bodies(a: Frame, b: Frame, root: GraphDiff, d: FrameDiff) -> None:
-    """Pair bodies through their aligned call nodes (parents first), else by equal name and HOP."""
-    graph_diffs = {"": root}  # b's graph name -> its GraphDiff
+    """Pair bodies through their aligned call nodes (parents first; the k-th body a call node of
+    ``b`` calls with the k-th of its partner), else by equal name and HOP."""
+    partners = {"": {p.b: p.a for p in root.pairs}}  # paired graph of b -> its nodes' partners in a
     b_to_a = {"": ""}
     used: set[str] = set()
     for sb in b.subgraphs.values():
         partner = None
-        parent_a = b_to_a.get(sb.parent)
-        pd = graph_diffs.get(sb.parent)
-        call_a = pd.partner(sb.call_node, "b") if pd is not None else None
-        if parent_a is not None and call_a is not None:
-            same_call = [s for s in a.subgraphs.values() if s.parent == parent_a and s.call_node == call_a
-                         and s.hop == sb.hop and s.name not in used]
+        call_a = partners.get(sb.parent, {}).get(sb.call_node)  # None too when the parent has no partner
+        if call_a is not None:
+            same_call = [s for s in a.subgraphs.values() if s.parent == b_to_a[sb.parent] and s.call_node == call_a
+                         and s.hop == sb.hop]
             order = [s for s in b.subgraphs.values() if s.parent == sb.parent and s.call_node == sb.call_node].index(sb)
-            partner = same_call[min(order, len(same_call) - 1)] if same_call else None
+            if order < len(same_call) and same_call[order].name not in used:
+                partner = same_call[order]
         if partner is None and sb.name in a.subgraphs and sb.name not in used and a.subgraphs[sb.name].hop == sb.hop:
             partner = a.subgraphs[sb.name]
         if partner is None:
@@ -179,7 +184,8 @@ def _bodies(a: Frame, b: Frame, root: GraphDiff, d: FrameDiff) -> None:
             continue
         used.add(partner.name)
         b_to_a[sb.name] = partner.name
-        gd = graph_diffs[sb.name] = align(partner.graph, sb.graph, partner.name, sb.name)
+        gd = align(partner.graph, sb.graph, partner.name, sb.name)
+        partners[sb.name] = {p.b: p.a for p in gd.pairs}
         d.graphs.append(gd)
         changes = []
         if gd:
@@ -211,14 +217,14 @@ def _aot(a: Frame, b: Frame, d: FrameDiff) -> None:
     saved_a = {s.name: s for s in (xa.saved if xa else [])}
     matched: set[str] = set()
     for s in xb.saved if xb else []:
-        old = saved_a.get(fwd.get(s.name, ""))
+        old = saved_a.get(fwd.get(s.name))  # type: ignore[arg-type]  # get(None): no forward partner
         if old is None or old.name in matched:
             d.aot.saved.append(SavedChange("added", "", s.name, 0, s.nbytes))
             continue
         matched.add(old.name)
         if old.nbytes != s.nbytes or old.kind != s.kind:
             d.aot.saved.append(SavedChange("changed", old.name, s.name, old.nbytes, s.nbytes))
-    d.aot.saved += [SavedChange("removed", s.name, "", s.nbytes, 0) for s in saved_a.values() if s.name not in matched]
+    d.aot.saved += [SavedChange("removed", s.name, "", s.nbytes) for s in saved_a.values() if s.name not in matched]
     if xa is not None and xb is not None and xa.subgraphs != xb.subgraphs:
         d.problems.append("the HOP bodies the AOT graphs call (Aot.subgraphs) differ and are not aligned")
 
@@ -231,9 +237,13 @@ def _final_attempt(cap: Capture, compile_id: str) -> Optional[Frame]:
     return (done or attempts or [None])[-1]
 
 
-def attach_recompile_diffs(cap: Capture) -> Capture:
+def attach_recompile_diffs(cap: Capture, *, on_read: bool = False) -> Capture:
     """Fill ``Recompile.replaced`` (from the "0/0: ..." prefix Dynamo gives a failed guard,
-    torch/_dynamo/guards.py ``get_guard_fail_reason_helper``) and ``Recompile.diff`` against it."""
+    torch/_dynamo/guards.py ``get_guard_fail_reason_helper``) and ``Recompile.diff`` against it.
+
+    ``on_read``: compute each diff on the first read of ``r.diff`` (a loaded log's frames parse
+    their graphs and guards on first read too, Note [Fields filled on first read]); a diff that
+    fails then adds its problem to ``cap.problems`` at that read."""
     for r in cap.recompiles:
         m = _ID_PREFIX.match(r.reason)
         if m is None:
@@ -245,8 +255,15 @@ def attach_recompile_diffs(cap: Capture) -> Capture:
             cap.problems.append(f"recompile {r.compile_id}: compile {r.replaced if fa is None else r.compile_id} "
                                 "is not a frame of this capture, no diff")
             continue
-        try:
-            r.diff = diff(fa, fb, reason=r.reason[m.end():])
-        except Exception as e:  # except: records a problem (a diff must never lose the capture it describes)
-            cap.problems.append(f"recompile {r.compile_id}: diff failed: {type(e).__name__}: {e}")
+        if on_read:
+            on_first_read(r, "diff", functools.partial(_fill_diff, cap, r, fa, fb, r.reason[m.end():]))
+        else:
+            _fill_diff(cap, r, fa, fb, r.reason[m.end():])
     return cap
+
+
+def _fill_diff(cap: Capture, r: Recompile, fa: Frame, fb: Frame, reason: str) -> None:
+    try:
+        r.diff = diff(fa, fb, reason=reason)
+    except Exception as e:  # except: records a problem (a diff must never lose the capture it describes)
+        cap.problems.append(f"recompile {r.compile_id}: diff failed: {type(e).__name__}: {e}")

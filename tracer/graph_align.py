@@ -8,6 +8,7 @@ its cost is near-linear in the graphs' sizes. See Note [Graph alignment].
 from __future__ import annotations
 
 import bisect
+import operator
 import re
 from typing import Optional
 
@@ -25,10 +26,11 @@ __all__ = ["align"]
 # been matched, and one pass over ``b`` suffices:
 #   1. exact: a node of ``a`` with the same (op, target) whose inputs are exactly the partners of
 #      this node's inputs (a hash lookup; among equals the first unmatched one, preferring equal
-#      constant args);
+#      constant args among the first _PREFER unmatched ones);
 #   2. near: otherwise (an input has no partner, or its inputs differ) the unmatched node of ``a``
 #      with the same (op, target) that shares most mapped inputs and lies closest to where the
-#      previous match leaves off, searched among at most _WINDOW candidates on either side;
+#      previous match leaves off (ties: the earlier node), searched among at most _WINDOW
+#      candidates on either side;
 #   3. none: the node is "added"; nodes of ``a`` never matched are "removed".
 # Placeholders have no inputs and are matched by a stable key first (the guarded source
 # ``graph_arg_source``, AOTAutograd's descriptor, or the target when it is not positional), then
@@ -38,6 +40,7 @@ __all__ = ["align"]
 # (difflib, Myers) is O(n * m) in the worst case and aligns *names in sequence*, which FX may
 # reorder freely between independent nodes; hashing on aligned inputs matches the dataflow itself.
 _WINDOW = 32
+_PREFER = 4
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _POSITIONAL = re.compile(r"^(primals|tangents|arg\d+|fwd_rng_state|bwd_rng_state)_\d+$")
 
@@ -47,17 +50,16 @@ def align(ga: Graph, gb: Graph, name_a: str = "", name_b: str = "") -> GraphDiff
     nodes_a = ga.nodes
     exact: dict[tuple, list[int]] = {}
     near: dict[tuple[str, str], list[int]] = {}
-    for i, n in enumerate(nodes_a):
-        if n.op != "placeholder":
-            exact.setdefault((n.op, n.target, tuple(n.inputs)), []).append(i)
-            near.setdefault((n.op, n.target), []).append(i)
+    for i, n in enumerate(nodes_a):  # placeholders too: never looked up (they are matched first, below)
+        exact.setdefault((n.op, n.target, tuple(n.inputs)), []).append(i)
+        near.setdefault((n.op, n.target), []).append(i)
     for cands in exact.values():
         cands.reverse()  # _first_free takes from the end: the first unmatched in graph order
     taken: list[Optional[str]] = [None] * len(nodes_a)
     b2a: dict[str, str] = _placeholders(ga, gb, taken)
     pos_a = {n.name: i for i, n in enumerate(nodes_a)}
     out = GraphDiff(a=name_a, b=name_b)
-    last = -1
+    expect = 0  # where a near match is looked for: right after the previous match
     for nb in gb.nodes:
         hit: Optional[int] = None
         if nb.op == "placeholder":
@@ -68,14 +70,14 @@ def align(ga: Graph, gb: Graph, name_a: str = "", name_b: str = "") -> GraphDiff
             if None not in mapped:
                 hit = _first_free(exact.get((nb.op, nb.target, tuple(mapped))), taken, nodes_a, nb, b2a)
             if hit is None:
-                hit = _nearest(near.get((nb.op, nb.target)), taken, nodes_a, mapped, last + 1)
+                hit = _nearest(near.get((nb.op, nb.target)), taken, nodes_a, mapped, expect)
             if hit is not None:
                 taken[hit] = nb.name
                 b2a[nb.name] = nodes_a[hit].name
         if hit is None:
             out.added.append(nb.name)
             continue
-        last = hit
+        expect = hit + 1
         out.pairs.append(NodePair(nodes_a[hit].name, nb.name, _node_changes(nodes_a[hit], nb, b2a)))
     out.removed = [n.name for i, n in enumerate(nodes_a) if taken[i] is None]
     return out
@@ -138,11 +140,12 @@ def _loose_signature(n: Node) -> tuple:
 def _first_free(cands: Optional[list[int]], taken: list, nodes_a: list[Node], nb: Node, b2a: dict) -> Optional[int]:
     if not cands:
         return None
-    while len(cands) > 1 and taken[cands[-1]] is not None:  # matched ones leave the end for good
+    while cands and taken[cands[-1]] is not None:  # matched ones leave the end for good
         cands.pop()
-    free = [i for i in reversed(cands[-4:]) if taken[i] is None]
+    free = [i for i in reversed(cands[-_PREFER:]) if taken[i] is None]
+    args = [_rename(s, b2a) for s in nb.args]
     for i in free:  # prefer equal constant args: add(x, 1) vs add(x, 2) with the same input
-        if _norm(nb.args, b2a) == nodes_a[i].args:
+        if args == nodes_a[i].args:
             return i
     return free[0] if free else None
 
@@ -156,16 +159,15 @@ def _nearest(cands: Optional[list[int]], taken: list, nodes_a: list[Node], mappe
         i = cands[k]
         if taken[i] is not None:
             continue
-        shared = sum(1 for x, y in zip(mapped, nodes_a[i].inputs, strict=False) if x is not None and x == y)
-        score = (shared, -abs(i - expect))
+        score = (sum(map(operator.eq, mapped, nodes_a[i].inputs)), -abs(i - expect))  # inputs shared, nearness
         if best_score is None or score > best_score:
             best, best_score = i, score
     return best
 
 
-def _norm(args: list[str], b2a: dict[str, str]) -> list[str]:
-    """``b``'s display args with node names replaced by their partners' names in ``a``."""
-    return [_TOKEN.sub(lambda m: b2a.get(m.group(0), m.group(0)), s) for s in args]
+def _rename(text: str, b2a: dict[str, str]) -> str:
+    """A display arg of ``b`` with node names replaced by their partners' names in ``a``."""
+    return _TOKEN.sub(lambda m: b2a.get(m.group(0), m.group(0)), text)
 
 
 def _node_changes(na: Node, nb: Node, b2a: dict[str, str]) -> list[str]:
@@ -177,7 +179,8 @@ def _node_changes(na: Node, nb: Node, b2a: dict[str, str]) -> list[str]:
         if na.meta.get(key) != nb.meta.get(key):
             out.append(f"{key} {na.meta.get(key)} → {nb.meta.get(key)}")
     if na.op != "placeholder":
-        args_b, kwargs_b = _norm(nb.args, b2a), dict(zip(nb.kwargs, _norm(list(nb.kwargs.values()), b2a), strict=True))
+        args_b = [_rename(s, b2a) for s in nb.args]
+        kwargs_b = {k: _rename(v, b2a) for k, v in nb.kwargs.items()}
         if args_b != na.args or kwargs_b != na.kwargs:
             fmt = lambda args, kw: ", ".join([*args, *(f"{k}={v}" for k, v in kw.items())])  # noqa: E731
             out.append(f"args ({fmt(na.args, na.kwargs)}) → ({fmt(nb.args, nb.kwargs)})")

@@ -137,7 +137,7 @@ def _compare_captures(ra: int, a: Capture, rb: int, b: Capture) -> tuple[list[Di
             continue
         lines, d = compare_frames(fa, other)
         for line in lines:
-            kind = line.split(" ", 1)[0]
+            kind = line.partition(" ")[0]
             out.append(Divergence(kind, [ra, rb], ids, f"{where}: {line} (rank {ra} vs rank {rb})",
                                   diff=d if d else None))
         notes += [f"rank {ra} vs rank {rb}, {where}: {p}" for p in d.problems]
@@ -220,7 +220,7 @@ def _graph_parts(d: FrameDiff) -> list[str]:
     """What a FrameDiff says about the graphs, one short part each (the "graph" kind of Note [Kinds of divergence])."""
     parts = [str(i) for i in d.inputs[:3]] + ([f"{len(d.inputs) - 3} more input changes"] if len(d.inputs) > 3 else [])
     if d.symbols_added or d.symbols_removed:
-        parts.append(f"symbols +{d.symbols_added} -{d.symbols_removed}")
+        parts.append("symbols " + ", ".join([*(f"+{s}" for s in d.symbols_added), *(f"-{s}" for s in d.symbols_removed)]))
     for g in d.graphs:
         if g:
             name = g.a or "root" if g.a == g.b else f"{g.a or 'root'} ↔ {g.b or 'root'}"

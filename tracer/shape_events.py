@@ -58,7 +58,7 @@ def shape_records(events: list[Event], strings: dict[int, str]
             continue
         if name in ("create_symbol", "create_unbacked_symbol"):
             unbacked = name == "create_unbacked_symbol"
-            sym = ShapeSymbol(name=str(meta.get("symbol", "")), source=str(meta.get("source", "") or ""),
+            sym = ShapeSymbol(name=str(meta.get("symbol", "")), source=str(meta.get("source") or ""),
                               value="" if unbacked else str(meta.get("val", "")), range=str(meta.get("vr", "")),
                               unbacked=unbacked, user_stack=_stack(meta.get("user_stack"), strings))
             symbols.append(sym)

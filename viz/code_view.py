@@ -15,7 +15,8 @@ from typing import Any, Optional
 from tracer.model import Capture, CodeText, Frame, GraphBreak, InductorGraph, Kernel
 from viz.markup import fragment, render
 
-__all__ = ["CodeTab", "breaks_to_resume", "bytecode_html", "code_html", "frame_code_html", "inductor_html", "kernel_colours",
+__all__ = ["CodeTab", "breaks_to_resume", "bytecode_html", "code_html", "frame_code_html", "inductor_html", "kernel_choices",
+           "kernel_colours", "kernel_key",
            "pages", "shapes_html"]
 
 PALETTE = ("#fde2e4", "#e2ece9", "#dfe7fd", "#fff1c1", "#e9d8fd", "#d3f8e2", "#ffd6a5", "#cddafd")
@@ -90,20 +91,45 @@ def _defined(line: str) -> str:
     return head if head.isidentifier() and (": " in line or " = " in line) else ""
 
 
+# Note [Kernel identity]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# A kernel's name is unique only within one Inductor compile, and not even there for extern calls: a
+# training step's forward calls ``extern_kernels.mm`` once and its backward twice, each a kernel of its
+# own (Inductor's provenance gives each call a debug handle). A kernel is therefore chosen by
+# ``kernel_key`` (the compile's AOT id and the handle), never by name; only the output-code lines are
+# found by name, so every call of an extern kernel in that code is marked.
+def kernel_key(graph: InductorGraph, kernel: Kernel) -> str:
+    """The id of ``kernel`` among all of a frame's Inductor compiles: "<aot id>:<handle>"."""
+    return f"{graph.aot_id}:{kernel.handle}"
+
+
+def kernel_choices(frame: Optional[Frame]) -> list[tuple[str, str]]:
+    """(label, kernel_key) of every kernel of ``frame``, each once: "name (aot id)", with "call i of n"
+    where one compile calls the same kernel name several times (Note [Kernel identity])."""
+    out = []
+    for g in frame.inductor if frame else []:
+        names = [k.name for k in g.kernels]
+        for k in g.kernels:
+            nth = names[: g.kernels.index(k) + 1].count(k.name)
+            call = f", call {nth} of {names.count(k.name)}" if names.count(k.name) > 1 else ""
+            out.append((f"{k.name} ({g.aot_id}{call})", kernel_key(g, k)))
+    return out
+
+
 def inductor_html(frame: Frame, *, kernel: str = "", node: str = "") -> str:
-    """Each Inductor graph: its kernels (coloured), the output code with ``kernel``'s lines marked, and
-    the post-grad graph with nodes coloured by kernel; ``node`` (a Dynamo node) marks its kernels."""
+    """Each Inductor graph: its kernels (coloured), the output code with the lines of ``kernel`` (a
+    :func:`kernel_key`) marked, and the post-grad graph with nodes coloured by kernel; ``node`` (a
+    Dynamo node) marks its kernels."""
     graphs = []
     for g in frame.inductor:
         colours = {k.name: PALETTE[i % len(PALETTE)] for i, k in enumerate(g.kernels)}
-        of_node = {k.name for k in g.kernels if node and node in k.dynamo_nodes}
-        chosen = [k for k in g.kernels if k.name == kernel or k.name in of_node]
+        chosen = [k for k in g.kernels if kernel_key(g, k) == kernel or (node and node in k.dynamo_nodes)]
         marked = [i + 1 for i, ln in enumerate(g.output_code.splitlines()) if any(k.name in ln for k in chosen)]
         node_colour = kernel_colours(g)
         chosen_nodes = {n for k in chosen for n in k.post_grad_nodes}
         post = [{"text": ln, "colour": node_colour.get(_defined(ln), ""), "bold": _defined(ln) in chosen_nodes}
                 for ln in g.post_grad_graph.splitlines()]
-        graphs.append({"g": g, "colours": colours, "chosen": {k.name for k in chosen},
+        graphs.append({"g": g, "colours": colours, "chosen": [any(k is c for c in chosen) for k in g.kernels],
                        "code": _highlight(g.output_code, hl_lines=marked), "post": post})
     return render("code_view.html.j2", part="inductor", frame=frame, graphs=graphs)
 
@@ -152,9 +178,9 @@ class CodeTab:
 
     def show(self) -> None:
         f = self.frame
-        kernels = [k.name for g in (f.inductor if f else []) for k in g.kernels]
-        if [v for _, v in self.kernel_choice.options][1:] != kernels:
-            self.kernel_choice.options = [("", ""), *[(k, k) for k in kernels]]
+        choices = kernel_choices(f)
+        if list(self.kernel_choice.options)[1:] != choices:
+            self.kernel_choice.options = [("", ""), *choices]
         same = self.explorer.frame is f and self.explorer.graph_name == ""
         self.html.value = frame_code_html(self.explorer.capture, f, kernel=self.kernel_choice.value or "",
                                           node=self.explorer.node if same else "")
@@ -164,9 +190,10 @@ class CodeTab:
         f = self.frame
         return [k for g in (f.inductor if f else []) for k in g.kernels if node in k.dynamo_nodes]
 
-    def choose_kernel(self, name: str) -> None:
+    def choose_kernel(self, key: str) -> None:
+        """Show the kernel ``key`` (a :func:`kernel_key`): its nodes highlighted, its first one selected."""
         f = self.frame
-        kernel = next((k for g in (f.inductor if f else []) for k in g.kernels if k.name == name), None)
+        kernel = next((k for g in (f.inductor if f else []) for k in g.kernels if kernel_key(g, k) == key), None)
         if kernel is not None and kernel.dynamo_nodes:
             self._busy = True
             try:

@@ -14,6 +14,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from tracer._text import headline
 from tracer.model import TIME_PHASES, Capture, Frame, Graph
 from viz import code_view, panels
 from viz.canvas import GraphCanvas
@@ -42,7 +43,7 @@ def largest_frame(cap: Capture) -> Frame | None:
 
 def frame_label(f: Frame) -> str:
     """A frame selector entry (plain text): id, code, and for an attempt that did not compile, its status."""
-    return f"{f.compile_id}  {f.code}" + ("" if f.status == "compiled" else f"  [{f.status}: {f.status_reason[:80]}]")
+    return f"{f.compile_id}  {f.code}" + ("" if f.status == "compiled" else f"  [{f.status}: {headline(f.status_reason, 80)}]")
 
 
 def collapsed_groups(lay: Any) -> list[str]:

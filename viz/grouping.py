@@ -8,6 +8,7 @@ item; items come in the order of their first node, so FX's topological order car
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
@@ -106,34 +107,29 @@ class Visible:
 # so it never appears, yet it is the natural box holding 12 layers. We therefore also make a group of
 # every dotted prefix of a path (``L['self'].layers``), splitting at "." and at "[" outside brackets and
 # quotes, but never inside the first component (``L['self']`` stays whole).
+_QUOTED = re.compile(r"'[^']*'?|\"[^\"]*\"?")  # a quoted part (to the end when unclosed): no split inside
+
+
 def split_path(path: str) -> list[str]:
     """The prefixes of a module path, outermost first, ending with ``path`` itself.
 
     >>> split_path("L['self'].layers[0].self_attn")
     ["L['self']", "L['self'].layers", "L['self'].layers[0]", "L['self'].layers[0].self_attn"]
     """
+    masked = _QUOTED.sub(lambda m: "_" * len(m.group(0)), path)
     out: list[str] = []
     depth = 0
-    quote = ""
-    seen_dot = False
-    for i, ch in enumerate(path):
-        if quote:
-            if ch == quote:
-                quote = ""
-            continue
-        if ch in "'\"":
-            quote = ch
-        elif ch == "[":
-            if depth == 0 and seen_dot and i > 0:
+    for i, ch in enumerate(masked):
+        if ch == "[":
+            if depth == 0 and out:  # only once a "." ended the first component
                 out.append(path[:i])
             depth += 1
         elif ch == "]":
             depth = max(0, depth - 1)
         elif ch == "." and depth == 0 and i > 0:
             out.append(path[:i])
-            seen_dot = True
     out.append(path)
-    return [p for k, p in enumerate(out) if p and (k == 0 or p != out[k - 1])]
+    return out if path else []  # prefixes end at ever later places: all different, none empty
 
 
 def module_chain(node: Node) -> list[tuple[str, str]]:
@@ -179,9 +175,9 @@ def graph_chains(graph: Graph) -> list[list[tuple[str, str]]]:
     if not any("fwd_nn_module_stack" in n.meta for n in graph.nodes):
         return chains
     index = {n.name: i for i, n in enumerate(graph.nodes)}
-    for i in range(len(graph.nodes) - 1, -1, -1):
+    for i in reversed(range(len(graph.nodes))):
         n = graph.nodes[i]
-        if chains[i] or n.op in ("placeholder", "output", "get_attr"):
+        if chains[i] or n.op in ("placeholder", "get_attr"):  # (the output feeds nothing: it never moves)
             continue
         for u in n.users:
             j = index.get(u)
@@ -199,7 +195,7 @@ def module_tree(graph: Graph) -> dict[str, list[str]]:
         for path, _ in chain:
             if path not in children:
                 children[path] = []
-                children.setdefault(parent, []).append(path)
+                children[parent].append(path)  # the parent came first in the chain (or is "")
             parent = path
     return children
 
@@ -215,16 +211,16 @@ def _auto_open(graph: Graph) -> set[str]:
     """
     tree = module_tree(graph)
     counts: dict[str, int] = {}
-    direct: dict[str, int] = {}
+    owns: set[str] = set()  # groups some node sits in directly (as its innermost group)
     for chain in graph_chains(graph):
         for path, _ in chain:
             counts[path] = counts.get(path, 0) + 1
         if chain:
-            direct[chain[-1][0]] = direct.get(chain[-1][0], 0) + 1
+            owns.add(chain[-1][0])
     half = len(graph.nodes) / 2
     opened = {p for p, c in counts.items() if c <= 1}
     for path, kids in tree.items():
-        if path and not direct.get(path) and len(kids) == 1:
+        if path and path not in owns and len(kids) == 1:
             opened.add(path)
         if len(kids) == 1 and counts[kids[0]] > half:
             opened.add(kids[0])
@@ -240,50 +236,46 @@ def visible(graph: Graph, expanded: Iterable[str] = (), threshold: int = GROUP_T
     """
     nodes = graph.nodes
     grouped = len(nodes) > threshold
-    chains = graph_chains(graph) if grouped else []
-    opened = set(expanded) | (_auto_open(graph) if grouped else set())
-    fold_inputs = (grouped and INPUTS_GROUP not in opened
-                   and sum(1 for n, c in zip(nodes, chains, strict=True) if n.op == "placeholder" and not c) > INPUTS_FOLD_MIN)
+    targets = _targets(graph, expanded) if grouped else [None] * len(nodes)
     items: list[Item] = []
     by_id: dict[str, Item] = {}
     item_of: dict[str, str] = {}
     for idx, n in enumerate(nodes):
-        target: Optional[tuple[str, str]] = None
-        if grouped:
-            chain = chains[idx]
-            for path, typ in chain:
-                if path not in opened:
-                    target = (path, typ)
-                    break
-            if fold_inputs and not chain and n.op == "placeholder":
-                target = (INPUTS_GROUP, "placeholder")
+        target = targets[idx]
         if target is None:
-            it = Item(id=n.name, first=idx, node=n)
-            items.append(it)
-            by_id[it.id] = it
-            item_of[n.name] = it.id
+            items.append(Item(id=n.name, first=idx, node=n))
+            item_of[n.name] = n.name
             continue
         backward = n.meta.get("partition") == "backward"
         gid = group_id(target[0]) + (BACKWARD_SUFFIX if backward else "")
         it = by_id.get(gid)
         if it is None:
-            it = Item(id=gid, first=idx, group=target[0], module_type=target[1], count=0,
-                      partition="backward" if backward else "")
+            it = Item(id=gid, first=idx, group=target[0], count=0, partition="backward" if backward else "")
             items.append(it)
             by_id[gid] = it
         it.count += 1
         it.members.append(n.name)
-        if not it.module_type and target[1]:
+        if target[1]:  # the module's class: one per path, but a member may hold the path only as a prefix ("")
             it.module_type = target[1]
         item_of[n.name] = gid
-    edges: dict[tuple[str, str], None] = {}
-    for n in nodes:
-        dst = item_of[n.name]
-        for i in n.inputs:
-            src = item_of.get(i)
-            if src is not None and src != dst:
-                edges[(src, dst)] = None
-    return Visible(items=_topological(items, list(edges)), edges=list(edges), grouped=grouped, item_of=item_of)
+    edges = list(dict.fromkeys((item_of[i], item_of[n.name]) for n in nodes for i in n.inputs
+                               if i in item_of and item_of[i] != item_of[n.name]))  # in order, once, no self loops
+    return Visible(items=_topological(items, edges), edges=edges, grouped=grouped, item_of=item_of)
+
+
+def _targets(graph: Graph, expanded: Iterable[str]) -> list[Optional[tuple[str, str]]]:
+    """(path, module type) of the group each node of a grouped graph shows in; None: it shows itself."""
+    chains = graph_chains(graph)
+    opened = set(expanded) | _auto_open(graph)
+    loose = sum(1 for k, n in enumerate(graph.nodes) if n.op == "placeholder" and not chains[k])
+    fold_inputs = INPUTS_GROUP not in opened and loose > INPUTS_FOLD_MIN
+    out: list[Optional[tuple[str, str]]] = []
+    for k, n in enumerate(graph.nodes):
+        target = next(((path, typ) for path, typ in chains[k] if path not in opened), None)
+        if fold_inputs and not chains[k] and n.op == "placeholder":
+            target = (INPUTS_GROUP, "placeholder")
+        out.append(target)
+    return out
 
 
 # Note [Group boxes in topological order]
@@ -347,16 +339,17 @@ def _open_breadth_first(graph: Graph, threshold: int) -> frozenset[str]:
     auto = _auto_open(graph)
     direct: dict[str, int] = {}  # nodes whose innermost group is this path ("" = no group)
     loose_inputs = 0
-    for n, chain in zip(graph.nodes, graph_chains(graph), strict=True):
-        key = chain[-1][0] if chain else ""
+    chains = graph_chains(graph)
+    for k, n in enumerate(graph.nodes):
+        key = chains[k][-1][0] if chains[k] else ""
         direct[key] = direct.get(key, 0) + 1
-        loose_inputs += not chain and n.op == "placeholder"
+        loose_inputs += not chains[k] and n.op == "placeholder"
     if loose_inputs > INPUTS_FOLD_MIN:  # they show as one box (Note [Folded inputs])
         direct[""] -= loose_inputs - 1
 
     def boxes_open(path: str) -> int:  # boxes shown for ``path`` when it is open and its children are closed
         total = direct.get(path, 0)
-        for kid in tree.get(path, []):
+        for kid in tree[path]:
             total += boxes_open(kid) if kid in auto else 1
         return total
 
@@ -366,11 +359,11 @@ def _open_breadth_first(graph: Graph, threshold: int) -> frozenset[str]:
     while queue:
         path = queue.pop(0)
         if path in auto:
-            queue.extend(tree.get(path, []))
+            queue.extend(tree[path])
             continue
         extra = boxes_open(path) - 1
         if shown + extra <= threshold:
             opened.add(path)
             shown += extra
-            queue.extend(tree.get(path, []))
+            queue.extend(tree[path])
     return frozenset(opened)

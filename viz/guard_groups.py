@@ -1,4 +1,4 @@
-"""Guards grouped by the object they guard, for the guards view; graph-break reasons cut into their parts.
+"""Guards grouped by the object they guard, for the guards view.
 
 Invariant: pure and total: every guard lands in at least one group (a shape relation in the group of
 every input it mentions, a global guard in the one global group), groups and rows keep the order in
@@ -15,14 +15,17 @@ which Dynamo installed the guards, and nothing is dropped or invented.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
 from tracer.model import Guard
 
-__all__ = ["GuardGroup", "bases_in", "base_of", "break_parts", "group_guards", "kind_counts"]
+__all__ = ["GuardGroup", "bases_in", "base_of", "group_guards", "kind_counts"]
 
 GLOBAL = "global"
+# ``L[...]`` / ``G[...]`` up to its first "]", not inside another name ("XL[", "_G[")
+_BASE = re.compile(r"(?<!\w)[LG]\[[^\]]*\]")
 
 
 @dataclass
@@ -45,23 +48,7 @@ class GuardGroup:
 def bases_in(text: str) -> list[str]:
     """Every ``L['name']`` / ``G['name']`` written in ``text``, in order, without repeats (Dynamo's
     guard sources and guard code name frame locals and globals this way, torch/_guards.py Source.name)."""
-    out: list[str] = []
-    i = 0
-    while True:
-        hits = [k for k in (text.find("L[", i), text.find("G[", i)) if k >= 0]
-        if not hits:
-            return out
-        k = min(hits)
-        if k > 0 and (text[k - 1].isalnum() or text[k - 1] == "_"):  # part of another name (e.g. "XL[")
-            i = k + 2
-            continue
-        end = text.find("]", k)
-        if end < 0:
-            return out
-        base = text[k:end + 1]
-        if base not in out:
-            out.append(base)
-        i = end + 1
+    return list(dict.fromkeys(m.group(0) for m in _BASE.finditer(text)))
 
 
 def base_of(source: str) -> str:
@@ -89,29 +76,10 @@ def group_guards(guards: list[Guard]) -> list[GuardGroup]:
             add(b, g, True)
         if not mentioned:
             add(GLOBAL, g, False)
-    order = {"L": 0, "G": 1}
-    return sorted(groups.values(), key=lambda gr: order.get(gr.title[:1], 2) if gr.title != GLOBAL else 3)
+    # locals, then globals, then the global-state group; each in order of first appearance (a stable sort)
+    return sorted(groups.values(), key=lambda gr: (gr.title == GLOBAL, gr.title.startswith("G[")))
 
 
 def kind_counts(guards: list[Guard]) -> list[tuple[str, int]]:
     """Every guard kind of ``guards`` with its count, most common first."""
     return Counter(g.kind for g in guards).most_common()
-
-
-_PREAMBLE = ("Encountered graph break", "Graph break")
-
-
-def break_parts(reason: str) -> tuple[str, list[str]]:
-    """(gist, hints) of a Dynamo graph-break reason: the first line that says what broke (the
-    "Encountered graph break when ..." preamble skipped when more follows) and its ``Hint:`` lines.
-
-    >>> break_parts("Encountered graph break when tracing CALL:\\n\\nlogging not supported\\n  Hint: ignore it.\\n")
-    ('logging not supported', ['ignore it.'])
-    """
-    lines = [ln.strip() for ln in reason.splitlines() if ln.strip()]
-    hints = [ln[len("Hint:"):].strip() for ln in lines if ln.startswith("Hint:")]
-    body = [ln for ln in lines if not ln.startswith(("Hint:", "Explanation:", "Developer debug context:", "For more details"))]
-    gist = body[0] if body else ""
-    if len(body) > 1 and gist.startswith(_PREAMBLE):
-        gist = body[1]
-    return gist, hints

@@ -84,7 +84,8 @@ def node_info(frame: Frame, graph_name: str, node_name: str) -> dict[str, Any]:
     Keys: name, graph, op, role, target, value (``format_meta``), args, kwargs, inputs, users, calls
     (HOP bodies), source ("file:line in fn") and code_line, nn_module (innermost path) and
     nn_module_type, nn_module_stack (paths), and for a body placeholder: input_kind, lifted_from
-    ({graph, node} in the parent) and lifted_chain (Note [Lifted chain]); finally meta (all of it).
+    ({graph, node} in the parent) and lifted_chain (Note [Lifted chain]); for a root node compiled by
+    Inductor, kernels ("name (aot id)" of each kernel that computes it); finally meta (all of it).
     Raises KeyError naming the valid graphs or nodes.
     """
     graph = frame_graph(frame, graph_name)
@@ -128,6 +129,10 @@ def node_info(frame: Frame, graph_name: str, node_name: str) -> dict[str, Any]:
     symbols = _symbols_of(frame, n.meta)
     if symbols:
         info["symbols"] = symbols
+    if graph_name == "":
+        kernels = [f"{k.name} ({g.aot_id})" for g in frame.inductor for k in g.kernels if n.name in k.dynamo_nodes]
+        if kernels:
+            info["kernels"] = kernels
     info["meta"] = dict(n.meta)
     return info
 

@@ -8,7 +8,8 @@ See Note [Linear layered layout].
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING
+import math
+from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
     from viz.graph_layout import Box
@@ -45,28 +46,26 @@ def ranks(n: int, edges: list[tuple[int, int]]) -> list[int]:
     [0, 1, 1, 2]
     """
     rank = [0] * n
-    preds: list[list[int]] = [[] for _ in range(n)]
-    first_user = [-1] * n
-    for s, d in edges:
-        if s < d:
-            preds[d].append(s)
+    preds = _preds(n, edges)
+    first_user: list[Optional[int]] = [None] * n  # a source's first user's rank (None: no user)
     for i in range(n):
         if preds[i]:
             rank[i] = max(rank[p] for p in preds[i]) + 1
     for s, d in edges:
-        if s < d and not preds[s] and (first_user[s] < 0 or rank[d] < first_user[s]):
-            first_user[s] = rank[d]
-    for i in range(n):
-        if first_user[i] > 0:
-            rank[i] = first_user[i] - 1
+        fu = first_user[s]
+        if s < d and not preds[s]:
+            first_user[s] = rank[d] if fu is None else min(fu, rank[d])
+    for i, fu in enumerate(first_user):
+        if fu is not None:
+            rank[i] = fu - 1
     return rank
 
 
 def _straight(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
     """A polyline as cubic bezier control points (each segment p->q is the curve p, p, q, q)."""
     out = [points[0]]
-    for p, q in zip(points, points[1:], strict=False):
-        out.extend([p, q, q])
+    for k in range(1, len(points)):
+        out.extend([points[k - 1], points[k], points[k]])
     return out
 
 
@@ -101,7 +100,7 @@ def _preds(n: int, ie: list[tuple[int, int]]) -> list[list[int]]:
 
 def _rows(rank: list[int]) -> list[list[int]]:
     """Item indices of each row, in graph order."""
-    rows: list[list[int]] = [[] for _ in range((max(rank) + 1) if rank else 0)]
+    rows: list[list[int]] = [[] for _ in range(max(rank, default=0) + 1)]  # no items: one empty row
     for i, r in enumerate(rank):
         rows[r].append(i)
     return rows
@@ -115,22 +114,24 @@ def _row_heights(boxes: list[Box], rows: list[list[int]]) -> tuple[list[float], 
     for h in row_h:
         row_y.append(y)
         y += h + RANK_GAP
-    return row_y, row_h, (y - RANK_GAP + MARGIN) if boxes else 2 * MARGIN
+    return row_y, row_h, y - RANK_GAP + MARGIN
 
 
 def _place_x(boxes: list[Box], rows: list[list[int]], row_y: list[float], row_h: list[float],
              preds: list[list[int]]) -> list[float]:
     """Order each row by its boxes' predecessors' mean x, set every box's x/y (rows centred
     vertically, the drawing shifted to the left margin); return the boxes' centre x."""
-    cx = [0.0] * len(boxes)
+    cx: dict[int, float] = {}  # centre x of each placed box; predecessors are placed first (earlier rows)
     for r, row in enumerate(rows):
         want = {i: (sum(cx[p] for p in preds[i]) / len(preds[i]) if preds[i] else None) for i in row}
-        if r > 0:
-            row.sort(key=lambda i: (want[i] if want[i] is not None else float("inf"), i))
+        # row 0 has no predecessors: all its keys are (inf, i) and it keeps graph order
+        row.sort(key=lambda i: (want[i] if want[i] is not None else math.inf, i))
         right = None
         for i in row:
             b = boxes[i]
-            x = want[i] - b.w / 2 if want[i] is not None else (right + NODE_GAP if right is not None else 0.0)
+            # no predecessors: the first box of row 0 (any x: the drawing is shifted after), or a moved source,
+            # sorted after boxes that have some and pushed right of them (their centres are all >= 0)
+            x = want[i] - b.w / 2 if want[i] is not None else 0.0
             if right is not None:
                 x = max(x, right + NODE_GAP)
             b.x = x
@@ -138,11 +139,10 @@ def _place_x(boxes: list[Box], rows: list[list[int]], row_y: list[float], row_h:
             right = x + b.w
             cx[i] = x + b.w / 2
     shift = MARGIN - min((b.x for b in boxes), default=MARGIN)
-    for i, b in enumerate(boxes):
+    for b in boxes:
         b.x = round(b.x + shift, 1)
         b.y = round(b.y, 1)
-        cx[i] = b.x + b.w / 2
-    return cx
+    return [b.x + b.w / 2 for b in boxes]
 
 
 def _lanes(rank: list[int], ie: list[tuple[int, int]]) -> tuple[dict[int, int], int]:

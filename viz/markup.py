@@ -56,7 +56,7 @@ _ENV = jinja2.Environment(
     auto_reload=False,
     extensions=["jinja2.ext.do"],
 )
-_ENV.filters.update(bytes=human_bytes, seconds=seconds, lines=_lines, zip=zip)
+_ENV.filters.update(bytes=human_bytes, seconds=seconds, lines=_lines, zip=zip, headline=_text.headline)
 
 
 def json_block(value: Any) -> str:

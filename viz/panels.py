@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 from tracer.model import TIME_PHASES, Aot, Capture, Frame, Graph, Guard, format_meta
 from viz.graph_layout import source_line
-from viz.guard_groups import break_parts, group_guards, kind_counts
+from viz.guard_groups import group_guards, kind_counts
 from viz.markup import fragment, human_bytes, json_block, render
 from viz.style import ROLE_STYLE
 from viz.time_chart import time_chart_svg
@@ -80,7 +80,7 @@ def overview_html(cap: Capture, counts: Optional[list[tuple[int, int]]] = None,
         subgraphs=sum(len(f.subgraphs) for f in cap.frames),
         failed=sum(1 for f in cap.frames for s in f.speculations if not s.ok),
         guards=sum(guards for _, guards in counts),
-        groups=[(g, *break_parts(g.reason)) for g in cap.grouped_breaks()],
+        groups=cap.grouped_breaks(),
         chart=fragment(time_chart_svg(cap)),
         frames_trie=frame_trie(cap),
         has_stacks=any(f.meta.get("stack") for f in cap.frames),

@@ -21,7 +21,7 @@ module              hook point                                                  
 ``guards.py``       ``CacheEntry.backend`` of the entries the capture made             BACKEND_MATCH
 ``isolation.py``    ``convert_frame.register_bytecode_hook``, ``reset_code``,           fresh code, clean
                     ``pgo.get_code_state``, ``torch._dynamo.config.patch``              caches, configs
-``subgraphs.py``    (reads the GraphModule only)                                        the HOP body tree
+``subgraphs.py``    (reads the GraphModule only) for ``tracer/hop_tree.py``             the HOP body tree
 ``fx_graph.py``     (reads fx graphs only)                                              Graph / Node.meta
 ``unknowns.py``     (no hook) what a read of a torch object could not give, said once     Frame/Capture.problems
 ``aot.py``          AOTAutograd compilers and partitioner (AOT stage)                   Frame.aot

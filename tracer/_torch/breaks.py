@@ -14,7 +14,7 @@ from tracer._torch.patching import Patches
 from tracer._torch.releases import hook_point
 from tracer._torch.subtracer import compile_key
 
-__all__ = ["BreakRecord", "SkipRecorder", "install_graph_break_hook", "format_stack"]
+__all__ = ["BreakRecord", "SkipRecorder", "break_record", "format_stack", "install_graph_break_hook"]
 
 # Note [Graph break hook point]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -51,7 +51,7 @@ def format_stack(stack: Any) -> list[str]:
 
 def _user_frames(stack: Any) -> list[Any]:
     frames = list(stack or [])
-    user = [f for f in frames if not _is_torch_file(getattr(f, "filename", ""))]
+    user = [f for f in frames if not _is_torch_file(f.filename)]
     return user or frames
 
 
@@ -59,26 +59,37 @@ def _is_torch_file(path: str) -> bool:
     return f"{os.sep}torch{os.sep}" in path and "site-packages" in path or path.startswith("<eval_with_key>")
 
 
+def break_record(reason: str, exc: Any) -> Optional[BreakRecord]:
+    """The record of one graph break as ``log_graph_break`` receives it; None when Dynamo already
+    logged ``exc`` (it reads ``exc.logged`` too). The user stack is ``exc.real_stack``, else the
+    tracing context's, as Dynamo reads it. Never raises: what it cannot read is the record's ``problem``."""
+    key, attempt = compile_key()
+    try:
+        if exc.logged:
+            return None
+        stack = getattr(exc, "real_stack", None)
+        if stack is None:
+            from torch._guards import TracingContext
+
+            stack = TracingContext.extract_stack()
+        frames = _user_frames(stack)
+        location = code_line = ""
+        if frames:
+            last = frames[-1]
+            location = f"{os.path.basename(last.filename)}:{last.lineno}"
+            code_line = (last.line or "").strip()
+        return BreakRecord(key, str(reason), format_stack(frames), location, code_line, attempt)
+    except Exception as e:  # except: records a problem (never disturb Dynamo)
+        return BreakRecord(key, str(reason), attempt=attempt, problem=f"graph break not fully read: {type(e).__name__}: {e}")
+
+
 def install_graph_break_hook(patches: Patches, sink: Callable[[BreakRecord], None]) -> None:
     cls, real = hook_point("torch._dynamo.symbolic_convert", "InstructionTranslatorBase.log_graph_break")
 
     def log_graph_break(self: Any, code_options: Any, reason: str, exc: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            if not getattr(exc, "logged", False):
-                stack = getattr(exc, "real_stack", None)
-                if stack is None:
-                    from torch._guards import TracingContext
-
-                    stack = TracingContext.extract_stack()
-                frames = _user_frames(stack)
-                last = frames[-1] if frames else None
-                location = f"{os.path.basename(last.filename)}:{last.lineno}" if last is not None else ""
-                code_line = (getattr(last, "line", "") or "").strip() if last is not None else ""
-                key, attempt = compile_key()
-                sink(BreakRecord(key, str(reason), format_stack(frames), location, code_line, attempt))
-        except Exception as e:  # except: records a problem (never disturb Dynamo)
-            sink(BreakRecord(compile_key()[0], str(reason), [], "", "", compile_key()[1],
-                             problem=f"graph break not fully read: {type(e).__name__}: {e}"))
+        rec = break_record(reason, exc)
+        if rec is not None:
+            sink(rec)
         return real(self, code_options, reason, exc, *args, **kwargs)
 
     log_graph_break.__wrapped__ = real  # type: ignore[attr-defined]
@@ -101,9 +112,8 @@ class SkipRecorder:
         cls, real = hook_point("torch._dynamo.convert_frame", "CatchErrorsWrapper._handle_skip")
 
         def _handle_skip(self: Any, result: Any, frame: Any) -> Any:
-            reason = getattr(result, "skip_reason", None)
-            if reason is not None and getattr(result, "guarded_code", None) is None:
-                sink(getattr(frame, "f_code", None), str(reason))
+            if result.skip_reason is not None and result.guarded_code is None:  # the test torch's own makes
+                sink(frame.f_code, str(result.skip_reason))
             return real(self, result, frame)
 
         _handle_skip.__wrapped__ = real  # type: ignore[attr-defined]

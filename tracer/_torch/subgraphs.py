@@ -1,4 +1,5 @@
-"""The HOP subgraph tree of one Dynamo output graph: bodies, their inputs, node roles.
+"""The HOP subgraph tree of one Dynamo output graph, live: the fx reader and the kind policy that
+:mod:`tracer.hop_tree` builds it with, and the root graph's placeholder roles.
 
 Invariant: the tree is read from the GraphModule Dynamo handed to the backend (bodies are its
 submodules, called by HOP nodes through get_attr); speculation records only decide *why* a
@@ -8,8 +9,7 @@ body input exists (operand vs lifted), never which inputs exist or where they co
 from __future__ import annotations
 
 import types
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import torch
 import torch.fx
@@ -19,22 +19,12 @@ from tracer._torch.fx_graph import graph_from_fx
 from tracer._torch.graph_passes import root_code
 from tracer._torch.subtracer import SpecRecord
 from tracer._torch.unknowns import unknown
-from tracer.hop_feeds import Feed
-from tracer.model import CallSite, Graph, Node, Subgraph, SubgraphInput
+from tracer.hop_feeds import Feed, leaves
+from tracer.hop_tree import Body, HopCall, KindPolicy, build_subgraphs, walk
+from tracer.model import Graph, Node, Subgraph
 from tracer.root_roles import root_role
 
-__all__ = ["BodyInfo", "walk_bodies", "convert_tree"]
-
-
-@dataclass(eq=False)
-class BodyInfo:
-    name: str  # qualified module name
-    hop: str
-    parent: str
-    call_node: torch.fx.Node  # the first call of the body in its parent graph
-    module: torch.fx.GraphModule
-    feeds: list[Feed] = field(default_factory=list)  # per placeholder at call_node; [] when unknown (a problem says why)
-    sites: list[tuple[torch.fx.Node, list[Feed]]] = field(default_factory=list)  # every call, graph order
+__all__ = ["FxGraph", "convert_tree", "is_hop_call"]
 
 
 def _hop_target_name(target: Any) -> str:
@@ -43,17 +33,6 @@ def _hop_target_name(target: Any) -> str:
     except Exception as e:  # except: records a problem (named by its __name__)
         unknown(f"the name of HOP {target!r}", e)
         return str(getattr(target, "__name__", target))
-
-
-def _flatten(a: Any, out: list[Any]) -> None:
-    if isinstance(a, (list, tuple)):
-        for x in a:
-            _flatten(x, out)
-    elif isinstance(a, dict):
-        for x in a.values():
-            _flatten(x, out)
-    else:
-        out.append(a)
 
 
 def _submodule(gm: torch.nn.Module, target: str) -> Any:
@@ -69,44 +48,47 @@ def is_hop_call(n: torch.fx.Node) -> bool:
     return n.op == "call_function" and isinstance(n.target, HigherOrderOperator)
 
 
-def walk_bodies(gm: torch.fx.GraphModule, problems: list[str]) -> tuple[list[BodyInfo], dict[int, list[str]]]:
-    """Every HOP body reachable from ``gm``, parents before children, with what each call feeds
-    it (See Note [How each HOP calls its bodies] in tracer/hop_feeds.py); and
-    id(HOP call node) -> qualified names of the bodies it calls. A body called from several nodes
-    (``invoke_subgraph`` of one ``nested_compile_region``) is one BodyInfo with several sites."""
-    out: list[BodyInfo] = []
-    by_name: dict[str, BodyInfo] = {}
-    calls: dict[int, list[str]] = {}
-    queue: list[tuple[str, torch.fx.GraphModule]] = [("", gm)]
-    while queue:
-        qual, mod = queue.pop(0)
-        for n in mod.graph.nodes:
+class FxGraph:
+    """One GraphModule of the tree for :mod:`tracer.hop_tree`: its HOP calls are the nodes whose
+    target is a HigherOrderOperator, their bodies the ``get_attr`` arguments that read a GraphModule
+    submodule (at any depth of the arguments' lists, tuples and dicts)."""
+
+    def __init__(self, module: torch.fx.GraphModule, name: str, build: Optional[Callable[[], Graph]] = None) -> None:
+        self.module = module
+        self.name = name
+        self.fx_placeholders = [p for p in module.graph.nodes if p.op == "placeholder"]
+        self._build = build or (lambda: graph_from_fx(module, name))
+        self._graph: Optional[Graph] = None
+
+    @property
+    def placeholders(self) -> list[str]:
+        return [p.name for p in self.fx_placeholders]
+
+    @property
+    def graph(self) -> Graph:
+        if self._graph is None:  # built after the walk, so its problems follow the walk's
+            self._graph = self._build()
+        return self._graph
+
+    def hop_calls(self) -> list[HopCall]:
+        out = []
+        for n in self.module.graph.nodes:
             if not is_hop_call(n):
                 continue
-            flat: list[Any] = []
-            _flatten(n.args, flat)
-            _flatten(n.kwargs, flat)
-            bodies = [
-                a for a in flat
-                if isinstance(a, torch.fx.Node) and a.op == "get_attr"
-                and isinstance(_submodule(mod, a.target), torch.fx.GraphModule)
-            ]
-            hop = _hop_target_name(n.target)
-            for index, a in enumerate(bodies):
-                body = _submodule(mod, a.target)
-                name = f"{qual}.{a.target}" if qual else str(a.target)
-                calls.setdefault(id(n), []).append(name)
-                phs = [p for p in body.graph.nodes if p.op == "placeholder"]
-                feeds, why = call_feeds(n, hop, index, name, len(phs), mod)
-                problems.extend(why)
-                if name in by_name:
-                    by_name[name].sites.append((n, feeds))
-                    continue
-                info = BodyInfo(name, hop, qual, n, body, feeds, [(n, feeds)])
-                by_name[name] = info
-                out.append(info)
-                queue.append((name, body))
-    return out, calls
+            bodies = tuple(str(a.target) for a in leaves([n.args, n.kwargs])
+                           if isinstance(a, torch.fx.Node) and a.op == "get_attr"
+                           and isinstance(_submodule(self.module, a.target), torch.fx.GraphModule))
+            out.append(HopCall(n.name, _hop_target_name(n.target), bodies, n))
+        return out
+
+    def body(self, attr: str, name: str) -> FxGraph:
+        return FxGraph(_submodule(self.module, attr), name)
+
+    def feeds(self, call: HopCall, index: int, body: str, n: int) -> tuple[list[Feed], list[str]]:
+        return call_feeds(call.ref, call.hop, index, body, n, self.module)
+
+    def leaf_name(self, leaf: Any) -> str:
+        return str(leaf.name)
 
 
 def _value(node: torch.fx.Node) -> Any:
@@ -133,21 +115,17 @@ def _is_symbolic(v: Any) -> bool:
 # bound with a tensor: torch/_dynamo/output_graph.py
 # SubgraphTracer._lift_basic_symbols) and "lifted_freevar" for everything else. A placeholder the HOP
 # feeds itself is "hop_supplied" whatever the record says (Note [Inputs the HOP supplies]).
-def _classify(ph: torch.fx.Node, feed: Optional[Feed], spec: Optional[SpecRecord],
-              lifted_from: dict[torch.fx.Node, Optional[torch.fx.Node]]) -> Optional[str]:
-    """The input kind of ``ph``; None when it is unknown (no speculation record for the body)."""
-    if feed is not None and feed.supplied:
-        return "hop_supplied"
+def _classify(ph: torch.fx.Node, spec: Optional[SpecRecord], fed_from: list[torch.fx.Node]) -> Optional[str]:
+    """The input kind of ``ph``, an input the HOP does not supply, fed by the chain ``fed_from``
+    (Note [Where a body input comes from] in tracer/hop_tree.py); None when it is unknown (no
+    speculation record for the body)."""
     if spec is None:
         return None
     if ph in spec.explicit_nodes or (ph.graph is not spec.graph and ph.name in spec.explicit_names):
         return "operand"
     operands = set(spec.operand_nodes)
-    node, hops = feed.node if feed is not None else None, 0
-    while node is not None and hops < 64:
-        if node in operands or _reached_from(node, spec.operand_sources):
-            return "operand"
-        node, hops = lifted_from.get(node), hops + 1
+    if any(node in operands or _reached_from(node, spec.operand_sources) for node in fed_from):
+        return "operand"
     return "lifted_symbol" if _is_symbolic(_value(ph)) else "lifted_freevar"
 
 
@@ -207,27 +185,41 @@ def _arg_names(code: Optional[types.CodeType]) -> set[str]:
 # fwd/bwd); those we match to the first unused successful speculation of the frame with the same
 # placeholder names. A body with no match keeps its inputs and sources, but whether each is an
 # operand or lifted is unknown: kind "unknown", and the frame's problems say so (Note [Operand or lifted]).
-def _match_specs(bodies: list[BodyInfo], specs: list[SpecRecord]) -> dict[str, SpecRecord]:
+def _match_specs(bodies: list[Body], specs: list[SpecRecord]) -> dict[str, SpecRecord]:
     by_graph: dict[int, SpecRecord] = {}
     for s in specs:
         if s.ok and s.graph is not None:
             by_graph[id(s.graph)] = s  # the latest successful speculation that built this graph
     out: dict[str, SpecRecord] = {}
     for b in bodies:
-        s = by_graph.get(id(b.module.graph))
+        s = by_graph.get(id(b.reader.module.graph))
         if s is not None:
             out[b.name] = s
     used = {id(s) for s in out.values()}
     for b in bodies:
         if b.name in out:
             continue
-        names = [p.name for p in b.module.graph.nodes if p.op == "placeholder"]
+        names = b.reader.placeholders
         for s in specs:
             if s.ok and id(s) not in used and s.placeholder_names == names:
                 out[b.name] = s
                 used.add(id(s))
                 break
     return out
+
+
+def _policy(matched: dict[str, SpecRecord]) -> KindPolicy:
+    """Kinds from the speculation records (Note [Operand or lifted]); a body no record matched has
+    inputs of kind "unknown" and a problem (Note [Matching speculations to bodies])."""
+
+    def kind(b: Body, i: int, fed_from: list[Any]) -> Optional[str]:
+        return _classify(b.reader.fx_placeholders[i], matched.get(b.name), fed_from)
+
+    def why(b: Body, names: list[str]) -> str:
+        return (f"body {b.name!r} ({b.hop}): no speculation record matched it, so whether "
+                f"{names} are operands or lifted is unknown (kind 'unknown')")
+
+    return KindPolicy(kind, why)
 
 
 def convert_tree(gm: torch.fx.GraphModule, specs: list[SpecRecord], code: Optional[types.CodeType],
@@ -240,75 +232,26 @@ def convert_tree(gm: torch.fx.GraphModule, specs: list[SpecRecord], code: Option
     problems = problems if problems is not None else []
     for s in specs:
         problems.extend(s.problems)
-    bodies, calls = walk_bodies(gm, problems)
-    matched = _match_specs(bodies, specs)
-    spec_names = {id(s): name for name, s in matched.items()}
+    root = FxGraph(gm, "", build=lambda: _root_graph(gm, code))
+    tree = walk(root, problems)
+    matched = _match_specs(tree.bodies, specs)
+    subgraphs = build_subgraphs(tree, _policy(matched), problems)
+    return root.graph, subgraphs, {id(s): name for name, s in matched.items()}
 
-    lifted_from: dict[torch.fx.Node, Optional[torch.fx.Node]] = {}
-    subgraphs: dict[str, Subgraph] = {}
+
+def _root_graph(gm: torch.fx.GraphModule, code: Optional[types.CodeType]) -> Graph:
+    """The root Graph with its placeholders' roles and the Sources Dynamo read them from."""
     arg_names = _arg_names(code)
+    roles = {n.name: _root_role(n, arg_names) for n in gm.graph.nodes if n.op == "placeholder"}
 
-    root_roles = {}
-    for n in gm.graph.nodes:
-        if n.op == "placeholder":
-            root_roles[n.name] = _root_role(n, arg_names)
-    root = graph_from_fx(gm, "", role_of=_role_fn(gm.graph, root_roles, calls),
-                         code=root_code(gm))  # Note [Dynamo passes after the output graph is logged]
+    def role_of(node: Node) -> Optional[str]:
+        return roles.get(node.name) if node.op == "placeholder" else None
+
+    graph = graph_from_fx(gm, "", role_of=role_of,
+                          code=root_code(gm))  # Note [Dynamo passes after the output graph is logged]
     for n in gm.graph.nodes:
         if n.op == "placeholder":
             src = _graph_arg_source(n)
             if src:
-                root.node(n.name).meta["graph_arg_source"] = src
-
-    for b in bodies:
-        sg = _subgraph(b, matched.get(b.name), lifted_from, calls, problems)
-        subgraphs[b.name] = sg
-    return root, subgraphs, spec_names
-
-
-def _subgraph(b: BodyInfo, spec: Optional[SpecRecord], lifted_from: dict[torch.fx.Node, Optional[torch.fx.Node]],
-              calls: dict[int, list[str]], problems: list[str]) -> Subgraph:
-    phs = [p for p in b.module.graph.nodes if p.op == "placeholder"]
-    feeds: list[Optional[Feed]] = list(b.feeds) if b.feeds else [None] * len(phs)
-    inputs: list[SubgraphInput] = []
-    roles: dict[str, str] = {}
-    unknown: list[str] = []
-    for ph, feed in zip(phs, feeds, strict=True):
-        src = feed.node if feed is not None else None
-        lifted_from[ph] = src
-        kind = _classify(ph, feed, spec, lifted_from)
-        if kind is None:  # no record, not a guess: see Note [Matching speculations to bodies]
-            unknown.append(ph.name)
-            kind = "unknown"
-        roles[ph.name] = kind
-        inputs.append(SubgraphInput(name=ph.name, kind=kind, source=src.name if src is not None else "",
-                                    supplied=feed.supplied if feed is not None else ""))
-    if unknown:
-        problems.append(f"body {b.name!r} ({b.hop}): no speculation record matched it, so whether "
-                        f"{unknown} are operands or lifted is unknown (kind 'unknown')")
-    graph = graph_from_fx(b.module, b.name, role_of=_role_fn(b.module.graph, roles, calls))
-    for i, feed in zip(inputs, feeds, strict=True):
-        i.meta = {k: v for k, v in graph.node(i.name).meta.items() if k not in ("stack_trace", "source")}
-        if feed is not None and feed.constant:
-            i.meta["constant"] = feed.constant  # the call passes this value, not a node
-    sites = [CallSite(node=n.name, sources=[f.node.name if f.node is not None else "" for f in fs] if fs else [""] * len(phs))
-             for n, fs in b.sites]
-    return Subgraph(name=b.name, hop=b.hop, parent=b.parent, call_node=b.call_node.name, graph=graph,
-                    inputs=inputs, call_sites=sites)
-
-
-def _role_fn(fx_graph: torch.fx.Graph, placeholder_roles: dict[str, str], calls: dict[int, list[str]]):
-    by_name = {n.name: n for n in fx_graph.nodes}
-
-    def role_of(node: Node) -> Optional[str]:
-        fx_node = by_name.get(node.name)
-        if fx_node is None:
-            return None
-        if node.op == "placeholder":
-            return placeholder_roles.get(node.name)
-        if is_hop_call(fx_node):
-            node.calls = list(calls.get(id(fx_node), []))
-            return "hop"
-        return None
-
-    return role_of
+                graph.node(n.name).meta["graph_arg_source"] = src
+    return graph

@@ -11,6 +11,7 @@ tracer/model/frame.py. A status or time torch did not report is left unknown and
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -92,23 +93,35 @@ class AttemptInfo:
     break_reasons: dict[int, list[str]] = field(default_factory=dict)  # attempt -> graph breaks in it
 
 
-def metric_times(m: dict[str, Any]) -> dict[str, float]:
-    """TIME_PHASES from torch's compilation metrics; a phase torch left empty stays absent (unknown)."""
+def metric_times(m: dict[str, Any], problems: Optional[list[str]] = None) -> dict[str, float]:
+    """TIME_PHASES from torch's compilation metrics; a phase torch left empty stays absent (unknown), and
+    so does a value that is no duration (a damaged log: negative, infinite, not a number), said in ``problems``."""
     out: dict[str, float] = {}
-    total, backend = m.get("entire_frame_compile_time_s"), m.get("backend_compile_time_s")
-    if isinstance(total, (int, float)):
-        out["total"] = float(total)
-    if isinstance(backend, (int, float)):
-        out["backend"] = float(backend)
-        if "total" in out:
-            out["dynamo"] = max(0.0, out["total"] - out["backend"])
-    aot = m.get("aot_autograd_cumulative_compile_time_us")
-    if isinstance(aot, (int, float)):
+    total = _seconds(m, "entire_frame_compile_time_s", problems)
+    backend = _seconds(m, "backend_compile_time_s", problems)
+    if total is not None:
+        out["total"] = total
+    if backend is not None:
+        out["backend"] = backend
+        if total is not None:  # torch's total includes the backend: a negative rest is rounding, so 0
+            out["dynamo"] = max(0.0, total - backend)
+    aot = _seconds(m, "aot_autograd_cumulative_compile_time_us", problems)
+    if aot is not None:
         out["aot_autograd"] = aot / 1e6
-    before = m.get("dynamo_time_before_restart_s")
-    if isinstance(before, (int, float)):
-        out["before_restart"] = float(before)
+    before = _seconds(m, "dynamo_time_before_restart_s", problems)
+    if before is not None:
+        out["before_restart"] = before
     return out
+
+
+def _seconds(m: dict[str, Any], key: str, problems: Optional[list[str]]) -> Optional[float]:
+    """``m[key]`` as a duration: a finite number >= 0; None when absent or null, or (said) not a duration."""
+    v = m.get(key)
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0:
+        return float(v)
+    if v is not None and problems is not None:
+        problems.append(f"compilation metric {key} is {v!r}, not a duration: that time is unknown")
+    return None
 
 
 # Note [Interrupted compiles]
@@ -133,17 +146,16 @@ def settle_status(frame: Frame, attempt: int, info: AttemptInfo, restarted_attem
     if info.final_attempt is not None and attempt < info.final_attempt:
         frame.status = "restarted"
         reasons = info.break_reasons.get(attempt) or []
-        if not reasons and m and m.get("restart_reasons") and restarted_attempts == 1:
-            reasons = [str(r) for r in m["restart_reasons"]]
-        elif not reasons and m and isinstance(m.get("restart_reasons"), list):
-            reasons = restart_by_elimination(attempt, info, [str(r) for r in m["restart_reasons"]])
+        if not reasons and m and isinstance(m.get("restart_reasons"), list):
+            logged = [str(r) for r in m["restart_reasons"]]
+            reasons = logged if restarted_attempts == 1 else restart_by_elimination(attempt, info, logged)
         frame.status_reason = "\n".join(dict.fromkeys(reasons))
         if not frame.status_reason:
             frame.status_reason = "unknown"
             frame.problems.append("torch did not say why this attempt restarted")
-        before = m.get("dynamo_time_before_restart_s") if m else None
-        if restarted_attempts == 1 and isinstance(before, (int, float)):
-            frame.times = {"total": float(before), "dynamo": float(before)}
+        before = _seconds(m, "dynamo_time_before_restart_s", frame.problems) if m else None
+        if restarted_attempts == 1 and before is not None:
+            frame.times = {"total": before, "dynamo": before}
         return
     if m is None:
         frame.status = "compiled" if has_graph else "failed"
@@ -151,7 +163,7 @@ def settle_status(frame: Frame, attempt: int, info: AttemptInfo, restarted_attem
             frame.status_reason = "unknown: the compile did not finish (torch logged no compilation metrics)"
         frame.problems.append("torch logged no compilation metrics for this compile: status from our hooks, times unknown")
         return
-    frame.times = metric_times(m)
+    frame.times = metric_times(m, frame.problems)
     if m.get("fail_type"):
         frame.status = "failed"
         frame.status_reason = f"{m['fail_type']}: {m.get('fail_reason') or ''}".strip()

@@ -45,16 +45,23 @@ class Capture:
         raise KeyError(f"no frame {compile_id!r} (frames: {[f.compile_id for f in self.frames]})")
 
     def grouped_breaks(self) -> list[BreakGroup]:
-        """Graph breaks with the same reason and location folded into one group with a count,
-        in order of first occurrence (``graph_breaks`` keeps every one)."""
-        groups: dict[tuple[str, str], BreakGroup] = {}
+        """Graph breaks with the same cause (type and explanation, not the call's details) at the
+        same location folded into one group with a count, in order of first occurrence
+        (``graph_breaks`` keeps every one)."""
+        from tracer.model.break_reason import parse_break_reason
+
+        groups: dict[tuple[str, str, str], BreakGroup] = {}
         for b in self.graph_breaks:
-            g = groups.get((b.reason, b.location))
+            parts = parse_break_reason(b.reason)
+            key = (b.location, *parts.cause)
+            g = groups.get(key)
             if g is None:
-                g = groups[(b.reason, b.location)] = BreakGroup(b.reason, b.location, b.code_line, 0)
+                g = groups[key] = BreakGroup(b.reason, b.location, b.code_line, 0,
+                                             gb_type=parts.gb_type, explanation=parts.explanation)
             g.count += 1
             if b.compile_id and b.compile_id not in g.compile_ids:
                 g.compile_ids.append(b.compile_id)
+            g.hints.extend(h for h in parts.hints if h not in g.hints)
         return list(groups.values())
 
     def times(self) -> str:

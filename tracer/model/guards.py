@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from tracer.model.diff import FrameDiff
+from tracer.model.lazy import lazy_fields
 
 __all__ = ["BreakGroup", "Guard", "GraphBreak", "Recompile"]
 
@@ -49,22 +50,30 @@ class Recompile:
     reason: str  # the failed guard of the newest cache entry, as Dynamo reported it (``failed[0]``)
     failed: list[str] = field(default_factory=list)  # the failed guard of every cache entry Dynamo checked, newest first
     replaced: str = ""  # the compile whose guard failed ("0/0", from the reason's prefix); "" when unknown
-    diff: Optional[FrameDiff] = None  # tracer.diff(replaced, compile_id), filled at the end of a capture
+    diff: Optional[FrameDiff] = None  # tracer.diff(replaced, compile_id), filled at the end of a capture (a log's on first read)
 
     def __repr__(self) -> str:
         more = f", +{len(self.failed) - 1} entries" if len(self.failed) > 1 else ""
         return f"Recompile({self.compile_id}, {self.reason[:60]!r}{more})"
 
 
+lazy_fields(Recompile, "diff")  # a loaded log diffs on first read (Note [Fields filled on first read])
+
+
 @dataclass
 class BreakGroup:
-    """Identical graph breaks (same reason, same location), e.g. one per layer of a model."""
+    """Graph breaks with one cause at one user line (e.g. one per layer of a model, or one logging
+    call reached with different arguments): the cause is the break's type and explanation
+    (:mod:`tracer.model.break_reason`), so the call details torch appends do not split a group."""
 
-    reason: str
+    reason: str  # the first break's whole reason text
     location: str
     code_line: str
     count: int  # how many GraphBreaks of the capture this group stands for
     compile_ids: list[str] = field(default_factory=list)  # the attempts that broke there, in order
+    gb_type: str = ""  # what broke (the reason's graph-break type, or its first informative line)
+    explanation: str = ""  # Dynamo's explanation ("" when the reason has none)
+    hints: list[str] = field(default_factory=list)  # torch's hints, each once, in order
 
     def __repr__(self) -> str:
-        return f"BreakGroup({self.location}, x{self.count}, {self.reason[:60]!r})"
+        return f"BreakGroup({self.location}, x{self.count}, {(self.gb_type or self.reason)[:60]!r})"

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracer.diffing import attach_recompile_diffs
+from tracer.hop_feeds import Feed
+from tracer.hop_tree import HopCall, KindPolicy, subgraph_tree
 from tracer.model.aot import Aot
 from tracer.model.attempts import (
     AttemptInfo,
@@ -24,7 +27,6 @@ from tracer.model.frame import Frame
 from tracer.model.graph import Graph
 from tracer.model.guards import Guard
 from tracer.model.lazy import on_first_read
-from tracer.model.subgraph import CallSite, Subgraph, SubgraphInput
 from tracer.root_roles import placeholder_name, root_role
 from tracer.shape_events import shape_records
 from tracer.trace_log.body_feeds import LogCalls
@@ -121,7 +123,7 @@ def assemble(st: LogState, fn: str = "") -> Capture:
     cap.problems.extend(st.problems)
     for name, n in sorted(st.unknown.items()):
         cap.problems.append(f"{n} record(s) of event {name!r} not read: not an event of torch 2.13's trace")
-    return cap
+    return attach_recompile_diffs(cap, on_read=True)  # what each recompile changed, as live; diffed when read
 
 
 def _code(a: AttemptLog, info: AttemptInfo, st: LogState) -> str:
@@ -144,7 +146,7 @@ def _fill_graphs(frame: Frame, a: AttemptLog, sources: dict[str, tuple[str, bool
             frame.graph = parsed.graph if parsed is not None else Graph(code=text)
             _root_roles(frame.graph, sources)
             if parsed is not None:
-                frame.subgraphs = _bodies(parsed, "", frame.problems)
+                frame.subgraphs = subgraph_tree(_LoggedGraph(parsed), _KINDS, frame.problems)
     graphs: dict[str, Graph] = {}
     children: dict[str, Graph] = {}
     for k in ("joint", "forward", "backward", "inference"):
@@ -222,44 +224,37 @@ def _root_roles(g: Graph, sources: dict[str, tuple[str, bool]]) -> None:
 # free variable or symbol is decided by speculation, which the log does not record: kind "unknown"
 # (LOG_LIMITS says so once; a SymInt may be either, e.g. ``wrap(body, x, n)`` with ``n`` symbolic).
 # When the call does not give one value per placeholder the sources are unknown and the frame says so.
-def _bodies(p: ParsedModule, qual: str, problems: list[str]) -> dict[str, Subgraph]:
-    out: dict[str, Subgraph] = {}
-    g = p.graph
-    attrs = {n.name: n.target for n in g.nodes if n.op == "get_attr" and n.target in p.children}
-    for n in g.nodes:
-        if n.name in attrs:
-            n.role = "op"  # a body module, not a parameter (as tracer/_torch/fx_graph.py decides live)
-    calls = LogCalls(g, {a: c.graph for a, c in p.children.items()})
-    for n in g.nodes:
-        if n.op != "call_function":
-            continue
-        positions = [i for i, x in enumerate(n.inputs) if x in attrs]
-        if not positions:
-            continue
-        n.role = "hop"
-        for index, pos in enumerate(positions):
-            attr = attrs[n.inputs[pos]]
-            name = f"{qual}.{attr}" if qual else attr
-            n.calls.append(name)
-            child = p.children[attr]
-            phs = child.graph.placeholders
-            feeds, why = calls.feeds(n, index, name, len(phs))
-            problems.extend(why)
-            sources = [f.node or "" for f in feeds] if feeds else [""] * len(phs)
-            sg = out.get(name)
-            if sg is None:
-                sg = out[name] = Subgraph(name=name, hop=n.target, parent=qual, call_node=n.name, graph=child.graph)
-                for ph, src, feed in zip(phs, sources, feeds or [None] * len(phs), strict=True):
-                    kind = "hop_supplied" if feed is not None and feed.supplied else "unknown"
-                    ph.role = kind
-                    meta = {k: v for k, v in ph.meta.items() if k != "source"}
-                    if feed is not None and feed.constant:
-                        meta["constant"] = feed.constant  # the call passes this value, not a node
-                    sg.inputs.append(SubgraphInput(name=ph.name, kind=kind, source=src, meta=meta,
-                                                   supplied=feed.supplied if feed is not None else ""))
-                out.update(_bodies(child, name, problems))
-            sg.call_sites.append(CallSite(node=n.name, sources=sources))
-    return out
+class _LoggedGraph:
+    """One logged module of the tree for :mod:`tracer.hop_tree`: a HOP call is a call_function node
+    that reads a nested class (a body) through a get_attr node, its target the HOP's name as fx printed it."""
+
+    def __init__(self, p: ParsedModule) -> None:
+        self._p = p
+        self.graph = p.graph
+        self.placeholders = [n.name for n in p.graph.placeholders]
+        self._calls = LogCalls(p.graph, {a: c.graph for a, c in p.children.items()})
+
+    def hop_calls(self) -> list[HopCall]:
+        g = self.graph
+        attrs = {n.name: n.target for n in g.nodes if n.op == "get_attr" and n.target in self._p.children}
+        for n in g.nodes:
+            if n.name in attrs:
+                n.role = "op"  # a body module, not a parameter (as tracer/_torch/fx_graph.py decides live)
+        return [HopCall(n.name, n.target, tuple(attrs[x] for x in n.inputs if x in attrs), n) for n in g.nodes
+                if n.op == "call_function" and any(x in attrs for x in n.inputs)]
+
+    def body(self, attr: str, name: str) -> _LoggedGraph:
+        return _LoggedGraph(self._p.children[attr])
+
+    def feeds(self, call: HopCall, index: int, body: str, n: int) -> tuple[list[Feed], list[str]]:
+        return self._calls.feeds(call.ref, index, body, n)
+
+    def leaf_name(self, leaf: Any) -> str:
+        return str(leaf)  # LogCalls' leaves are node names
+
+
+# the log does not say operand from lifted: kind "unknown", said once in LOG_LIMITS
+_KINDS = KindPolicy(kind=lambda b, i, fed_from: None, unknown=lambda b, names: "")
 
 
 def _fill_guards(frame: Frame, a: AttemptLog) -> None:

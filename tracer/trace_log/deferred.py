@@ -27,7 +27,8 @@ __all__ = ["deferred_graph", "has_bodies", "parse_logged", "problems_wait_for_gr
 # bodies: nothing at load needs its nodes, so it waits (``deferred_graph``). A text with one is
 # parsed at load, as before. The test is sound (it may only send a text to the eager side): it
 # looks at every "class " of the text (``str.find``, C speed; a regex over every line start is
-# ten times slower) and asks whether only spaces or tabs stand before it on its line.
+# ten times slower) and asks whether only whitespace stands before it on its line (what the tokenizer
+# takes for indentation: spaces, tabs, form feeds).
 
 
 def has_bodies(text: str) -> bool:
@@ -35,7 +36,7 @@ def has_bodies(text: str) -> bool:
     i = text.find("class ")
     while i >= 0:
         head = text[text.rfind("\n", 0, i) + 1:i]
-        if head and not head.strip(" \t"):
+        if head.isspace():
             return True
         i = text.find("class ", i + 6)
     return False

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -106,8 +107,13 @@ class LogState:
         for f in frames if isinstance(frames, list) else []:
             if isinstance(f, dict):
                 name = self.strings.get(f["filename"], "?") if isinstance(f.get("filename"), int) else str(f.get("filename"))
-                out.append(f"{name.rsplit('/', 1)[-1]}:{f.get('line')} in {f.get('name')}")
+                out.append(f"{_base(name)}:{f.get('line')} in {f.get('name')}")
         return out
+
+
+def _base(path: str) -> str:
+    """The file name of a path as torch logs it ("/a/b/f.py" -> "f.py")."""
+    return path[path.rfind("/") + 1:]
 
 
 def _count(v: Any) -> bool:
@@ -116,16 +122,18 @@ def _count(v: Any) -> bool:
 
 @dataclass(frozen=True)
 class Parser:
-    """One row of the table: a record of event ``event`` for which ``concerns(record)`` holds (always,
-    when it is None) goes to ``parse(record, state, attempt key)``."""
+    """One row of the table: a record of event ``event`` (of an "artifact" record: whose artifact name is
+    ``artifact``) goes to ``parse(record, state, attempt key)``."""
 
     event: str
     parse: Callable[[Record, LogState, Optional[AttemptKey]], None]
-    concerns: Optional[Callable[[Record], bool]] = None
+    artifact: Optional[str] = None
 
 
-def _artifact(name: str) -> Callable[[Record], bool]:
-    return lambda rec: isinstance(rec.meta["artifact"], dict) and rec.meta["artifact"].get("name") == name
+def _artifact_name(rec: Record) -> Any:
+    """The name of an "artifact" record's artifact ({"artifact": {"name": ..., "encoding": ...}}), or None."""
+    a = rec.meta["artifact"]
+    return a.get("name") if isinstance(a, dict) else None
 
 
 def _need(key: Optional[AttemptKey]) -> AttemptKey:
@@ -176,11 +184,14 @@ def _break(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
     reason, _, tb = rest.partition("\nUser code traceback:\n")
     reason = reason.removeprefix("Graph Break Reason: ").strip()
     stack, code_line = _format_list(tb)
-    gb = GraphBreak(reason=reason, location=f"{path.rsplit('/', 1)[-1]}:{line}", user_stack=stack,
+    gb = GraphBreak(reason=reason, location=f"{_base(path)}:{line}", user_stack=stack,
                     code_line=code_line)
     if key is not None:
         st.info.setdefault(key[:2], AttemptInfo()).break_reasons.setdefault(key[2], []).append(reason)
     st.breaks.append((key, gb))
+
+
+_FRAME = re.compile(r'  File "(?P<path>.*)", line (?P<line>\d+), in (?P<fn>.*)')  # traceback.format_list
 
 
 def _format_list(tb: str) -> tuple[list[str], str]:
@@ -189,10 +200,9 @@ def _format_list(tb: str) -> tuple[list[str], str]:
     code = ""
     for line in tb.split("\n"):
         s = line.strip()
-        if line.startswith('  File "'):
-            path, _, rest = line[len('  File "'):].partition('", line ')
-            lineno, _, fn = rest.partition(", in ")
-            stack.append(f"{path.rsplit('/', 1)[-1]}:{lineno} in {fn}")
+        m = _FRAME.fullmatch(line)
+        if m is not None:
+            stack.append(f"{_base(m['path'])}:{m['line']} in {m['fn']}")
             code = ""
         elif line.startswith("    ") and stack and not code:
             code = s
@@ -262,9 +272,9 @@ PARSERS: list[Parser] = [
     *(Parser(name, _graph) for name in GRAPH_EVENTS),
     Parser("dynamo_guards", _guards),
     Parser("dynamo_cpp_guards_str", _cpp_guards),
-    Parser("artifact", _break, _artifact("dynamo_graph_break_reason")),
-    Parser("artifact", _recompile, _artifact("recompile_reasons")),
-    Parser("artifact", _version, _artifact("torch_version")),
+    Parser("artifact", _break, "dynamo_graph_break_reason"),
+    Parser("artifact", _recompile, "recompile_reasons"),
+    Parser("artifact", _version, "torch_version"),
     *(Parser(name, _shape) for name in SHAPE_EVENTS),
     Parser("describe_tensor", _describe_tensor),
     Parser("describe_source", _describe_source),
@@ -282,10 +292,11 @@ def apply(rec: Record, st: LogState) -> None:
     try:
         key = st.attempt(rec)
         for p in _BY_EVENT.get(rec.event, ()):
-            if p.concerns is None or p.concerns(rec):
+            if p.artifact is None or p.artifact == _artifact_name(rec):
                 p.parse(rec, st, key)
                 return
     except Exception as e:  # except: records a problem (a damaged record: keep going, say which line)
-        st.problems.append(f"line {rec.line}: {rec.event or 'record'} not read ({type(e).__name__}: {e})"[:300])
+        # the parsers' messages hold no text from the record, so the line stays short
+        st.problems.append(f"line {rec.line}: {rec.event} not read ({type(e).__name__}: {e})")
         return
     (st.ignored if rec.event in IGNORED else st.unknown)[rec.event] += 1

@@ -63,15 +63,15 @@ def _sizes(text: str) -> list[Any]:
 
 def parse_readable(text: str, name: str = "") -> ParsedModule:
     """Parse one logged ``print_readable`` text; raises ``SyntaxError``/``ValueError`` when it is not one."""
-    first, nl, rest = text.lstrip("\n").partition("\n")
+    text = text.lstrip("\n")
+    first, nl, rest = text.partition("\n")
     if not first.startswith("class "):
         raise ValueError("graph text does not start with 'class <name>(torch.nn.Module):'")
-    # fx prints the module's class name as is; AOT's "<lambda>" is not an identifier.
-    tree = ast.parse("class GraphModule(torch.nn.Module):" + nl + rest)
-    cls = tree.body[0]
-    if not isinstance(cls, ast.ClassDef):
-        raise ValueError("graph text is not a class definition")
-    return _module(cls, name, text.lstrip("\n").splitlines())
+    # fx prints the module's class name as is (AOT's "<lambda>" is not an identifier): the header line is
+    # replaced by one that parses, so that line numbers stay those of the text
+    cls = ast.parse("class _:" + nl + rest).body[0]  # a ClassDef: the text starts with it
+    assert isinstance(cls, ast.ClassDef)
+    return _module(cls, name, text.splitlines())
 
 
 def _module(cls: ast.ClassDef, name: str, lines: list[str]) -> ParsedModule:
@@ -116,10 +116,10 @@ class _GraphBuilder:
                 self.by_target[a.arg] = self.order[-1]
         # comments before the first statement follow the signature (a body's first "# File:" is there)
         args = [*fwd.args.args, *fwd.args.kwonlyargs]
-        prev_end = max([fwd.lineno, *((a.end_lineno or a.lineno) for a in args)])
+        prev_end = max([fwd.lineno, *(a.end_lineno for a in args)])  # end_lineno: set by ast.parse
         for stmt in fwd.body:
             self._comments(prev_end, stmt.lineno - 1)
-            prev_end = stmt.end_lineno or stmt.lineno
+            prev_end = stmt.end_lineno
             try:
                 self._stmt(stmt)
             except Exception as e:  # except: records a problem (a statement fx would not write: a damaged log)
@@ -207,12 +207,10 @@ class _GraphBuilder:
         return _display(e)
 
     def _inputs(self, exprs: list[ast.expr]) -> list[str]:
-        seen: dict[str, None] = {}
-        for e in exprs:
-            for name in _names(e):
-                if name in self.nodes:
-                    seen.setdefault(name, None)
-        return list(seen)
+        names = [n for e in exprs for n in _names(e) if n in self.nodes]
+        for n in names:
+            self.by_target.pop(n, None)  # a placeholder already read is not renamed ("y = x" is a node then)
+        return list(dict.fromkeys(names))
 
 
 def _names(e: ast.AST) -> list[str]:
@@ -242,9 +240,7 @@ def _function_target(dotted: str) -> str:
         return dotted[len("torch.ops.higher_order."):]
     if dotted.startswith("torch.ops."):
         return dotted[len("torch.ops."):]
-    if dotted.startswith("torch._C._VariableFunctions.") or dotted.startswith("torch._C._nn."):
-        return dotted
-    return dotted
+    return dotted  # "torch._C._nn.linear", "operator.getitem": as printed
 
 
 def _op(value: ast.expr, nodes: dict[str, Node]) -> tuple[str, str, list[ast.expr], dict[str, ast.expr]]:

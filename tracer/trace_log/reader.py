@@ -109,7 +109,7 @@ class Reader:
         """One line and the payload lines after it (Note [Reading a log in blocks]); counts its lines."""
         first = self.lines + 1
         nl = unit.find("\n")
-        self.lines += 1 if nl < 0 else unit.count("\n") + 1
+        self.lines += unit.count("\n") + 1
         if unit.startswith("\t"):
             self._orphans(first, self.lines)
             return None
