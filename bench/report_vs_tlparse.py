@@ -59,6 +59,69 @@ def synthetic_log(src: str, dst: str, target_bytes: int) -> int:
     return os.path.getsize(dst)
 
 
+# The measured command runs as the only child of a small Python process, which reports the child's
+# wall time and its peak resident set (``RUSAGE_CHILDREN``: the largest child's maxrss).
+_MEASURED = ("import resource, subprocess, sys, time; t0 = time.perf_counter(); "
+             "subprocess.run(sys.argv[1:], check=True, capture_output=True, timeout=1200); "
+             "print(time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+
+
+def _measured(cmd: list[str], env: dict[str, str]) -> tuple[float, int]:
+    """(wall seconds, peak RSS bytes) of one run of ``cmd`` as a whole process."""
+    r = subprocess.run([sys.executable, "-c", _MEASURED, *cmd], check=True, capture_output=True, text=True,
+                       env=env, timeout=1300)
+    wall, kb = r.stdout.split()
+    return float(wall), int(kb) * 1024
+
+
+def _side_by_side(cmds: dict[str, list[str]], repeat: int, env: dict[str, str]) -> dict[str, tuple[float, int]]:
+    """Per name: best wall and largest peak RSS of ``repeat`` runs, the commands alternating each round."""
+    best: dict[str, tuple[float, int]] = {k: (float("inf"), 0) for k in cmds}
+    for _ in range(repeat):
+        for k, cmd in cmds.items():
+            wall, rss = _measured(cmd, env)
+            best[k] = (min(best[k][0], wall), max(best[k][1], rss))
+    return best
+
+
+_PAINT = """async (key) => {
+  const nav = performance.getEntriesByType('navigation')[0];
+  let fcp = null;
+  for (let i = 0; i < 400 && fcp === null; i++) {
+    const e = performance.getEntriesByName('first-contentful-paint')[0];
+    if (e) fcp = e.startTime; else await new Promise((r) => setTimeout(r, 5));
+  }
+  const t0 = performance.now();
+  location.hash = 'ds-frame-' + key;
+  for (let i = 0; i < 6000; i++) {
+    if (document.querySelector(`#ds-frame-${key} .ds-graphbox svg [data-node]`)) break;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const drawn = document.querySelector(`#ds-frame-${key} .ds-graphbox svg [data-node]`) !== null;
+  return {fcp, load: nav.loadEventStart, dcl: nav.domContentLoadedEventEnd, frame: drawn ? performance.now() - t0 : null,
+          height: document.documentElement.scrollHeight};
+}"""
+
+
+def first_paint(path: str, key: str) -> dict[str, Any]:
+    """In headless Chromium (1,440 x 900): the report's first contentful paint, DOMContentLoaded and load
+    event (ms from navigation), then the ms from asking for frame ``key`` (its address) to its first
+    graph drawn, and the page's height at that moment."""
+    from playwright.sync_api import sync_playwright
+
+    from bench.report_size import CHROMIUM
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"], timeout=60_000)
+        try:
+            page = b.new_page(viewport={"width": 1440, "height": 900})
+            page.goto("file://" + os.path.abspath(path), wait_until="load", timeout=120_000)
+            got = page.evaluate(_PAINT, key)
+        finally:
+            b.close()
+    return {k: (round(v, 1) if isinstance(v, float) else v) for k, v in got.items()}
+
+
 def _best_wall(cmd: list[str], repeat: int, env: dict[str, str]) -> float:
     best = float("inf")
     for _ in range(repeat):
@@ -89,24 +152,40 @@ def _read_everything(cap: Any) -> None:
 
 
 def run(repeat: int = 3, size: str = "full", big_bytes: int = 100 * 2**20) -> dict[str, Any]:
-    """All three targets in one run. Keys: report_over_tlparse (target <= 1.0) with the walls behind
-    it (python start-up and ``import viz.cli`` alone, for where the time goes); on the synthetic log
-    of ``big_bytes``: load_mb_per_s (>= 50) and capture_bytes_over_log (<= 2) as ``load_trace``
-    returns it, and the same two once every graph, guard and problem has been read
+    """All targets in one run. Keys: report_over_tlparse (target <= 1.0) with the walls behind
+    it (python start-up and ``import viz.cli`` alone, for where the time goes) and both tools' peak
+    RSS and output bytes; the same on the synthetic log of ``big_bytes`` (``big_*``: report time and
+    memory <= tlparse's), the report's first paint in Chromium (``*_first_paint``: FCP, load event,
+    a deep frame's graph drawn after it is asked for, ms), where the report's CPU time goes
+    (``big_report_split_cpu_seconds``); then load_mb_per_s (>= 50) and capture_bytes_over_log (<= 2)
+    as ``load_trace`` returns it, and the same two once every graph, guard and problem has been read
     (``*_all_read``: what the lazy load defers, not what it saves)."""
     from tracer.trace_log import load_trace
 
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     with tempfile.TemporaryDirectory(prefix="dynascope-bench-") as tmp:
         log = training_log(tmp, size)
-        ours = _best_wall([sys.executable, "-m", "viz.cli", "report", log, "-o", os.path.join(tmp, "r.html")],
-                          repeat, env)
-        theirs = _best_wall([_tlparse(), log, "-o", os.path.join(tmp, "tl_out"), "--overwrite", "--no-browser"],
-                            repeat, env)
+        report, tl = os.path.join(tmp, "r.html"), os.path.join(tmp, "tl_out")
+        small = _side_by_side({"ours": [sys.executable, "-m", "viz.cli", "report", log, "-o", report],
+                               "theirs": [_tlparse(), log, "-o", tl, "--overwrite", "--no-browser"]}, repeat, env)
+        ours, theirs = small["ours"][0], small["theirs"][0]
+        small_bytes, small_tl_bytes = os.path.getsize(report), _dir_bytes(tl)
         bare = _best_wall([sys.executable, "-c", "pass"], repeat, env)
         imports = _best_wall([sys.executable, "-c", "import viz.cli"], repeat, env)
         big = os.path.join(tmp, "big.log")
         nbytes = synthetic_log(log, big, big_bytes)
+        big_report, big_tl = os.path.join(tmp, "big.html"), os.path.join(tmp, "big_tl")
+        large = _side_by_side({"ours": [sys.executable, "-m", "viz.cli", "report", big, "-o", big_report],
+                               "theirs": [_tlparse(), big, "-o", big_tl, "--overwrite", "--no-browser"]},
+                              max(1, repeat // 2), env)
+        big_sizes = (os.path.getsize(big_report), _dir_bytes(big_tl))
+        shutil.rmtree(big_tl)
+        split = report_split(big)
+        try:
+            paint = first_paint(big_report, str(split["frames"] - 2))
+            small_paint = first_paint(report, "0")
+        except Exception as e:  # except: a browser that cannot start is said in the results, the rest stands
+            paint = small_paint = {"error": f"{type(e).__name__}: {e}"}
         load_s = read_s = float("inf")
         for _ in range(repeat):
             t0 = time.perf_counter()
@@ -124,11 +203,30 @@ def run(repeat: int = 3, size: str = "full", big_bytes: int = 100 * 2**20) -> di
         tracemalloc.stop()
         frames = len(cap.frames)
         del cap
+        mb = 2**20
         return {
             "report_log_bytes": os.path.getsize(log),
             "report_seconds": round(ours, 3),
             "tlparse_seconds": round(theirs, 3),
             "report_over_tlparse": round(ours / theirs, 3),
+            "report_peak_rss_mb": round(small["ours"][1] / mb, 1),
+            "tlparse_peak_rss_mb": round(small["theirs"][1] / mb, 1),
+            "report_file_bytes": small_bytes,
+            "tlparse_output_bytes": small_tl_bytes,
+            "report_first_paint": small_paint,
+            "big_log_bytes": nbytes,
+            "big_report_seconds": round(large["ours"][0], 3),
+            "big_tlparse_seconds": round(large["theirs"][0], 3),
+            "big_report_over_tlparse": round(large["ours"][0] / large["theirs"][0], 3),
+            "big_report_peak_rss_mb": round(large["ours"][1] / mb, 1),
+            "big_tlparse_peak_rss_mb": round(large["theirs"][1] / mb, 1),
+            "big_report_file_bytes": big_sizes[0],
+            "big_tlparse_output_bytes": big_sizes[1],
+            "big_report_rss_over_tlparse": round(large["ours"][1] / large["theirs"][1], 3),
+            "big_report_first_paint": paint,
+            "big_report_load_ms": paint.get("load"),
+            "big_report_frame_ms": paint.get("frame"),
+            "big_report_split_cpu_seconds": split,
             "python_start_seconds": round(bare, 3),
             "import_viz_cli_seconds": round(imports, 3),
             "load_log_bytes": nbytes,
@@ -138,6 +236,40 @@ def run(repeat: int = 3, size: str = "full", big_bytes: int = 100 * 2**20) -> di
             "capture_bytes_over_log": round(held / nbytes, 3),
             "capture_bytes_over_log_all_read": round(held_all / nbytes, 3),
         }
+
+
+def _dir_bytes(path: str) -> int:
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+
+
+def report_split(log: str) -> dict[str, Any]:
+    """Where a report of ``log`` spends its CPU seconds, in this process: the lazy load, parsing every
+    graph (what the overview's problems need), the guards, then each frame's payload HTML (layout,
+    tables, code) and its compression; plus one frame's payload without the equal-graph cache (the cost
+    of a frame whose graphs were not seen before)."""
+    from tracer.trace_log import load_trace
+    from viz.report_file import encode_payload, frame_payload
+    from viz.report_graphs import DrawingCache
+
+    t = [time.process_time()]
+    cap = load_trace(log)
+    t.append(time.process_time())
+    cap.all_problems()
+    t.append(time.process_time())
+    for f in cap.frames:
+        f.guards  # noqa: B018 (the first read parses)
+    t.append(time.process_time())
+    cache = DrawingCache()
+    html = [frame_payload(cap, f, cache) for f in cap.frames]
+    t.append(time.process_time())
+    for h in html:
+        encode_payload(h)
+    t.append(time.process_time())
+    frame_payload(cap, cap.frames[-1])
+    t.append(time.process_time())
+    d = [round(t[i + 1] - t[i], 3) for i in range(len(t) - 1)]
+    return {"frames": len(cap.frames), "load": d[0], "parse_graphs": d[1], "guards": d[2], "payload_html": d[3],
+            "compress": d[4], "one_frame_uncached": d[5], "layouts_reused": cache.hits}
 
 
 if __name__ == "__main__":

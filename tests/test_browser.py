@@ -277,6 +277,6 @@ def test_explorer_in_jupyterlab(lab, browser):
     lab.stop()
     static = browser.new_page()
     static.goto(report.as_uri(), timeout=30_000)
-    static.wait_for_selector("svg", timeout=30_000)
+    static.wait_for_selector("svg [data-node]", timeout=30_000)  # the frame's graph, drawn from its payload
     assert static.locator("svg [data-node]").count() > 0
     static.screenshot(path=str(ARTIFACTS / "export_html.png"), full_page=True)

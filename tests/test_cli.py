@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from viz.report_file import expand
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 ENV = dict(os.environ, PYTHONPATH=ROOT)
@@ -33,7 +35,7 @@ def test_report_writes_one_self_contained_html(trace_dir, tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == str(out)
     assert "loading" in r.stderr and "wrote" in r.stderr  # progress on stderr
-    html = out.read_text()
+    html = expand(out.read_text())  # every frame's payload decoded (viz/report_file.py)
     assert html.startswith("<!DOCTYPE html>") or "<html" in html
     assert "<script src=" not in html and "<svg" in html  # drawn graphs, nothing fetched
     assert "hop_and_break" in html and "wrap_body_0" in html

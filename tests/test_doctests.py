@@ -44,6 +44,7 @@ MODULES = [
     "viz.markup",
     "viz.mimebundle",
     "viz.panels",
+    "viz.report_file",
     "viz.report_graphs",
     "viz.style",
     "viz.svg",

@@ -1,4 +1,4 @@
-"""The static report's Code tab (``viz.export_html``, ``dynascope report``): original vs transformed code,
+"""The static report's Code tab (``viz.export_html``, ``dynascope report``; frames read from the decoded payloads, viz.report_file.expand): original vs transformed code,
 resume functions, guard function, shapes; every string from user code escaped."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import torch
 import tracer
 import viz
 from viz import code_view
+from viz.report_file import expand
 
 
 def tricky(x):
@@ -32,7 +33,7 @@ def _code_tabs(page: str) -> list[str]:
 
 
 def test_report_has_a_code_tab_per_compiled_frame(cap, tmp_path):
-    page = viz.export_html(cap, tmp_path / "r.html").read_text(encoding="utf-8")
+    page = expand(viz.export_html(cap, tmp_path / "r.html").read_text(encoding="utf-8"))
     compiled = [f for f in cap.frames if f.bytecode is not None]
     assert len(compiled) == 2  # tricky's first graph, then the resume function's
     tabs = _code_tabs(page)
@@ -50,7 +51,7 @@ def test_report_has_a_code_tab_per_compiled_frame(cap, tmp_path):
 
 
 def test_user_text_in_the_code_tab_is_escaped(cap, tmp_path):
-    page = viz.export_html(cap, tmp_path / "r.html").read_text(encoding="utf-8")
+    page = expand(viz.export_html(cap, tmp_path / "r.html").read_text(encoding="utf-8"))
     assert "<script>alert(" not in page and "</details><script>" not in page
     assert "alert(" in page  # it is there, as text
 
@@ -76,7 +77,7 @@ def test_report_code_tab_has_inductor_output_code_and_kernels(tmp_path):
 
     cap = tracer.capture(f, torch.randn(8), backend="inductor")
     (g,) = cap.frames[0].inductor
-    (tab,) = _code_tabs(viz.export_html(cap, tmp_path / "r.html").read_text(encoding="utf-8"))
+    (tab,) = _code_tabs(expand(viz.export_html(cap, tmp_path / "r.html").read_text(encoding="utf-8")))
     assert f"Inductor {g.aot_id}: {len(g.kernels)} kernel(s)" in tab and "post-grad graph (coloured by kernel)" in tab
     text = html.unescape(re.sub(r"<[^>]*>", "", tab))
     for k in g.kernels:

@@ -79,7 +79,8 @@ def test_report_of_a_real_model(name, browser, tmp_path, request):
     page.on("pageerror", lambda e: errors.append(str(e)))
     try:
         page.goto(path.as_uri())
-        page.wait_for_selector(".ds-report[data-ds-ready]", state="attached", timeout=30_000)
+        # a small report shows every frame at load, decoded from its payload (viz/report_file.py)
+        page.wait_for_selector(".ds-lazy[data-ds-frames-loaded]", state="attached", timeout=30_000)
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"report_{name}_top.png"))
         hosts = page.locator(".ds-graphbox:visible")  # graphs are drawn on sight (Note [Drawing on sight])
@@ -101,7 +102,7 @@ def test_report_of_a_real_model(name, browser, tmp_path, request):
             assert grouped and all(g["min_label_box"] >= 10 for g in grouped), got["graphs"]
 
         # search: a node folded inside a module box of the backward graph is found and centred
-        host = page.locator(f'.ds-graphbox[data-graph="{_biggest(page, "backward")}"]')
+        host = page.locator(_biggest(page, "backward"))
         host.scroll_into_view_if_needed()
         needle = _folded_node(page, _biggest(page, "backward"))
         box = host.locator("input.ds-search")
@@ -121,7 +122,8 @@ def test_report_of_a_real_model(name, browser, tmp_path, request):
         if link.count():
             link.click()
             page.wait_for_timeout(200)
-            graph = page.locator(f'.ds-graphbox[data-graph="{link.get_attribute("data-graph")}"]')
+            report = link.locator("xpath=ancestor::div[contains(@class, 'ds-report')][1]")  # the link's frame
+            graph = report.locator(f'.ds-graphbox[data-graph="{link.get_attribute("data-graph")}"]')
             assert graph.locator(".ds-hit").count() >= 1 and "of" in graph.locator(".ds-found").inner_text()
 
         # guards: folded at first, a group opens into rows, the filter keeps only matching groups open
@@ -156,26 +158,31 @@ def test_report_of_a_real_model(name, browser, tmp_path, request):
 
 
 def _biggest(page, kind: str) -> str:
-    """``data-graph`` of the largest drawn graph of ``kind``."""
+    """A selector of the largest drawn graph of ``kind`` (each frame's report has its own drawings
+    block and ``data-graph`` numbering, viz/report_file.py): the host is marked ``data-biggest``."""
     return page.evaluate("""(kind) => {
-        const data = JSON.parse(document.querySelector('script.ds-drawings').textContent);
         let best = null, n = -1;
         for (const h of document.querySelectorAll(`.ds-graphbox[data-kind="${kind}"]`)) {
+            const data = JSON.parse(h.closest('.ds-report').querySelector('script.ds-drawings').textContent);
             const g = data.graphs[Number(h.dataset.graph)];
-            if (g.nodes > n) { n = g.nodes; best = h.dataset.graph; }
+            if (g.nodes > n) { n = g.nodes; best = h; }
         }
-        return best;
+        for (const h of document.querySelectorAll('[data-biggest]')) h.removeAttribute('data-biggest');
+        best.dataset.biggest = kind;
+        return `.ds-graphbox[data-biggest="${kind}"]`;
     }""", kind)
 
 
-def _folded_node(page, index: str) -> str:
-    """A node name folded inside a module box of graph ``index``'s first view (from the page's data)."""
-    return page.evaluate("""(i) => {
-        const data = JSON.parse(document.querySelector('script.ds-drawings').textContent);
-        const open = data.graphs[Number(i)].open;
+def _folded_node(page, selector: str) -> str:
+    """A node name folded inside a module box of the graph at ``selector``'s first view (from the page's data)."""
+    return page.evaluate("""(sel) => {
+        const h = document.querySelector(sel);
+        const data = JSON.parse(h.closest('.ds-report').querySelector('script.ds-drawings').textContent);
+        const i = Number(h.dataset.graph);
+        const open = data.graphs[i].open;
         for (const sub of Object.values(open)) for (const b of sub.b) if (b[0].length > 4) return b[0];
-        return data.graphs[Number(i)].b[0][0];
-    }""", index)
+        return data.graphs[i].b[0][0];
+    }""", selector)
 
 
 # The view of one graph box: the hit's distance from the view's centre, the search count, the crumbs,
@@ -212,12 +219,13 @@ def test_report_search_and_folding_reach_every_node(gpt2, browser, tmp_path):
     page.on("pageerror", lambda e: errors.append(str(e)))
     try:
         page.goto(path.as_uri())
-        page.wait_for_selector(".ds-report[data-ds-ready]", state="attached", timeout=30_000)
-        index = page.evaluate("""(cid) => {  // the root graph of the largest frame
+        page.wait_for_selector(".ds-lazy[data-ds-frames-loaded]", state="attached", timeout=30_000)
+        index = page.evaluate("""(cid) => {  // the root graph of the largest frame (each frame numbers its own graphs)
             for (const s of document.querySelectorAll('section.ds-frame'))
-              if (s.textContent.includes(cid)) { const g = s.querySelector('.ds-graphbox[data-kind="root"]'); if (g) return g.dataset.graph; }
+              if (s.textContent.includes(cid)) { const g = s.querySelector('.ds-graphbox[data-kind="root"]');
+                if (g) { s.dataset.searchTest = "1"; g.dataset.searchTest = "1"; return g.dataset.graph; } }
             return null; }""", f.compile_id)
-        host = page.locator(f'.ds-graphbox[data-graph="{index}"]')
+        host = page.locator('.ds-graphbox[data-search-test="1"]')
         host.scroll_into_view_if_needed()
         host.locator("svg .boxes").wait_for(timeout=30_000)
         page.wait_for_timeout(200)
@@ -269,7 +277,7 @@ def test_report_search_and_folding_reach_every_node(gpt2, browser, tmp_path):
         assert len(norms) == 9 and s["found"] == f"1 of {len(norms)}" and s["hit"] in norms and s["off"] < 5, s
 
         # the module view's link to a module folded two levels deep opens the boxes above it and centres it
-        link = page.locator(f'a.ds-module-link[data-graph="{index}"][data-module="{h}.2.attn"]')
+        link = page.locator(f'section.ds-frame[data-search-test="1"] a.ds-module-link[data-graph="{index}"][data-module="{h}.2.attn"]')
         link.click()
         page.wait_for_timeout(300)
         s = state()

@@ -57,6 +57,20 @@ def test_linked_view_selects_the_partner(cap):
         view.select("c", "x")
 
 
+def test_the_one_file_report_keeps_each_recompile_diff_in_a_payload(cap, tmp_path):
+    """viz/report_file.py: the overview names each recompile; its diff (graphs side by side) is a
+    payload shown when opened, the same HTML the eager report shows."""
+    from viz.report_file import payloads
+
+    page = viz.export_html(cap, tmp_path / "r.html").read_text(encoding="utf-8")
+    visible = page[:page.index("<script>")]
+    assert "Recompiles: what changed" in visible and 'class="ds-side"' not in visible
+    r = cap.recompiles[0]
+    assert f'id="ds-frame-recompile-0" data-payload="recompile-0"><summary>{r.compile_id} replaced {r.replaced}: ' in visible
+    diff = payloads(page)["recompile-0"]
+    assert diff == diff_html(r.diff, cap.frame(r.diff.a), cap.frame(r.diff.b)) and diff.count('class="ds-side"') == 2
+
+
 def test_report_and_explorer_show_the_recompile(cap):
     page = capture_html(cap)
     assert "Recompiles: what changed" in page and "went dynamic in dim 0" in page

@@ -14,6 +14,7 @@ from markupsafe import escape
 from viz_fixtures import EVIL, graph, wrap_capture
 
 import viz
+from viz.report_file import expand
 
 SVG = "{http://www.w3.org/2000/svg}"
 ATTR = '" onmouseover="alert(2)'
@@ -80,6 +81,7 @@ def _without_own_scripts(html: str) -> str:
     """``html`` minus the report's own script elements: its JSON blocks (user strings inside are
     \\u003c-escaped, so none can close the element) and its one drawing script (no user text)."""
     html = re.sub(r'<script type="application/json" class="ds-[a-z-]+">[^<]*</script>', "", html)
+    html = re.sub(r'<script type="application/octet-stream" class="ds-payload" [^>]*>[A-Za-z0-9+/=]*</script>', "", html)
     return re.sub(r"<script>\(\(\) => \{.*?\}\)\(\);</script>", "", html, flags=re.S)
 
 
@@ -91,6 +93,8 @@ def test_html_escapes_names_sources_modules_reasons_and_guards(tmp_path):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "onmouseover=" not in html
     text = viz.export_html(cap, tmp_path / "r.html").read_text()
+    assert "<script" not in _without_own_scripts(text).lower()
+    text = expand(text)  # and inside the frames' payloads (viz/report_file.py)
     assert "<script" not in _without_own_scripts(text).lower()
     assert "\\u003cscript\\u003ealert(1)\\u003c/script\\u003e" in text  # in the JSON blocks, escaped
 
@@ -124,7 +128,7 @@ def test_new_fields_are_escaped_in_html_svg_and_dot(tmp_path):
     ex = Explorer(cap)
     ex.select("wrap_body_0.wrap_body_0", frame="0/0")
     ex.select_node("score")  # a body input the HOP supplies: its `supplied` text reaches the inspector
-    pages = {"report": viz.capture_html(cap), "export": viz.export_html(cap, tmp_path / "r.html").read_text()}
+    pages = {"report": viz.capture_html(cap), "export": expand(viz.export_html(cap, tmp_path / "r.html").read_text())}
     view = ex.partition_view()
     view.canvases["left"].selected = f"primals_2{QUOTES}"
     pages.update({f"widget{i}": v for i, v in enumerate(_html_values(ex.widget))})

@@ -11,6 +11,7 @@ from viz_fixtures import wrap_capture
 
 import viz
 from tracer.model import Capture, validate
+from viz.report_file import expand
 
 
 @pytest.fixture
@@ -80,9 +81,14 @@ def test_export_html_is_a_standalone_page(cap, tmp_path):
     text = path.read_text(encoding="utf-8")
     assert path == tmp_path / "report.html"
     assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>")
-    # one drawing script, the JSON blocks, no other script, nothing fetched
-    assert text.count("<script>") == 1 and text.count("<script") == 1 + text.count('<script type="application/json"')
-    assert "http" not in text.replace("http://www.w3.org/2000/svg", "")
+    # one drawing script, one payload per frame (viz/report_file.py), no other script, nothing fetched
+    payload = '<script type="application/octet-stream" class="ds-payload"'
+    assert text.count("<script>") == 1 and text.count(payload) == len(cap.frames)
+    assert text.count("<script") == 1 + len(cap.frames)
+    # inside the payloads: the JSON blocks, no other script, nothing fetched
+    full = expand(text)
+    assert full.count("<script>") == 1 and full.count("<script") == 1 + full.count('<script type="application/json"')
+    assert "http" not in full.replace("http://www.w3.org/2000/svg", "")
 
 
 def test_node_info_of_a_lifted_input_follows_the_chain(cap):

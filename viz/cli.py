@@ -1,8 +1,9 @@
 """The ``dynascope`` command: ``report`` a TORCH_TRACE log (or a directory of per-rank logs) as one HTML
 file, or ``show`` it in the browser.
 
-Invariant: the HTML is the same static report ``viz.export_html`` writes for a live capture (a
-loaded log renders exactly like one); progress goes to stderr, only the output path to stdout.
+Invariant: the HTML is the same one-file report ``viz.export_html`` writes for a live capture (a
+loaded log renders exactly like one; :mod:`viz.report_file`: an overview up front, each frame stored
+compressed and shown when opened); progress goes to stderr, only the output path to stdout.
 What could not be read is one ``warning:`` line per log on stderr; the exit status is 2 only when
 nothing could be read (one ``error:`` line, no traceback), 1 when ``show`` found no browser.
 """
@@ -18,13 +19,10 @@ import time
 import webbrowser
 from typing import Optional
 
-from markupsafe import Markup, escape
-
 from tracer._text import plural
 from tracer.model.capture import Capture
 from tracer.trace_log import load_trace, log_files
-from viz.html import capture_html, export_html
-from viz.markup import fragment, render
+from viz.report_file import write_report as _write_file
 
 __all__ = ["main"]
 
@@ -64,14 +62,15 @@ def write_report(path: str, out: str) -> pathlib.Path:
     _progress(f"rendering {out}")
     t0 = time.perf_counter()
     if len(caps) == 1:
-        result = export_html(caps[0], out)
+        stats = _write_file(out, caps, title=caps[0].fn or "capture", release=True)
     else:  # one section per rank's log, in file order
-        body = Markup("").join(Markup("<section><h1>{}</h1>{}</section>").format(escape(c.fn), fragment(capture_html(c, code=True)))
-                               for c in caps)
-        result = pathlib.Path(out)
-        result.write_text(render("page.html.j2", title=os.path.basename(os.path.normpath(path)), body=body) + "\n",
-                          encoding="utf-8")
-    _progress(f"wrote {result} ({result.stat().st_size / 2**20:.1f} MB) in {time.perf_counter() - t0:.2f}s")
+        stats = _write_file(out, caps, title=os.path.basename(os.path.normpath(path)), headings=[c.fn for c in caps],
+                            release=True)
+    result = stats.path
+    _progress(f"wrote {result} ({result.stat().st_size / 2**20:.1f} MB; {plural(stats.frames, 'frame')} stored "
+              f"compressed, {stats.html_bytes / 2**20:.1f} MB of HTML when all are open; "
+              f"{plural(stats.layouts_reused, 'graph')} drawn from an equal graph's layout) "
+              f"in {time.perf_counter() - t0:.2f}s")
     return result
 
 

@@ -1,4 +1,4 @@
-"""Static HTML of a Capture: the report shown without a widget frontend, and ``export_html``.
+"""Static HTML of a Capture: the report shown without a widget frontend, and each frame's section.
 
 Invariant: self-contained (inline CSS, one inline script, no kernel, no network) and deterministic (no
 ``id()``, no timestamps, the pure-Python linear layout rather than ``dot``, whose output varies by
@@ -6,13 +6,13 @@ version), so notebooks can compare it byte for byte; rendered by autoescaping te
 (:mod:`viz.markup`), so every user string is escaped; Pygments escapes code. Every graph (root, HOP
 bodies, AOT joint / forward / backward / inference) is sent as layout data and drawn by the explorer's
 own drawing code (:mod:`viz.report_graphs`). Tables come from :mod:`viz.panels`, shared with the
-explorer. Every compile attempt is shown, the ones that did not compile greyed.
+explorer. Every compile attempt is shown, the ones that did not compile greyed. ``viz.export_html``
+(:mod:`viz.report_file`) writes the one-file report, whose frame sections are :func:`frame_html`'s.
 """
 
 from __future__ import annotations
 
-import pathlib
-from typing import Callable, Optional, Union
+from typing import Callable, Optional
 
 from tracer.model import TIME_PHASES, Aot, Capture, Frame, Graph
 from viz import panels
@@ -26,7 +26,7 @@ from viz.report_graphs import canvas_css, report_data, report_script
 from viz.style import ROLE_STYLE
 from viz.svg import to_svg
 
-__all__ = ["capture_html", "export_html", "frame_html", "graph_svg", "subgraph_tree_html"]
+__all__ = ["capture_html", "frame_html", "graph_svg", "subgraph_tree_html"]
 
 
 def graph_svg(graph: Graph) -> str:
@@ -96,12 +96,3 @@ def capture_html(cap: Capture, frame_block: Optional[Callable[[Frame, str], str]
                   frames=[fragment(b) for b in blocks],
                   diffs=fragment(recompiles_html(cap)), data=fragment(data),
                   script=fragment(report_script()), canvas_css=fragment(canvas_css()))
-
-
-def export_html(cap: Capture, path: Union[str, pathlib.Path]) -> pathlib.Path:
-    """Write ``cap`` as one standalone HTML file that opens in any browser, no kernel, with each frame's
-    Code tab; return its path."""
-    p = pathlib.Path(path)
-    p.write_text(render("page.html.j2", title=cap.fn or "capture", body=fragment(capture_html(cap, code=True))) + "\n",
-                 encoding="utf-8")
-    return p

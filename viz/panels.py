@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Optional
 
 from tracer.model import TIME_PHASES, Aot, Capture, Frame, Graph, Guard, format_meta
 from viz.graph_layout import source_line
@@ -30,6 +30,7 @@ __all__ = [
     "esc",
     "guards_html",
     "lifted_html",
+    "ops",
     "overview_html",
     "saved_html",
     "aot_tables_html",
@@ -57,21 +58,28 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, row_class: S
     return render("table.html.j2", headers=list(headers), rows=[list(r) for r in rows], row_class=row_class)
 
 
-def _ops(g: Graph) -> int:
+def ops(g: Graph) -> int:
+    """Nodes of ``g`` that are neither inputs nor its output."""
     return sum(1 for n in g.nodes if n.op not in ("placeholder", "output"))
 
 
-def overview_html(cap: Capture) -> str:
+def overview_html(cap: Capture, counts: Optional[list[tuple[int, int]]] = None,
+                  anchors: Optional[list[str]] = None) -> str:
     """Frames (every attempt, the ones that did not compile greyed, with why) and their compile
-    times, problems, graph breaks grouped by place, recompiles, and the counts."""
+    times, problems, graph breaks grouped by place, recompiles, and the counts. ``counts``: per frame
+    (ops, guards) counted before its graphs and guards were let go (viz/report_file.py's ``release``);
+    ``anchors``: per frame the id its compile id links to (``#ds-frame-<anchor>``), none by default."""
+    counts = counts or [(ops(f.graph), len(f.guards)) for f in cap.frames]
+    anchors = anchors or [""] * len(cap.frames)
     return render(
         "overview.html.j2",
         cap=cap,
-        frames=[(f, _ops(f.graph), repr(f.aot) if f.aot is not None else "") for f in cap.frames],
+        frames=[(f, n_ops, repr(f.aot) if f.aot is not None else "", n_guards, anchor)
+                for f, (n_ops, n_guards), anchor in zip(cap.frames, counts, anchors, strict=True)],
         not_compiled=sum(1 for f in cap.frames if f.status != "compiled"),
         subgraphs=sum(len(f.subgraphs) for f in cap.frames),
         failed=sum(1 for f in cap.frames for s in f.speculations if not s.ok),
-        guards=sum(len(f.guards) for f in cap.frames),
+        guards=sum(guards for _, guards in counts),
         groups=cap.grouped_breaks(),
         chart=fragment(time_chart_svg(cap)),
         frames_trie=frame_trie(cap),

@@ -10,8 +10,12 @@ same way, with the same first view (:func:`viz.grouping.first_expanded`). See No
 
 from __future__ import annotations
 
+import collections
+import hashlib
 import pathlib
-from typing import Any
+from typing import Any, Optional
+
+import msgspec
 
 from tracer.model import Frame, Graph
 from viz.browser_code import bundle
@@ -21,7 +25,7 @@ from viz.grouping import first_expanded, graph_chains
 from viz.markup import json_block
 from viz.style import css
 
-__all__ = ["canvas_css", "frame_graphs", "graph_drawing", "pack", "report_data", "report_script"]
+__all__ = ["DrawingCache", "canvas_css", "frame_graphs", "graph_drawing", "pack", "report_data", "report_script"]
 
 _HERE = pathlib.Path(__file__).parent
 # Note [Folding in the report]
@@ -113,17 +117,59 @@ def pack(d: dict[str, Any], strings: dict[str, int]) -> dict[str, Any]:
     return out
 
 
-def graph_drawing(graph: Graph, highlight: list[str], strings: dict[str, int]) -> dict[str, Any]:
-    """The first view's drawing of ``graph`` plus, per collapsed module box, the drawing of what it holds
-    one level down (``"open"``: box id -> drawing, nested the same way). See Note [Folding in the report]."""
+# Note [Drawings of equal graphs]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A drawing is a pure function of the graph's nodes (every field: name, op, target, args, role, meta),
+# its name and the highlighted names, so equal graphs (the same graph on every rank of a job, a
+# recompile that traced the same graph again, a log repeated) are laid out once: ``DrawingCache`` keys
+# the unpacked drawing on a digest of all of that (msgspec's JSON of the nodes) and keeps the last
+# ``size`` of them (a bounded memory, whatever the log's length). Only the packing into the page's
+# string table runs again, so the output is the same byte for byte with or without the cache; and
+# when every graph of a ``report_data`` call has a key seen together before (the next copy of the same
+# frame), the whole JSON block is reused.
+
+
+class DrawingCache:
+    """The last ``size`` unpacked drawings by Note [Drawings of equal graphs]'s key; ``hits`` counts reuses."""
+
+    def __init__(self, size: int = 32) -> None:
+        self.size, self.hits = size, 0
+        self._items: collections.OrderedDict[bytes, tuple[dict[str, Any], dict[str, dict[str, Any]]]] = \
+            collections.OrderedDict()
+        # whole drawings blocks of report_data by the keys of all their graphs (the last 4)
+        self.blocks: collections.OrderedDict[bytes, tuple[str, list[list[tuple[str, str, int, int]]]]] = \
+            collections.OrderedDict()
+
+    @staticmethod
+    def key(graph: Graph, highlight: list[str]) -> Optional[bytes]:
+        try:
+            body = msgspec.json.encode([graph.name, highlight, graph.nodes])
+        except (TypeError, msgspec.EncodeError):  # a meta value JSON cannot hold: drawn without the cache
+            return None
+        return hashlib.blake2b(body, digest_size=20).digest()
+
+    def get(self, key: bytes) -> Optional[tuple[dict[str, Any], dict[str, dict[str, Any]]]]:
+        hit = self._items.get(key)
+        if hit is not None:
+            self._items.move_to_end(key)
+            self.hits += 1
+        return hit
+
+    def put(self, key: bytes, value: tuple[dict[str, Any], dict[str, dict[str, Any]]]) -> None:
+        self._items[key] = value
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+
+def _unpacked(graph: Graph, highlight: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The first view's drawing and, per collapsed module box, (its drawing one level down, the same
+    for the boxes inside it): unpacked, so that DrawingCache can keep it (Note [Folding in the report])."""
     expanded = first_expanded(graph)
     lay = layout(graph, expanded=expanded, engine="linear")
     d = _drawing(lay, highlight)
-    opened = _opened(graph, lay, expanded, highlight, strings)
+    opened = _opened(graph, lay, expanded, highlight)
     d["find"] = {k: v for k, v in d["find"].items() if k not in opened}
-    d = pack(d, strings)
-    d["open"] = opened
-    return d
+    return d, opened
 
 
 def _drawing(lay: Any, highlight: list[str]) -> dict[str, Any]:
@@ -131,10 +177,9 @@ def _drawing(lay: Any, highlight: list[str]) -> dict[str, Any]:
     return drawing(lay, highlight=[*highlight, *(b.id for b in lay.boxes if wanted.intersection(b.members))])
 
 
-def _opened(graph: Graph, lay: Any, expanded: frozenset[str], highlight: list[str],
-            strings: dict[str, int]) -> dict[str, Any]:
-    """Box id -> packed drawing of the nodes folded in it, one level down: the box's module path and the
-    paths above it open, the modules inside it folded (each with its own ``open``)."""
+def _opened(graph: Graph, lay: Any, expanded: frozenset[str], highlight: list[str]) -> dict[str, Any]:
+    """Box id -> (drawing of the nodes folded in it one level down, its own ``_opened``): the box's
+    module path and the paths above it open, the modules inside it folded."""
     by_name = {n.name: n for n in graph.nodes}
     out = {}
     for b in lay.boxes:
@@ -148,22 +193,65 @@ def _opened(graph: Graph, lay: Any, expanded: frozenset[str], highlight: list[st
         sub_lay = layout(sub, expanded=inner, engine="linear", threshold=0)
         d = _drawing(sub_lay, highlight)
         d["find"] = {}  # each module box's own drawing names its nodes (report.js unpack)
-        packed = pack(d, strings)
-        packed["open"] = _opened(sub, sub_lay, frozenset(inner), highlight, strings)
-        out[b.id] = packed
+        out[b.id] = (d, _opened(sub, sub_lay, frozenset(inner), highlight))
     return out
 
 
-def report_data(frames: list[Frame]) -> tuple[str, list[list[tuple[str, str, int, int]]]]:
+def _packed(d: dict[str, Any], opened: dict[str, Any], strings: dict[str, int]) -> dict[str, Any]:
+    """``pack`` of a drawing and, under ``"open"``, of every drawing nested in it (boxes first)."""
+    kids = {k: _packed(sd, so, strings) for k, (sd, so) in opened.items()}
+    out = pack(d, strings)
+    out["open"] = kids
+    return out
+
+
+def graph_drawing(graph: Graph, highlight: list[str], strings: dict[str, int],
+                  cache: Optional[DrawingCache] = None) -> dict[str, Any]:
+    """The first view's drawing of ``graph`` plus, per collapsed module box, the drawing of what it holds
+    one level down (``"open"``: box id -> drawing, nested the same way). See Note [Folding in the report];
+    with ``cache``, an equal graph
+    drawn before is not laid out again (Note [Drawings of equal graphs])."""
+    return _graph_drawing(graph, highlight, strings, cache, DrawingCache.key(graph, highlight) if cache is not None else None)
+
+
+def _graph_drawing(graph: Graph, highlight: list[str], strings: dict[str, int], cache: Optional[DrawingCache],
+                   key: Optional[bytes]) -> dict[str, Any]:
+    got = cache.get(key) if cache is not None and key is not None else None
+    if got is None:
+        got = _unpacked(graph, highlight)
+        if cache is not None and key is not None:
+            cache.put(key, got)
+    d, opened = got
+    return _packed(d, opened, strings)
+
+
+def report_data(frames: list[Frame], cache: Optional[DrawingCache] = None
+                ) -> tuple[str, list[list[tuple[str, str, int, int]]]]:
     """The JSON block of a report (role CSS and every graph's drawing) and, per frame, its graphs as
-    (kind, title, index into the block's ``graphs``, node count)."""
+    (kind, title, index into the block's ``graphs``, node count); ``cache``: see :func:`graph_drawing`."""
+    todo = [[(kind, title, g, hi, DrawingCache.key(g, hi) if cache is not None else None)
+             for kind, title, g, hi in frame_graphs(f)] for f in frames]
+    block_key = None
+    if cache is not None and all(e[4] is not None for rows in todo for e in rows):
+        block_key = hashlib.blake2b(repr([[(e[0], e[1], len(e[2].nodes), e[4]) for e in rows] for rows in todo]).encode(),
+                                    digest_size=20).digest()
+        hit = cache.blocks.get(block_key)
+        if hit is not None:
+            cache.blocks.move_to_end(block_key)
+            cache.hits += sum(len(rows) for rows in todo)
+            return hit
     graphs: list[dict[str, Any]] = []
     strings: dict[str, int] = {"": 0}
     per_frame = []
-    for f in frames:
+    for entries in todo:
         rows = []
-        for kind, title, g, hi in frame_graphs(f):
+        for kind, title, g, hi, key in entries:
             rows.append((kind, title, len(graphs), len(g.nodes)))
-            graphs.append(graph_drawing(g, hi, strings))
+            graphs.append(_graph_drawing(g, hi, strings, cache, key))
         per_frame.append(rows)
-    return json_block({"css": css(".ds-graph"), "strings": list(strings), "graphs": graphs}), per_frame
+    out = json_block({"css": css(".ds-graph"), "strings": list(strings), "graphs": graphs}), per_frame
+    if block_key is not None:
+        cache.blocks[block_key] = out
+        while len(cache.blocks) > 4:
+            cache.blocks.popitem(last=False)
+    return out

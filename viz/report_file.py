@@ -1,0 +1,196 @@
+"""The report as one self-contained HTML file that opens in a second whatever the log's size: an
+overview up front, each frame's graphs, guards and code stored compressed and shown when asked for.
+
+Invariant: the file is the whole report (inline CSS, one inline script, no network, no kernel) and
+the visible part is small: per capture its overview (every frame, break, recompile, problem and the
+compile-time chart), then one folded entry per frame. A frame's section is exactly what the eager
+report shows for it (:func:`viz.html.frame_html` with its Code tab, and its own drawings block), one
+payload per frame: its UTF-8 HTML compressed with zlib and written in base64 in an inert
+``<script type="application/octet-stream">`` block. The browser decodes a payload with
+``DecompressionStream("deflate")`` when its frame is opened (viz/report_lazy.js, in the page's one
+script: viz/browser_code.py's ``"report_file"`` bundle) and sets it up with the report's own code
+(viz/report.js); a small report (:data:`OPEN_ALL_BYTES`) opens every frame at load.
+One file rather than a directory with an index (tlparse's way) because a report is something people
+send — attached to a bug, dropped in a chat — and one file stays whole however it travels. See Note
+[One file, frames on demand].
+
+Escaping: every string from the model reaches the page through the autoescaping templates
+(:mod:`viz.markup`); a payload is base64 (``A-Z a-z 0-9 + / =``), so nothing in it can end its
+``<script>`` element; inside, the drawings are :func:`viz.markup.json_block` JSON.
+"""
+
+from __future__ import annotations
+
+import base64
+import pathlib
+import re
+import zlib
+from dataclasses import dataclass, field
+from typing import Iterable, Optional, Union
+
+from tracer.model import Capture, Frame
+from viz import panels
+from viz.browser_code import bundle
+from viz.code_view import frame_code_html
+from viz.diff_view import diff_html, frame_of
+from viz.html import frame_html
+from viz.markup import fragment, render
+from viz.report_graphs import DrawingCache, canvas_css, frame_graphs, report_data
+
+__all__ = ["OPEN_ALL_BYTES", "ReportStats", "decode_payload", "encode_payload", "expand", "export_html",
+           "frame_payload", "payloads", "write_report"]
+
+# Note [One file, frames on demand]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Why one file and not a directory with an index (tlparse's way): a report is something people send
+# (attach to a bug, drop in a chat); one file stays whole when it is mailed, uploaded or opened from
+# a download folder, and a page opened from ``file://`` cannot fetch its sibling files in every
+# browser anyway. Why it still opens in a second: what the browser parses and lays out at load is the
+# overview and one line per frame; a frame's HTML and drawings (most of the bytes: a 12-layer training
+# step is about 1 MB of them) stay an inert base64 string until that frame is opened, and zlib makes
+# them about 7 times smaller on disk. Why the decoded payload is the eager report's frame section with
+# its own drawings block: the page's script then draws it with the very code that draws every other
+# report (viz/report.js setUpReports), nothing is rendered twice or in two ways. Frame by frame: one
+# frame's payload is built and compressed before the next is built (only the compressed payloads wait
+# for the page to be written, about a seventh of the HTML), and equal graphs are laid out once (Note
+# [Drawings of equal graphs] in viz/report_graphs.py).
+
+OPEN_ALL_BYTES = 512 * 1024  # a report whose payloads are smaller (compressed) opens every frame at load
+_LEVEL = 6  # zlib level: 1 takes 4 ms instead of 14 for a 12-layer training frame's 0.96 MB, but is 28% bigger
+_BLOCK = re.compile(r'<script type="application/octet-stream" class="ds-payload" data-frame="([0-9a-z-]+)" '
+                    r'data-encoding="deflate">([A-Za-z0-9+/=]*)</script>')
+
+
+def encode_payload(html: str) -> str:
+    """``html`` as a payload: UTF-8, zlib (``DecompressionStream("deflate")``'s format), base64.
+
+    >>> p = encode_payload("<b>frame 0/0 </script></b>")
+    >>> set(p) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="), decode_payload(p)
+    (True, '<b>frame 0/0 </script></b>')
+    """
+    return base64.b64encode(zlib.compress(html.encode("utf-8"), _LEVEL)).decode("ascii")
+
+
+def decode_payload(payload: str) -> str:
+    """The HTML of a payload (:func:`encode_payload`'s inverse); ``ValueError`` if it is not one."""
+    try:
+        return zlib.decompress(base64.b64decode(payload, validate=True)).decode("utf-8")
+    except (zlib.error, ValueError) as e:
+        raise ValueError(f"not a report payload: {e}") from e
+
+
+def frame_payload(cap: Capture, frame: Frame, cache: Optional[DrawingCache] = None) -> str:
+    """The HTML a frame's payload holds: its section as the eager report shows it (Code tab
+    included) inside a ``.ds-report`` of its own with its drawings block."""
+    data, (graphs,) = report_data([frame], cache)
+    body = frame_html(frame, graphs, frame_code_html(cap, frame))
+    return render("report_frame.html.j2", body=fragment(body), data=fragment(data))
+
+
+def payloads(page: str) -> dict[str, str]:
+    """Frame key -> decoded HTML of every payload in a written report's text (tests, tools)."""
+    return {m.group(1): decode_payload(m.group(2)) for m in _BLOCK.finditer(page)}
+
+
+def expand(page: str) -> str:
+    """A written report's text with each payload block replaced by its decoded HTML: what the page
+    shows once every frame is open, for reading in Python."""
+    return _BLOCK.sub(lambda m: decode_payload(m.group(2)), page)
+
+
+@dataclass
+class ReportStats:
+    """What :func:`write_report` wrote."""
+
+    path: pathlib.Path
+    frames: int = 0
+    payload_bytes: int = 0  # base64 text of every payload
+    html_bytes: int = 0  # the payloads' HTML before compression
+    layouts_reused: int = 0  # graphs drawn from an equal graph's layout (Note [Drawings of equal graphs])
+    headings: list[str] = field(default_factory=list)
+
+
+def _entry(frame: Frame, key: str) -> dict[str, object]:
+    graphs = frame_graphs(frame) if frame.has_graph else []
+    return {"frame": frame, "key": key, "graphs": len(graphs), "nodes": sum(len(g.nodes) for _, _, g, _ in graphs),
+            "problems": len(frame.problems), "guards": len(frame.guards)}
+
+
+# Note [Letting a frame go]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# A fully read log holds several times its bytes (parsed nodes, guards); the report needs one frame's
+# at a time. With ``release`` (the CLI, whose captures nobody else reads), a frame's graphs and guards
+# are emptied once its payload is built, after what the overview counts of them (ops, guards) and its
+# problems were read; the recompiles' diffs (payloads too) are rendered before any frame is let go. Memory then holds
+# the lazily loaded log plus about one frame's parse. ``export_html`` never lets go: the capture is the
+# caller's.
+
+
+def _let_go(frame: Frame) -> None:
+    graphs = [*frame.graphs().values(), *(p.graph for p in frame.pieces)]
+    for aot in [frame.aot, *(p.aot for p in frame.pieces)]:
+        if aot is not None:
+            graphs += [g for g in (aot.joint, aot.forward, aot.backward, aot.inference) if g is not None]
+            graphs += aot.subgraphs.values()
+    for g in graphs:
+        g.nodes = []
+    frame.guards = []
+
+
+def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, title: str,
+                 headings: Optional[list[str]] = None, release: bool = False) -> ReportStats:
+    """Write ``caps`` as one report file at ``path`` (Note [One file, frames on demand]); ``headings``:
+    one ``<h1>`` per capture (a directory of per-rank logs), none for one capture. ``release``: empty
+    each frame's graphs and guards once its payload is built (Note [Letting a frame go]): only for
+    captures nobody reads afterwards."""
+    caps = list(caps)
+    one = len(caps) == 1 and not headings
+    stats = ReportStats(pathlib.Path(path), headings=list(headings or []))
+    cache = DrawingCache()
+    sections, blocks = [], []
+    for ci, cap in enumerate(caps):
+        recompiles = []  # rendered before any frame is let go: a diff draws both frames' graphs
+        for ri, r in enumerate(x for x in cap.recompiles if x.diff is not None):
+            key = f"recompile-{ri}" if one else f"{ci}-recompile-{ri}"
+            p = encode_payload(diff_html(r.diff, frame_of(cap, r.diff.a), frame_of(cap, r.diff.b)))
+            stats.payload_bytes += len(p)
+            blocks.append((key, p))
+            recompiles.append((r, key))
+        entries, counts = [], []
+        for fi, f in enumerate(cap.frames):
+            entry = _entry(f, str(fi) if one else f"{ci}-{fi}")
+            html = frame_payload(cap, f, cache)
+            p = encode_payload(html)
+            stats.frames += 1
+            stats.html_bytes += len(html)
+            stats.payload_bytes += len(p)
+            blocks.append((entry["key"], p))
+            entries.append(entry)
+            counts.append((panels.ops(f.graph), entry["guards"]))
+            if release:
+                _let_go(f)
+        sections.append({"heading": headings[ci] if headings else "", "recompiles": recompiles, "frames": entries,
+                         "overview": fragment(panels.overview_html(cap, counts, [e["key"] for e in entries]))})
+    tmp = stats.path.with_name(stats.path.name + ".part")  # never a half-written report at ``path``
+    try:
+        with open(tmp, "w", encoding="utf-8") as out:
+            out.write(render("report_file.html.j2", title=title, sections=sections,
+                             open_all=stats.payload_bytes <= OPEN_ALL_BYTES, canvas_css=fragment(canvas_css())))
+            out.write(f"\n<script>{bundle('report_file')}</script>")  # before the payloads: viz/report_lazy.js
+            for key, p in blocks:
+                out.write(f'\n<script type="application/octet-stream" class="ds-payload" data-frame="{key}" '
+                          f'data-encoding="deflate">{p}</script>')
+            out.write("\n</body></html>\n")
+        tmp.replace(stats.path)
+    except BaseException:  # except: re-raises, after removing the partial file
+        tmp.unlink(missing_ok=True)
+        raise
+    stats.layouts_reused = cache.hits
+    return stats
+
+
+def export_html(cap: Capture, path: Union[str, pathlib.Path]) -> pathlib.Path:
+    """Write ``cap`` as one standalone HTML file that opens in any browser, no kernel, with each frame's
+    Code tab; return its path. The overview is up front, each frame stored compressed and shown when
+    opened (all of them at load when the report is small); the capture is left as it is."""
+    return write_report(path, [cap], title=cap.fn or "capture").path
