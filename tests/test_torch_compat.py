@@ -227,3 +227,21 @@ def test_backend_match_guards_on_a_torch_without_the_cache_entry_api(monkeypatch
     assert len(problems) == 1
     assert problems[0].startswith("the cache entries (BACKEND_MATCH guards) of every frame")
     assert "_get_cache_entries_for_region" in problems[0] or "_debug_get_cache_entry_list" in problems[0]
+
+
+def test_a_session_then_a_capture_in_a_fresh_process():
+    """A Session compiles on a worker thread; a capture on the main thread after it must not crash the
+    process (Note [A compile on a worker thread, before torch 2.12]): in a fresh process, where the
+    session's compile is the first one."""
+    import os
+    import subprocess
+
+    code = ("import torch, tracer\n"
+            "s = tracer.trace(lambda x: x.sin() + 1, torch.randn(3))\n"
+            "assert s.start().wait(timeout=120) is None\n"
+            "cap = tracer.capture(lambda x: x.cos(), torch.randn(3))\n"
+            "print([f.status for f in cap.frames])\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "['compiled']"

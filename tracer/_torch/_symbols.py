@@ -153,6 +153,8 @@ SYMBOLS: list[Private] = [
     # since_2_12.py: Note [Size hints before torch 2.12]
     *_names(_AOT, "torch.fx.experimental.symbolic_shapes:optimization_hint", releases=_SINCE_2_12),
     *_names(_AOT, "torch.fx.experimental.symbolic_shapes:size_hint", releases=_BEFORE_2_12),
+    # since_2_12.py: Note [A compile on a worker thread, before torch 2.12] (called on 2.11 only)
+    *_names(_PAUSE, "torch._C:_ensureCUDADeviceGuardSet"),
 ]
 
 # Note [Private attributes we read]

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from tracer._torch.releases import MissingHookPoint, lookup
+from tracer._torch.releases import MissingHookPoint, lookup, release
 
-__all__ = ["optimization_hint"]
+__all__ = ["optimization_hint", "prepare_worker_compile"]
 
 _SHAPES = "torch.fx.experimental.symbolic_shapes"
 
@@ -29,3 +29,24 @@ def optimization_hint() -> Callable[..., Any]:
         return lookup(f"{_SHAPES}:optimization_hint")
     except MissingHookPoint:  # before 2.12
         return lookup(f"{_SHAPES}:size_hint")
+
+
+# Note [A compile on a worker thread, before torch 2.12]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# On torch 2.11, in a process where CUDA is unavailable (a CPU machine, also with the registry's CUDA
+# build), a compile on the main thread crashes the process (a segmentation fault in
+# ``FakeTensorMode.__enter__``) when the process's first compile ran on another thread. Entering the
+# fake mode calls ``torch._C._ensureCUDADeviceGuardSet()`` there (torch/_subclasses/fake_tensor.py: a
+# no-op CUDA device guard when no device is available, pytorch/pytorch#160532), and on 2.11 the guard
+# set first from a worker thread breaks the next thread's; a plain ``torch.compile`` in a
+# ``threading.Thread`` followed by one on the main thread shows it, and 2.12 does not crash. A Session
+# (``tracer.trace``) compiles on a worker thread, so before starting one we make that call on the
+# calling thread, exactly as the fake mode would.
+def prepare_worker_compile() -> None:
+    """Before a compile on a new thread: what torch 2.11 needs done on the calling thread first."""
+    import torch
+
+    if not release().startswith("2.11."):  # 2.12 and later: nothing to do
+        return
+    if not torch.cuda.is_available():  # the condition FakeTensorMode.avoid_device_init checks for CUDA
+        lookup("torch._C:_ensureCUDADeviceGuardSet")()
