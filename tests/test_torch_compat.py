@@ -245,3 +245,33 @@ def test_a_session_then_a_capture_in_a_fresh_process():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "['compiled']"
+
+
+def test_the_skip_log_tap_hands_on_the_reason_and_logs_unchanged():
+    """Before torch 2.13 a skipped frame's reason is only in convert_frame's debug log (Note [Skip reasons
+    before torch 2.13]): the stand-in logger gives the exception's text to the sink and passes every call
+    on to the real logger as it was made."""
+    import logging
+
+    from tracer._torch.since_2_13 import _SkipLogTap
+
+    real = logging.getLogger("dynascope.test.skiptap")
+    real.setLevel(logging.DEBUG)
+    real.propagate = False
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    real.addHandler(handler)
+    got: list[tuple] = []
+    tap = _SkipLogTap(real, lambda key, reason: got.append((key, reason)))
+    try:
+        signal = "Received signal to skip frame (without graph break): %s %s %s %s"
+        tap.debug(signal, RuntimeError("No ops traced for the FX graph."), "f", "f.py", 1)
+        tap.debug("something else: %s", ValueError("not a skip"))
+        tap.info("an info line")
+    finally:
+        real.removeHandler(handler)
+    assert got == [(None, "No ops traced for the FX graph.")]  # outside a compile: no compile key
+    assert [(r.levelname, r.getMessage()) for r in records] == [
+        ("DEBUG", "Received signal to skip frame (without graph break): No ops traced for the FX graph. f f.py 1"),
+        ("DEBUG", "something else: not a skip"), ("INFO", "an info line")]
