@@ -212,10 +212,11 @@ def test_the_check_catches_the_old_phrasings(tmp_path):
     bad = claim_problems(src)
     import torch._dynamo.config
 
-    since_2_13 = ("inline_single_use",) if hasattr(torch._dynamo.config, "inline_single_use_invoke_subgraph") else ()
+    since_2_13 = ("inline_single_use", "defaults to True, not False") if hasattr(
+        torch._dynamo.config, "inline_single_use_invoke_subgraph") else ()
     for needle in (*since_2_13, "BACKEND_MATCH", "default (", "compile_frame", "less in all", "KiB",
                    "metadata", "SHAPE_ENV", "divisibility", "enable_compiler_collectives", "one bucket", "MiB",
-                   "defaults to True, not False", "defaults to True, not off", "allow_side_effects is False",
+                   "defaults to True, not off", "allow_side_effects is False",
                    "`cond` is listed under fall back", "`checkpoint` is listed under raise"):
         assert any(needle in b for b in bad), (needle, bad)
     ok = [

@@ -160,7 +160,7 @@ def _meta(got: tracer.Frame, want: tracer.Frame) -> bool:
     differs = False
     for name, sg in [("", None), *want.subgraphs.items()]:
         gg, wg = (got.graph, want.graph) if sg is None else (got.subgraphs[name].graph, sg.graph)
-        for g, w in zip(gg.nodes, wg.nodes, strict=True):
+        for g, w in zip(_log_order(gg), _log_order(wg), strict=True):
             for k in ("shape", "stride", "dtype", "device"):
                 assert g.meta.get(k) == w.meta.get(k), (name, g.name, k)
             innermost = [ln for ln in w.meta.get("stack_trace", "").split("\n") if ln.lstrip().startswith('File "')][-1:]
@@ -205,9 +205,12 @@ def _in_log_order(frame: tracer.Frame) -> list[list[str]]:
     text, whose placeholders are the signature. Torch 2.11 and 2.12 model a hook on an intermediate as
     an autograd-function HOP whose lifted input is placed after the hooked value's node (replaced by a
     trampoline in pytorch/pytorch#181803), so only there does the order of the two kinds interleave."""
-    nodes = frame.graph.nodes
-    return [[n.name, n.op] for n in nodes if n.op == "placeholder"] + \
-        [[n.name, n.op] for n in nodes if n.op != "placeholder"]
+    return [[n.name, n.op] for n in _log_order(frame.graph)]
+
+
+def _log_order(graph: tracer.Graph) -> list:
+    """The nodes of ``graph`` as its ``print_readable`` text lists them: placeholders first (see above)."""
+    return [n for n in graph.nodes if n.op == "placeholder"] + [n for n in graph.nodes if n.op != "placeholder"]
 
 
 def _compare(name: str, loaded: tracer.Capture, live: tracer.Capture) -> set[str]:
@@ -281,7 +284,9 @@ def test_log_limits_are_exactly_what_a_log_lacks(logs):
         if name not in _SEEN:  # the parametrized test did not run (-k): compare here
             _SEEN[name] = _compare(name, load_trace(logs[name]), _capture(name))
     seen = set().union(*_SEEN.values())
-    assert set(LOG_LIMITS) - seen == set(), "LOG_LIMITS names fields in which no log differed"
+    # before torch 2.13 no case's backend gets a graph changed after the log point (_INLINES_SINGLE_USE)
+    only_later = set() if _INLINES_SINGLE_USE else {"Frame.passes"}
+    assert set(LOG_LIMITS) - seen - only_later == set(), "LOG_LIMITS names fields in which no log differed"
     readme = (Path(HERE).parent / "README.md").read_text()
     section = readme.split("<!-- LOG_LIMITS -->")[1]
     assert re.findall(r"^- `([^`]+)`", section, flags=re.M) == list(LOG_LIMITS)
