@@ -50,7 +50,9 @@ test: install chromium
 # Another torch release in its own venv (README "Torch releases"). The registry serves each release as a
 # CUDA build that runs on the CPU (~1 min); pip reads no config file here, since this machine's caps torch
 # at the releases on its disk. Notebooks run with their stored outputs; browser tests run on the default only.
+# COMPAT_PATHS picks what runs (default: the tests and the notebooks).
 TORCH ?=
+COMPAT_PATHS ?= tests notebooks
 .venv-torch-%/.stamp-install: pyproject.toml
 	@echo "installing torch==$* and dynascope into .venv-torch-$* ..."
 	@[ -x .venv-torch-$*/bin/python ] || $(PY) -m venv .venv-torch-$*
@@ -67,7 +69,7 @@ TORCH ?=
 compat: dot
 	@[ -n "$(TORCH)" ] || { echo "usage: make compat TORCH=2.15.0"; exit 2; }
 	@$(MAKE) --no-print-directory .venv-torch-$(TORCH)/.stamp-install
-	@.venv-torch-$(TORCH)/bin/python -m pytest -q -p no:cacheprovider -m "not browser and not tooling" tests notebooks --nbval \
+	@.venv-torch-$(TORCH)/bin/python -m pytest -q -p no:cacheprovider -m "not browser and not tooling" $(COMPAT_PATHS) --nbval \
 		--nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
 
 # Rebuild every tutorial notebook from notebooks/src/ and re-execute it (after changing what it shows).

@@ -9,12 +9,11 @@ from torch._dynamo import external_utils
 from torch._higher_order_ops.wrap import wrap
 
 import tracer
+from tracer._torch.since_2_13 import cache_entry_count  # every region's entries, on each release
 
 
 def _entries(fn) -> int:
-    from torch._C._dynamo.eval_frame import _get_total_cache_entry_count
-
-    return _get_total_cache_entry_count(fn.__code__)
+    return cache_entry_count(fn.__code__)
 
 
 def shared(x):
@@ -42,9 +41,7 @@ def test_twenty_captures_of_the_same_function_are_complete():
     assert _entries(shared) == 0  # no cache entries left on the user's function
     for code in shared.__code__.co_consts:
         if hasattr(code, "co_code"):
-            from torch._C._dynamo.eval_frame import _get_total_cache_entry_count
-
-            assert _get_total_cache_entry_count(code) == 0
+            assert cache_entry_count(code) == 0
 
 
 def test_other_compiled_functions_keep_their_caches():

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import oracle_cases
 import pytest
+import torch._dynamo.config
 from oracle_cases import ORACLE_CASES
 
 import tracer
@@ -159,7 +160,7 @@ def _meta(got: tracer.Frame, want: tracer.Frame) -> bool:
     differs = False
     for name, sg in [("", None), *want.subgraphs.items()]:
         gg, wg = (got.graph, want.graph) if sg is None else (got.subgraphs[name].graph, sg.graph)
-        for g, w in zip(gg.nodes, wg.nodes, strict=True):
+        for g, w in zip(_log_order(gg), _log_order(wg), strict=True):
             for k in ("shape", "stride", "dtype", "device"):
                 assert g.meta.get(k) == w.meta.get(k), (name, g.name, k)
             innermost = [ln for ln in w.meta.get("stack_trace", "").split("\n") if ln.lstrip().startswith('File "')][-1:]
@@ -194,6 +195,24 @@ LIMITED = {"Frame.speculations": _speculations, "SubgraphInput.kind": _input_kin
            "Frame.bytecode": _bytecode, "Frame.guards": _guards}
 
 
+# torch 2.13 added the pass that inlines a single-use nested_compile_region after the graph is logged
+# (pytorch/pytorch#180674); on 2.11 and 2.12 the backend gets the logged graph, invoke_subgraph and all.
+_INLINES_SINGLE_USE = hasattr(torch._dynamo.config, "inline_single_use_invoke_subgraph")
+
+
+def _in_log_order(frame: tracer.Frame) -> list[list[str]]:
+    """[name, op] of the root graph's nodes, placeholders first: a logged graph is ``print_readable``
+    text, whose placeholders are the signature. Torch 2.11 and 2.12 model a hook on an intermediate as
+    an autograd-function HOP whose lifted input is placed after the hooked value's node (replaced by a
+    trampoline in pytorch/pytorch#181803), so only there does the order of the two kinds interleave."""
+    return [[n.name, n.op] for n in _log_order(frame.graph)]
+
+
+def _log_order(graph: tracer.Graph) -> list:
+    """The nodes of ``graph`` as its ``print_readable`` text lists them: placeholders first (see above)."""
+    return [n for n in graph.nodes if n.op == "placeholder"] + [n for n in graph.nodes if n.op != "placeholder"]
+
+
 def _compare(name: str, loaded: tracer.Capture, live: tracer.Capture) -> set[str]:
     """Assert every compared field equal (or differing only as LIMITED allows); the limited fields that differ."""
     seen: set[str] = set()
@@ -214,12 +233,12 @@ def _compare(name: str, loaded: tracer.Capture, live: tracer.Capture) -> set[str
             if field in ("Frame.speculations", "Frame.bytecode", "Frame.status_reason", "Frame.guards", "Frame.aot"):
                 if allowed(got, want):
                     seen.add(field)
-        if name in BEFORE_PASSES:  # the log has the call, the backend got it inlined
+        if name in BEFORE_PASSES and _INLINES_SINGLE_USE:  # the log has the call, the backend got it inlined
             assert got.graph.find(target="invoke_subgraph") and not want.graph.find(target="invoke_subgraph"), where
             if _passes(got, want):
                 seen.add("Frame.passes")
             continue
-        assert [[n.name, n.op] for n in got.graph.nodes] == [[n.name, n.op] for n in want.graph.nodes], where
+        assert _in_log_order(got) == _in_log_order(want), where
         assert got.graph.code == want.graph.code, where
         assert [(n.name, n.role, n.calls) for n in got.graph.nodes if n.op != "placeholder"] == \
             [(n.name, n.role, n.calls) for n in want.graph.nodes if n.op != "placeholder"], where
@@ -277,7 +296,9 @@ def test_log_limits_are_exactly_what_a_log_lacks(logs):
         if name not in _SEEN:  # the parametrized test did not run (-k): compare here
             _SEEN[name] = _compare(name, load_trace(logs[name]), _capture(name))
     seen = set().union(*_SEEN.values())
-    assert set(LOG_LIMITS) - seen == set(), "LOG_LIMITS names fields in which no log differed"
+    # before torch 2.13 no case's backend gets a graph changed after the log point (_INLINES_SINGLE_USE)
+    only_later = set() if _INLINES_SINGLE_USE else {"Frame.passes"}
+    assert set(LOG_LIMITS) - seen - only_later == set(), "LOG_LIMITS names fields in which no log differed"
     readme = (Path(HERE).parent / "README.md").read_text()
     section = readme.split("<!-- LOG_LIMITS -->")[1]
     assert re.findall(r"^- `([^`]+)`", section, flags=re.M) == list(LOG_LIMITS)

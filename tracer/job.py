@@ -179,7 +179,9 @@ def _recompiles(cap: Capture) -> dict[str, list[str]]:
 # counter per process (torch/_dynamo/bytecode_transformation.py), so a rank that compiled one more
 # frame before names the same global differently. ``rank_diff`` diffs copies of the frames whose
 # guard sources and code have every integer of 7 or more digits masked as ``<id>`` (no shape,
-# constant or dtype in guard code is that long in practice) and every ``G['__name_N']`` as
+# constant or dtype in guard code is that long in practice), every object address ``at 0x7f...`` (torch
+# 2.11 and 2.12 log an ID_MATCH guard's object with its repr: ``type=<code object inner at 0x7f...>``)
+# as ``at <address>``, and every ``G['__name_N']`` as
 # ``G['__name_<n>']``; a real difference next to a masked one still shows as other text that differs.
 # From the FrameDiff: its guards make a "guards" finding; its inputs, symbols, graphs (root, HOP
 # bodies, AOT graphs), bodies and AOT saved values a "graph" finding; both carry the FrameDiff.
@@ -240,12 +242,13 @@ def _graph_text(g: GraphDiff) -> str:
 
 
 _LONG_INT = re.compile(r"\d{7,}")
+_ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]+")  # an object's repr in logged guard code (torch 2.11, 2.12)
 _INSTALLED_GLOBAL = re.compile(r"G\['(__\w+?)_\d+'\]")
 
 
 def _mask(text: str) -> str:
     """``text`` with process-specific ids and global names masked. See Note [Comparing frames across ranks]."""
-    return _INSTALLED_GLOBAL.sub(r"G['\1_<n>']", _LONG_INT.sub("<id>", text))
+    return _INSTALLED_GLOBAL.sub(r"G['\1_<n>']", _LONG_INT.sub("<id>", _ADDRESS.sub("at <address>", text)))
 
 
 # -- collectives --------------------------------------------------------------------------------

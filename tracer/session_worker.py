@@ -16,6 +16,7 @@ import weakref
 from typing import Any, Callable, Optional
 
 from tracer import active_session
+from tracer._torch.since_2_12 import prepare_worker_compile
 from tracer.capturing import _run_capture
 from tracer.model import Capture
 from tracer.options import CaptureOptions
@@ -189,6 +190,7 @@ class Worker:
     def start(self) -> None:
         with self.cond:
             active_session.claim(self, self.name)
+        prepare_worker_compile()  # Note [A compile on a worker thread, before torch 2.12]
         self.thread = threading.Thread(target=self.run, name=f"dynascope {self.name}", daemon=True)
         self.thread.start()
 

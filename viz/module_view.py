@@ -79,7 +79,8 @@ def module_rows(frame: Frame) -> tuple[list[ModuleRow], int]:
         fwd = {n.name: n for n in frame.aot.forward.nodes}
         for s in frame.aot.saved:
             src = fwd[s.name].meta.get("from") if s.name in fwd else None
-            chain = chain_of.get(src.get("node")) if isinstance(src, dict) and src.get("graph") == "" else None
+            node = src.get("node") if isinstance(src, dict) and src.get("graph") == "" else None
+            chain = chain_of.get(node) if isinstance(node, str) else None  # a damaged file may hold any JSON there
             if not chain:
                 untraced += s.nbytes
                 continue

@@ -15,8 +15,14 @@ __all__ = ["CHECKED_RELEASES", "Private", "SYMBOLS", "ATTRIBUTES", "WRAPPERS", "
            "PRIVATE_ATTRIBUTES", "WRAPPER_ATTRIBUTES"]
 
 # The torch releases the whole suite passed on (README "Torch releases"), oldest first.
-CHECKED_RELEASES: tuple[str, ...] = ("2.13.0", "2.14.1", "2.15.0")
+CHECKED_RELEASES: tuple[str, ...] = ("2.11.0", "2.12.1", "2.13.0", "2.14.1", "2.15.0")
 _ALL = CHECKED_RELEASES
+# Names a release brought: where an older checked release lacks one, an adapter named after the
+# release reads the same fact another way (since_2_12.py, since_2_13.py), or torch there does not
+# take the step the name belongs to (graph_passes.py).
+_SINCE_2_12 = _ALL[1:]
+_SINCE_2_13 = _ALL[2:]
+_BEFORE_2_12 = _ALL[:1]
 
 
 @dataclass(frozen=True)
@@ -71,7 +77,9 @@ SYMBOLS: list[Private] = [
             "torch._guards:TracingContext.extract_stack"),
     # breaks.py: Note [Why a frame has no graph]
     *_names("why a frame has no graph (Frame.status_reason)",
-            "torch._dynamo.convert_frame:CatchErrorsWrapper._handle_skip"),
+            "torch._dynamo.convert_frame:CatchErrorsWrapper._handle_skip", releases=_SINCE_2_13),
+    # since_2_13.py: Note [Skip reasons before torch 2.13] (read only on a release without _handle_skip)
+    *_names("why a frame has no graph (Frame.status_reason)", "torch._dynamo.convert_frame:log"),
     # backend.py: the code object being compiled
     *_names("the code of each frame (Frame.code)",
             "torch._dynamo.symbolic_convert:InstructionTranslator.current_tx"),
@@ -97,9 +105,12 @@ SYMBOLS: list[Private] = [
     # isolation.py / guards.py: Note [Which cache entries a capture removes], Note [BACKEND_MATCH in torch 2.13]
     *_names("fresh code for each capture, the BACKEND_MATCH guard (Frame.guards)",
             "torch._dynamo.convert_frame:register_bytecode_hook", "torch._C._dynamo.eval_frame:reset_code",
+            "torch._C._dynamo.eval_frame:_debug_get_cache_entry_list", "torch._guards:Guard.create_fn_name",
+            "torch._dynamo.eval_frame:_optimize"),  # since_2_13.py: does it take isolate_recompiles?
+    # since_2_13.py: Note [Recompile regions before torch 2.13]
+    *_names("fresh code for each capture, the BACKEND_MATCH guard (Frame.guards)",
             "torch._C._dynamo.eval_frame:_get_total_cache_entry_count",
-            "torch._C._dynamo.eval_frame:_debug_get_cache_entry_list",
-            "torch._C._dynamo.eval_frame:_get_cache_entries_for_region", "torch._guards:Guard.create_fn_name"),
+            "torch._C._dynamo.eval_frame:_get_cache_entries_for_region", releases=_SINCE_2_13),
     # isolation.py: Note [Compile what torch.compile compiles]
     *_names("which callable is compiled (Capture.fn)", "torch._dynamo.external_utils:wrap_inline",
             "torch._dynamo.eval_frame:_set_in_optimized_module"),
@@ -107,8 +118,10 @@ SYMBOLS: list[Private] = [
     *_names("lazy modules (nn.LazyLinear, ...) captured", "torch.nn.modules.lazy:LazyModuleMixin._infer_parameters"),
     # graph_passes.py: Note [Dynamo passes after the output graph is logged]
     *_names("Dynamo passes after the graph log point (Frame.passes)",
-            "torch._higher_order_ops.passes.inline_invoke_subgraph:inline_invoke_subgraph",
-            "torch._higher_order_ops.passes.inline_invoke_subgraph:inline_single_use_invoke_subgraph"),
+            "torch._higher_order_ops.passes.inline_invoke_subgraph:inline_invoke_subgraph", releases=_SINCE_2_12),
+    *_names("Dynamo passes after the graph log point (Frame.passes)",
+            "torch._higher_order_ops.passes.inline_invoke_subgraph:inline_single_use_invoke_subgraph",
+            releases=_SINCE_2_13),
     # isolation.py: Note [Automatic-dynamic state is per capture]
     *_names("automatic-dynamic state per capture (recompiles)", "torch._dynamo.pgo:get_code_state"),
     # bench_support.py: Note [TORCH_TRACE without the environment variable]; the wrap HOP for bench models
@@ -136,8 +149,12 @@ SYMBOLS: list[Private] = [
                 "PlainAOTInput", "ParamAOTInput", "BufferAOTInput", "SyntheticBaseAOTInput", "ViewBaseAOTInput",
                 "TangentAOTInput", "BackwardTokenAOTInput", "SavedForBackwardsAOTOutput",
                 "AOTInput")),  # aot_meta.py: Note [Origin of a saved value]
-            "torch._dynamo.source:UnspecializedParamBufferSource", "torch._guards:TracingContext.try_get",
-            "torch.fx.experimental.symbolic_shapes:optimization_hint"),
+            "torch._dynamo.source:UnspecializedParamBufferSource", "torch._guards:TracingContext.try_get"),
+    # since_2_12.py: Note [Size hints before torch 2.12]
+    *_names(_AOT, "torch.fx.experimental.symbolic_shapes:optimization_hint", releases=_SINCE_2_12),
+    *_names(_AOT, "torch.fx.experimental.symbolic_shapes:size_hint", releases=_BEFORE_2_12),
+    # since_2_12.py: Note [A compile on a worker thread, before torch 2.12] (called on 2.11 only)
+    *_names(_PAUSE, "torch._C:_ensureCUDADeviceGuardSet"),
 ]
 
 # Note [Private attributes we read]
@@ -166,7 +183,9 @@ ATTRIBUTES: list[Private] = [
     *_attrs("torch._dynamo.exc:Unsupported", "graph breaks (Capture.graph_breaks)", "logged", "real_stack"),
     # breaks.py: Note [Why a frame has no graph]
     *_attrs("torch._dynamo.types:ConvertFrameReturn", "why a frame has no graph (Frame.status_reason)",
-            "skip_reason", "guarded_code"),
+            "guarded_code"),
+    *_attrs("torch._dynamo.types:ConvertFrameReturn", "why a frame has no graph (Frame.status_reason)",
+            "skip_reason", releases=_SINCE_2_13),
     # isolation.py: unwrapping what the user passed, and the config module's table
     *_attrs("torch._dynamo.eval_frame:OptimizedModule", "which callable is compiled (Capture.fn)", "_orig_mod",
             "_forward"),
@@ -180,7 +199,8 @@ ATTRIBUTES: list[Private] = [
 #   _torchdynamo_disable: on torch._dynamo.disable(fn) (isolation.py)
 WRAPPERS: list[Private] = [
     *_names("which callable is compiled (Capture.fn)", "_torchdynamo_orig_callable", "_torchdynamo_disable"),
-    *_names("fresh code for each capture, the BACKEND_MATCH guard (Frame.guards)", "_isolate_recompiles_id"),
+    *_names("fresh code for each capture, the BACKEND_MATCH guard (Frame.guards)", "_isolate_recompiles_id",
+            releases=_SINCE_2_13),  # Note [Recompile regions before torch 2.13]
 ]
 
 # The plain views the compatibility test parametrizes over.

@@ -12,6 +12,7 @@ import torch
 import torch.fx
 
 from tracer._torch.fx_graph import meta_of
+from tracer._torch.since_2_12 import optimization_hint
 from tracer._torch.unknowns import unknown
 from tracer.model import AotInput, AotOutput, SavedValue
 
@@ -37,10 +38,8 @@ _UNBACKED_FALLBACK = 8192
 def _hint(s: Any) -> int:
     if isinstance(s, int) and not isinstance(s, bool):
         return s
-    from torch.fx.experimental.symbolic_shapes import optimization_hint
-
     try:
-        return int(optimization_hint(s, fallback=_UNBACKED_FALLBACK))
+        return int(optimization_hint()(s, fallback=_UNBACKED_FALLBACK))
     except Exception as e:  # except: records a problem (the fallback hint is used)
         unknown(f"the size hint of {s}", e)
         return _UNBACKED_FALLBACK

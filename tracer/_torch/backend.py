@@ -20,6 +20,7 @@ from tracer._torch.guards import backend_match_guards, guards_from_set
 from tracer._torch.isolation import CodeTracker, code_location
 from tracer._torch.patching import Patches
 from tracer._torch.releases import install_or_note
+from tracer._torch.since_2_13 import isolate_recompiles
 from tracer._torch.structured import GRAPH_TEXTS, StructuredTraceHandler
 from tracer._torch.subgraphs import convert_tree
 from tracer._torch.subtracer import SpecRecord, compile_key, install_speculation_hooks
@@ -117,6 +118,12 @@ class Recorder:
             info.skip_reason = info.skip_reason or reason
         self._last_ended = None
 
+    def on_skip_signal(self, key: Optional[Key], reason: str) -> None:
+        """Note [Skip reasons before torch 2.13]: the reason of the compile ``key``, said while it runs."""
+        if key is not None:
+            info = self.info.setdefault(key, AttemptInfo())
+            info.skip_reason = info.skip_reason or reason
+
     def on_speculation(self, rec: SpecRecord) -> None:
         self._seen(rec.key, rec.attempt)
         self.specs.append(rec)
@@ -187,7 +194,7 @@ class Recorder:
                 nopython=fullgraph,
                 dynamic=dynamic,
                 guard_export_fn=self.guard_export_fn,
-                isolate_recompiles=True,
+                **isolate_recompiles(),  # Note [Recompile regions before torch 2.13]
             )(target)
         self.region = getattr(compiled, "_isolate_recompiles_id", None)
         return compiled
@@ -202,7 +209,7 @@ class Recorder:
             errors = self.errors
             install_or_note(errors, "HOP body speculations", install_speculation_hooks, patches, self.on_speculation)
             install_or_note(errors, "graph breaks", install_graph_break_hook, patches, self.on_graph_break)
-            install_or_note(errors, "why a frame has no graph", SkipRecorder, patches, self.on_skip)
+            install_or_note(errors, "why a frame has no graph", SkipRecorder, patches, self.on_skip, self.on_skip_signal)
             texts = GRAPH_TEXTS[:1] if self.beyond.inductor else GRAPH_TEXTS  # Inductor: no AOT graphs recorded
             self._handler = install_or_note(errors, "compile order and recompile reasons", stack.enter_context,
                                             StructuredTraceHandler(self.on_start, self.on_recompile, self.on_attempt,

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from tracer._torch.patching import Patches
-from tracer._torch.releases import hook_point
+from tracer._torch.releases import MissingHookPoint, hook_point, lacking
+from tracer._torch.since_2_13 import tap_skip_log
 from tracer._torch.subtracer import compile_key
 
 __all__ = ["BreakRecord", "SkipRecorder", "break_record", "format_stack", "install_graph_break_hook"]
@@ -106,10 +107,19 @@ def install_graph_break_hook(patches: Patches, sink: Callable[[BreakRecord], Non
 # method and hand ``(code, reason)`` to the recorder, which gives it to the compile that just ended
 # for the same code object.
 class SkipRecorder:
-    """Wraps ``CatchErrorsWrapper._handle_skip`` for one capture; calls ``sink(code, reason)``."""
+    """Wraps ``CatchErrorsWrapper._handle_skip`` for one capture; calls ``sink(code, reason)``. Before
+    torch 2.13 there is no such method: ``signal(compile key, reason)`` instead, from the compile's own
+    debug log (Note [Skip reasons before torch 2.13] in since_2_13.py)."""
 
-    def __init__(self, patches: Patches, sink: Callable[[Any, str], None]) -> None:
-        cls, real = hook_point("torch._dynamo.convert_frame", "CatchErrorsWrapper._handle_skip")
+    def __init__(self, patches: Patches, sink: Callable[[Any, str], None],
+                 signal: Callable[[Optional[tuple[int, int]], str], None]) -> None:
+        try:
+            cls, real = hook_point("torch._dynamo.convert_frame", "CatchErrorsWrapper._handle_skip")
+        except MissingHookPoint:
+            if "torch._dynamo.types:ConvertFrameReturn.skip_reason" not in lacking():  # not a release before 2.13
+                raise
+            tap_skip_log(patches, signal)  # before 2.13
+            return
 
         def _handle_skip(self: Any, result: Any, frame: Any) -> Any:
             if result.skip_reason is not None and result.guarded_code is None:  # the test torch's own makes

@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 import torch.fx
 
 from tracer._torch.patching import Patches
-from tracer._torch.releases import MissingHookPoint, hook_point
+from tracer._torch.releases import MissingHookPoint, hook_point, lacking
 from tracer._torch.structured import logged_graph_code
 from tracer.model import GraphPass
 
@@ -37,10 +37,15 @@ __all__ = ["PassRecorder", "root_code"]
 # the tree; and ``root_code`` takes torch's text only when its statements name exactly the
 # nodes of the graph the backend got, in order, rendering the graph otherwise (the same
 # ``print_readable`` flavour torch logs).
+#
+# The passes came in recent releases: ``inline_invoke_subgraph`` in torch 2.12 (pytorch/pytorch#176082),
+# ``inline_single_use_invoke_subgraph`` in 2.13 (pytorch/pytorch#180674). On a checked release that
+# lacks one (``_symbols.py``), its Dynamo does not run it, so there is nothing to record; on 2.11,
+# where neither exists, the backend always gets the graph Dynamo logged.
 PASSES = (
-    ("torch._higher_order_ops.passes.inline_invoke_subgraph", "inline_invoke_subgraph", "inline_invoke_subgraph"),
+    ("torch._higher_order_ops.passes.inline_invoke_subgraph", "inline_invoke_subgraph", "inline_invoke_subgraph"),  # 2.12
     ("torch._higher_order_ops.passes.inline_invoke_subgraph", "inline_single_use_invoke_subgraph",
-     "inline_single_use_invoke_subgraph"),
+     "inline_single_use_invoke_subgraph"),  # 2.13
 )
 
 
@@ -84,9 +89,10 @@ class PassRecorder:
             for module, attr, name in PASSES:
                 try:
                     owner, real = hook_point(module, attr)
-                except MissingHookPoint as e:  # a release without this pass: listed, the others still recorded
-                    self.problems.append(str(e))
-                    continue
+                except MissingHookPoint as e:
+                    if f"{module}:{attr}" not in lacking():  # a release nobody checked: listed, the others recorded
+                        self.problems.append(str(e))
+                    continue  # a checked release without this pass: its Dynamo does not run it, nothing to record
                 self._patches.set(owner, attr, self._wrap(real, name))
         except BaseException:  # except: re-raises (after undoing the patches)
             self._patches.restore()

@@ -10,6 +10,8 @@ import types
 from typing import Any, Optional
 
 from tracer._torch.breaks import format_stack
+from tracer._torch.releases import MissingHookPoint
+from tracer._torch.since_2_13 import cache_entries
 from tracer._torch.unknowns import unknown
 from tracer.model import Guard
 
@@ -56,17 +58,15 @@ def guards_from_set(guards: Any) -> list[Guard]:
 def backend_match_guards(codes: list[types.CodeType], region: Optional[int]) -> dict[str, Guard]:
     """str(CompileId) -> the BACKEND_MATCH guard of the cache entry compiled under that id."""
     try:
-        from torch._C._dynamo.eval_frame import _debug_get_cache_entry_list, _get_cache_entries_for_region
-    except ImportError as err:  # a release without the cache-entry API: these guards are unknown, said once
+        listed = cache_entries(region)
+    except MissingHookPoint as err:  # a release without the cache-entry API: these guards are unknown, said once
         unknown("the cache entries (BACKEND_MATCH guards) of every frame", err)
         return {}
 
     out: dict[str, Guard] = {}
     for code in codes:
         try:
-            entries = (
-                _get_cache_entries_for_region(code, region) if region is not None else _debug_get_cache_entry_list(code)
-            )
+            entries = listed(code)
         except Exception as err:  # except: records a problem (no BACKEND_MATCH guard for its compiles)
             unknown(f"the cache entries (BACKEND_MATCH guards) of {code.co_name}", err)
             continue

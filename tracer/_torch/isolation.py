@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import torch
 
+from tracer._torch.since_2_13 import cache_entry_count
 from tracer._torch.unknowns import unknown
 
 __all__ = ["CodeTracker", "Target", "code_location", "code_state_scope", "compile_target", "describe_callable", "dynamo_config",
@@ -284,9 +285,7 @@ class CodeTracker:
 def _entry_count(code: types.CodeType) -> int:
     """Cache entries of ``code`` now; -1 when torch cannot say (its code is then never reset by us)."""
     try:  # Dynamo calls this hook mid-compile: a torch without the function must not break the compile
-        from torch._C._dynamo.eval_frame import _get_total_cache_entry_count
-
-        return int(_get_total_cache_entry_count(code))
+        return cache_entry_count(code)
     except Exception as e:  # except: records a problem (-1: the count before the capture is unknown)
         unknown(f"the cache entries of {code.co_name} before the capture", e)
         return -1

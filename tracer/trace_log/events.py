@@ -153,6 +153,9 @@ def _metrics(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
     k = _need(key)
     info = st.info.setdefault(k[:2], AttemptInfo())
     info.metrics, info.final_attempt = m, k[2]
+    if not st.torch_version and isinstance(m.get("pytorch_version"), str):
+        # torch 2.11 logs no torch_version artifact (2.12 added it); every compile's metrics carry the release
+        st.torch_version = m["pytorch_version"]
 
 
 def _graph(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
