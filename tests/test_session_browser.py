@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 from test_browser import ARTIFACTS, notebook, serving
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
@@ -84,7 +85,8 @@ def test_session_panel_buttons_in_jupyterlab(lab, browser):
 
         page.get_by_role("button", name="Resume", exact=True).click()
         out.locator(".ds-session", has_text="is finished").first.wait_for(timeout=120_000)
-        assert page.get_by_role("button", name="Step", exact=True).is_disabled()
+        # the buttons are disabled by the same redraw, which may land just after the text (a loaded machine)
+        expect(page.get_by_role("button", name="Step", exact=True)).to_be_disabled(timeout=30_000)
         page.screenshot(path=str(ARTIFACTS / "session_finished.png"))
     except Exception:
         page.screenshot(path=str(ARTIFACTS / "session_failure.png"))
