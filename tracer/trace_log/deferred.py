@@ -65,7 +65,10 @@ def _parse_shared(text: str, name: str) -> ParsedModule:
         if len(_shared) > _SHARED_MAX:
             _shared.popitem(last=False)
     else:
-        _shared.move_to_end(key)
+        try:
+            _shared.move_to_end(key)
+        except KeyError:  # another thread's parse let it go meanwhile: ``kept`` is still whole
+            pass
     return _fresh(kept)
 
 
