@@ -7,7 +7,8 @@ frame's ``problems`` say why (Note [Graphs parsed on first access] in tracer/mod
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections import OrderedDict
+from typing import Any, Callable, Optional
 
 from tracer.model.frame import Frame
 from tracer.model.graph import Graph, Node
@@ -42,10 +43,55 @@ def has_bodies(text: str) -> bool:
     return False
 
 
+# Note [One parse per distinct graph text]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A log repeats identical graph texts (every rank of a job, each recompile that gives the same
+# graph, a step compiled again): ``parse_logged`` parses a text once and keeps the result, keyed by
+# (text, name), for the last ``_SHARED_MAX`` distinct texts. The kept ParsedModule is never handed
+# out: each call gets fresh Graph, Node, list and dict objects (``_fresh``), so a caller changing
+# its graph (roles set by the loader, a user editing nodes) changes no other frame's. A text that
+# does not parse is not kept (its exception is raised again by the next parse). The key is the text
+# itself, so a hit is an equal text, never a hash collision; tests/test_trace_log_parse_once.py
+# compares both ways on every graph of real logs.
+_SHARED_MAX = 32
+_shared: OrderedDict[tuple[str, str], ParsedModule] = OrderedDict()
+
+
+def _parse_shared(text: str, name: str) -> ParsedModule:
+    key = (text, name)
+    kept = _shared.get(key)
+    if kept is None:
+        kept = _shared[key] = parse_readable(text, name)
+        if len(_shared) > _SHARED_MAX:
+            _shared.popitem(last=False)
+    else:
+        try:
+            _shared.move_to_end(key)
+        except KeyError:  # another thread's parse let it go meanwhile: ``kept`` is still whole
+            pass
+    return _fresh(kept)
+
+
+def _fresh(p: ParsedModule) -> ParsedModule:
+    """A copy of ``p`` sharing no mutable object with it (strings and numbers are immutable)."""
+    g = Graph(nodes=[Node(n.name, n.op, n.target, list(n.args), dict(n.kwargs), list(n.inputs), list(n.users),
+                          n.role, list(n.calls), _meta(n.meta)) for n in p.graph.nodes],
+              code=p.graph.code, name=p.graph.name)
+    return ParsedModule(g, {k: _fresh(c) for k, c in p.children.items()}, list(p.errors))
+
+
+def _meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a parsed node's meta: its values are strings, or lists ("shape", "stride") and a dict
+    ("source") of strings and ints (graph_text.py ``meta_of_annotation``, ``_comments``), so copying
+    each container once shares nothing mutable (a deep copy of any level costs three times more)."""
+    return {k: v.copy() if type(v) is list or type(v) is dict else v for k, v in meta.items()}
+
+
 def parse_logged(problems: list[str], text: str, line: int, name: str) -> Optional[ParsedModule]:
-    """Parse one logged graph text; what it cannot read goes to ``problems`` (None: not parsed)."""
+    """Parse one logged graph text; what it cannot read goes to ``problems`` (None: not parsed).
+    Each distinct text is parsed once (Note [One parse per distinct graph text])."""
     try:
-        parsed = parse_readable(text, name)
+        parsed = _parse_shared(text, name)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         problems.append(f"line {line}: {name or 'output'} graph text not parsed ({type(e).__name__}: {e})"[:300])
         return None
