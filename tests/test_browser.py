@@ -192,6 +192,16 @@ def watch_kernel(page) -> list[bool]:
     return kernel_ready
 
 
+def lab_page(browser) -> tuple[object, list[str], list[bool]]:
+    """A 1500x1000 page for a JupyterLab test: (page, page errors as they come, ``watch_kernel``'s list)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1500, "height": 1000})
+    page.set_default_timeout(60_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    return page, errors, watch_kernel(page)
+
+
 def open_and_run(page, lab, name: str, kernel_ready: list[bool]) -> None:
     """Open notebook ``name`` of ``lab``, wait until its kernel answered (``watch_kernel``), Run All."""
     page.goto(f"{lab.base}/lab/tree/{name}?token={lab.token}", timeout=90_000)
@@ -204,14 +214,9 @@ def open_and_run(page, lab, name: str, kernel_ready: list[bool]) -> None:
 
 
 def test_explorer_in_jupyterlab(lab, browser):
-    ARTIFACTS.mkdir(exist_ok=True)
-    page = browser.new_page(viewport={"width": 1500, "height": 1000})
-    page.set_default_timeout(60_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    page, errors, kernel_ready = lab_page(browser)
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    kernel_ready = watch_kernel(page)
     try:
         open_and_run(page, lab, "explorer.ipynb", kernel_ready)
         # The anywidget ESM ran in JupyterLab 4: its toolbar and the SVG with real nodes are there.

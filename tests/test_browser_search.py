@@ -9,7 +9,7 @@ centres the node once the new drawing arrives. Reuses test_browser.py's JupyterL
 from __future__ import annotations
 
 import pytest
-from test_browser import ARTIFACTS, notebook, open_and_run, serving, watch_kernel
+from test_browser import ARTIFACTS, lab_page, notebook, open_and_run, serving
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
@@ -59,12 +59,7 @@ def lab(tmp_path):
 
 
 def test_widget_search_opens_folded_boxes_and_centres_each_node(lab, browser):
-    ARTIFACTS.mkdir(exist_ok=True)
-    page = browser.new_page(viewport={"width": 1500, "height": 1000})
-    page.set_default_timeout(60_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    kernel_ready = watch_kernel(page)
+    page, errors, kernel_ready = lab_page(browser)
     try:
         open_and_run(page, lab, "search.ipynb", kernel_ready)
         printed = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea-output")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from test_browser import ARTIFACTS, notebook, open_and_run, serving, watch_kernel
+from test_browser import ARTIFACTS, lab_page, notebook, open_and_run, serving
 from torchrun_job import forward_frames
 
 import tracer
@@ -60,12 +60,7 @@ def test_job_view_in_jupyterlab(lab, browser, ddp_job_dir):
     assert resumed not in {f.compile_id for f in job.ranks[0].frames}
     assert "torch_dynamo_resume_in_forward" in job.ranks[1].frame(resumed).code
 
-    ARTIFACTS.mkdir(exist_ok=True)
-    page = browser.new_page(viewport={"width": 1500, "height": 1000})
-    page.set_default_timeout(60_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    kernel_ready = watch_kernel(page)
+    page, errors, kernel_ready = lab_page(browser)
     try:
         open_and_run(page, lab, "job.ipynb", kernel_ready)
         out = page.locator(".jp-Notebook .jp-Cell").nth(2)
