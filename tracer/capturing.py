@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from tracer.active_session import raise_if_tracing
 from tracer.model import Capture
-from tracer.options import CaptureOptions, split_options
+from tracer.options import CUDAGRAPH_MODES, CaptureOptions, split_options
 
 __all__ = ["capture"]
 
@@ -32,6 +32,7 @@ def capture(
     capture_scalar_outputs: Optional[bool] = None,
     dynamo_config: Optional[dict[str, Any]] = None,
     backend: str = "aot_eager",
+    mode: Optional[str] = None,
     options: Optional[CaptureOptions] = None,
     **kwargs: Any,
 ) -> Capture:
@@ -57,6 +58,8 @@ def capture(
     - ``dynamo_config``: other ``torch._dynamo.config`` values for this capture only.
     - ``backend``: ``"aot_eager"`` (default: AOTAutograd's graphs in ``frame.aot``) or ``"inductor"``
       (Inductor compiles, with its post-grad graphs, output code and kernel provenance in ``frame.inductor``).
+    - ``mode``: as for ``torch.compile`` with Inductor (``"reduce-overhead"``: CUDA graphs; ``"max-autotune"``,
+      ``"max-autotune-no-cudagraphs"``, ``"default"``); needs ``backend="inductor"``. Recorded in ``cap.meta["options"]``.
     - ``options``: all of the above as one :class:`tracer.CaptureOptions` (then pass none of them
       by name). The options used are recorded in ``cap.meta["options"]``.
 
@@ -72,7 +75,7 @@ def capture(
     ['0/0']
     """
     given = {"fullgraph": fullgraph, "dynamic": dynamic, "more_calls": more_calls, "partitioner": partitioner,
-             "backward": backward, "capture_scalar_outputs": capture_scalar_outputs, "dynamo_config": dynamo_config, "backend": backend}
+             "backward": backward, "capture_scalar_outputs": capture_scalar_outputs, "dynamo_config": dynamo_config, "backend": backend, "mode": mode}
     if options is not None:  # a keyword conflicts with options= only when the caller changed it
         given = {k: v for k, v in given.items() if not _is_default(k, v)}
     opts, _ = split_options(given, options)
@@ -119,7 +122,8 @@ def _run_capture(
         warn_once()  # a torch release nobody checked: Note [Releases nobody checked] in tracer/_torch/releases.py
         with scoped_config(**options.config()):  # torch's choice of frame depends on the config (wrap_top_frame)
             target = compile_target(fn)  # See Note [Compile what torch.compile compiles]
-        rec = Recorder(partitioner=options.partitioner, fresh_codes=target.made, backend=options.backend)
+        rec = Recorder(partitioner=options.partitioner, fresh_codes=target.made, backend=options.backend,
+                       mode=options.mode, dynamic=options.dynamic)
         cap = Capture(fn=describe_callable(fn), meta={"torch": torch.__version__, "options": options.to_meta()})
         try:
             try:
@@ -133,6 +137,8 @@ def _run_capture(
                     compiled = rec.compile(target.fn, fullgraph=options.fullgraph, dynamic=options.dynamic)
                     result = target.call(compiled, *args, **kwargs)
                     cap.meta["backward_ran"] = _maybe_backward(result, options.backward, (args, kwargs))
+                    if options.more_calls and options.mode in CUDAGRAPH_MODES:
+                        result = _detached(result, clone=True)  # See Note [CUDA-graph outputs are overwritten]
                     for call_args in options.more_calls:
                         target.call(compiled, *call_args, **kwargs)
                 cap.result = _detached(result)  # See Note [The result holds no autograd graph]
@@ -193,21 +199,29 @@ def _tensors(obj: Any, depth: int = 0) -> list[Any]:
 # model after ``del model`` (measured: 100% of a 256 MB model; bench/memory.py). The backward has
 # already run when it was wanted (``_maybe_backward``), so ``cap.result`` keeps the values only:
 # tensors are detached (same storage, same subclass), containers are rebuilt around them.
-def _detached(obj: Any, depth: int = 0) -> Any:
+#
+# Note [CUDA-graph outputs are overwritten]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# With CUDA graphs (mode="reduce-overhead" or "max-autotune") the compiled function's outputs live in
+# the graph's memory pool, and the next replay overwrites them: reading the first call's result after
+# ``more_calls`` raises torch's "accessing tensor output of CUDAGraphs that has been overwritten by a
+# subsequent run" (seen on an H200, torch 2.11). Torch's advice is to clone outside torch.compile, so
+# the capture clones the first call's tensors before it makes the later calls (only then).
+def _detached(obj: Any, depth: int = 0, clone: bool = False) -> Any:
     import torch
 
     if isinstance(obj, torch.Tensor):
-        return obj.detach()
+        return obj.detach().clone() if clone else obj.detach()
     if depth > 8:
         return obj
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # namedtuple
-        return type(obj)(*(_detached(v, depth + 1) for v in obj))
+        return type(obj)(*(_detached(v, depth + 1, clone) for v in obj))
     if isinstance(obj, tuple) and hasattr(type(obj), "n_fields"):  # structseq: torch.return_types.max
-        return type(obj)([_detached(v, depth + 1) for v in obj])
+        return type(obj)([_detached(v, depth + 1, clone) for v in obj])
     if type(obj) in (list, tuple):
-        return type(obj)(_detached(v, depth + 1) for v in obj)
+        return type(obj)(_detached(v, depth + 1, clone) for v in obj)
     if type(obj) is dict:
-        return {k: _detached(v, depth + 1) for k, v in obj.items()}
+        return {k: _detached(v, depth + 1, clone) for k, v in obj.items()}
     return obj
 
 

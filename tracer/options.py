@@ -18,10 +18,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-__all__ = ["BACKENDS", "OPTION_NAMES", "PARTITIONERS", "CaptureOptions", "split_options"]
+__all__ = ["BACKENDS", "CUDAGRAPH_MODES", "MODES", "OPTION_NAMES", "PARTITIONERS", "CaptureOptions", "split_options"]
 
 PARTITIONERS = ("min_cut", "default")  # the AOTAutograd partitioners of aot_eager (min_cut is its default)
 BACKENDS = ("aot_eager", "inductor")  # aot_eager: AOT graphs recorded (Frame.aot); inductor: Frame.inductor
+# torch.compile's modes (``torch._inductor.list_mode_options``): Inductor config presets, so backend="inductor" only
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+CUDAGRAPH_MODES = ("reduce-overhead", "max-autotune")  # the modes that turn on triton.cudagraphs
 
 
 @dataclass(frozen=True)
@@ -36,12 +39,17 @@ class CaptureOptions:
     capture_scalar_outputs: Optional[bool] = None  # torch._dynamo.config.capture_scalar_outputs, None: unchanged
     dynamo_config: dict[str, Any] = field(default_factory=dict)  # other torch._dynamo.config values
     backend: str = "aot_eager"  # one of BACKENDS: what compiles the Dynamo graph after it is recorded
+    mode: Optional[str] = None  # as for torch.compile, one of MODES (backend="inductor" only); None: Inductor's config
 
     def __post_init__(self) -> None:
         if self.partitioner not in PARTITIONERS:
             raise ValueError(f"unknown partitioner {self.partitioner!r} (must be one of {list(PARTITIONERS)})")
         if self.backend not in BACKENDS:
             raise ValueError(f"unknown backend {self.backend!r} (must be one of {list(BACKENDS)})")
+        if self.mode is not None and self.mode not in MODES:
+            raise ValueError(f"unknown mode {self.mode!r} (must be one of {list(MODES)}, as for torch.compile)")
+        if self.mode is not None and self.backend != "inductor":
+            raise ValueError(f"mode={self.mode!r} selects Inductor options: pass backend=\"inductor\" too")
         for name, choices in (("fullgraph", (True, False)), ("dynamic", (None, True, False)),
                               ("backward", (None, True, False)), ("capture_scalar_outputs", (None, True, False))):
             value = getattr(self, name)
@@ -70,7 +78,8 @@ class CaptureOptions:
         """The options as data for ``cap.meta["options"]``: ``more_calls`` as a count, config values as repr."""
         return {"fullgraph": self.fullgraph, "dynamic": self.dynamic, "partitioner": self.partitioner,
                 "backward": self.backward, "backend": self.backend, "more_calls": len(self.more_calls),
-                "dynamo_config": {k: repr(v) for k, v in self.config().items()}}
+                "dynamo_config": {k: repr(v) for k, v in self.config().items()},
+                **({"mode": self.mode} if self.mode is not None else {})}
 
 
 OPTION_NAMES = tuple(f.name for f in dataclasses.fields(CaptureOptions))

@@ -96,6 +96,8 @@ SYMBOLS: list[Private] = [
             # inductor_backward.py: Note [Backward kernels and their Dynamo nodes]
             "torch._inductor.compile_fx:compile_fx_forward", "torch._inductor.compile_fx:compile_fx_backward",
             "torch._inductor.debug:reset_provenance_globals", "torch._inductor.config:patch"),
+    # inductor.py compile_inductor: torch.compile's mode= as Inductor config patches (CaptureOptions.mode)
+    *_names("Inductor compiled with torch.compile's mode (CaptureOptions.mode)", "torch._inductor:list_mode_options"),
     # bytecode.py: resume functions Dynamo creates
     *_names("bytecode and resume functions (Frame.bytecode)",
             "torch._dynamo.resume_execution:ContinueExecutionCache.lookup"),

@@ -55,9 +55,9 @@ class Recorder:
     """Everything one capture observes; ``hooks()`` installs the recording for one compile run."""
 
     def __init__(self, *, partitioner: str = "min_cut", fresh_codes: Optional[list[types.CodeType]] = None,
-                 backend: str = "aot_eager") -> None:
+                 backend: str = "aot_eager", mode: Optional[str] = None, dynamic: Optional[bool] = None) -> None:
         self.partitioner = partitioner
-        self.beyond = Beyond(backend)  # Inductor, bytecode, shapes (issue #18)
+        self.beyond = Beyond(backend, mode, dynamic)  # Inductor, bytecode, shapes (issue #18)
         self.specs: list[SpecRecord] = []
         self.breaks: list[BreakRecord] = []
         self.recompile_reasons: dict[Key, list[list[str]]] = {}  # one list per recompile_reasons artifact

@@ -9,7 +9,7 @@ on exit, also on error; ``fill()`` only reads what was recorded and drops it.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from tracer._torch.bytecode import BytecodeRecorder
 from tracer._torch.inductor import compile_inductor, inductor_graphs, provenance_tracking
@@ -29,10 +29,11 @@ AttemptKey = tuple[int, int, int]
 class Beyond:
     """The issue-#18 part of one capture's Recorder."""
 
-    def __init__(self, backend: str = "aot_eager") -> None:
+    def __init__(self, backend: str = "aot_eager", mode: Optional[str] = None, dynamic: Optional[bool] = None) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r} (must be one of {list(BACKENDS)})")
         self.inductor = backend == "inductor"
+        self.mode, self.dynamic = mode, dynamic  # torch.compile's mode and dynamic, for Inductor's mode options
         self.events = TraceEvents()
         self.bytecode = BytecodeRecorder()
         self.backward = BackwardOrigins()  # Inductor only: Note [Backward kernels and their Dynamo nodes]
@@ -53,7 +54,7 @@ class Beyond:
         """backend="inductor": Inductor compiles the graph. AOTAutograd runs inside compile_fx, so
         ``frame.aot`` stays None by design (the option says so); Inductor's graphs go to ``frame.inductor``."""
         self.backward.dynamo_graph_ids.add(id(gm.graph))
-        return compile_inductor(gm, example_inputs)
+        return compile_inductor(gm, example_inputs, self.mode, self.dynamic)
 
     def fill(self, frame: Frame, akey: AttemptKey) -> None:
         """Set frame.inductor / bytecode / symbols / shape_guards / specializations from this attempt's records."""

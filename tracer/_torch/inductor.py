@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from tracer._torch.trace_events import Event
 from tracer.model import InductorGraph, Kernel, SourceLine
@@ -67,11 +67,18 @@ def provenance_tracking() -> Iterator[None]:
         yield
 
 
-def compile_inductor(gm: Any, example_inputs: list[Any]) -> Any:
-    """What ``torch.compile(backend="inductor")`` does with the Dynamo graph: the registered backend."""
+def compile_inductor(gm: Any, example_inputs: list[Any], mode: Optional[str] = None,
+                     dynamic: Optional[bool] = None) -> Any:
+    """What ``torch.compile(backend="inductor", mode=mode)`` does with the Dynamo graph: the registered
+    backend, given the mode's Inductor options as ``config_patches`` as torch.compile's Inductor wrapper
+    does (``_TorchCompileInductorWrapper`` in torch/__init__.py), so a backward compiled later gets them too."""
     from torch._dynamo.backends.registry import lookup_backend
 
-    return lookup_backend("inductor")(gm, example_inputs)
+    if mode is None or mode == "default":
+        return lookup_backend("inductor")(gm, example_inputs)
+    from torch._inductor import list_mode_options
+
+    return lookup_backend("inductor")(gm, example_inputs, config_patches=list_mode_options(mode, dynamic))
 
 
 def inductor_graphs(events: list[Event], problems: list[str],

@@ -54,7 +54,10 @@ IGNORED = frozenset(("chromium_event", "describe_storage", "artifact",
                      "inductor_output_code", "inductor_post_grad_graph", "inductor_pre_grad_graph",
                      "graph_region_expansion", "expression_created", "aotautograd_cache_miss",
                      "aotautograd_cache_hit", "aotautograd_cache_bypass", "guard_on_data_dependent_error",
-                     "compiled_autograd_graph", "optimize_ddp_split_child_failed"))
+                     "compiled_autograd_graph", "optimize_ddp_split_child_failed",
+                     # compile work torch times at run time, after the compile (CUDA-graph recording,
+                     # autotuning on first run): CompilationMetrics with is_runtime (torch/_dynamo/utils.py)
+                     "compilation_metrics_runtime", "bwd_compilation_metrics_runtime"))
 
 
 @dataclass
