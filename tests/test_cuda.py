@@ -194,6 +194,8 @@ def test_a_cuda_runs_log_loads_and_reports_without_a_gpu(log, tmp_path):
     assert {n.meta["device"] for n in f.graph.nodes if n.op != "output"} == {"cuda:0"}
     assert f.aot is not None and f.aot.forward is not None and f.aot.backward is not None
     assert all(n.meta.get("device") in (None, "cuda:0") for n in f.aot.forward.nodes)
+    # the log does not say what the forward saves: said, not printed as "0 saved"
+    assert not f.aot.saved_known and not f.aot.saved and "saved values not known" in str(cap)
     again = tracer.Capture.from_json(cap.to_json())
     assert [n.meta.get("device") for n in again.frames[0].graph.nodes] == [n.meta.get("device") for n in f.graph.nodes]
     out = tmp_path / "r.html"

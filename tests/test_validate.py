@@ -131,6 +131,7 @@ BROKEN = [
     ("saved kind", lambda c: setattr(c.frames[1].aot.saved[0], "kind", "float"), "frame 0/0_1: saved 'primals_1' kind 'float' (must be one of ['tensor', 'symint', 'symfloat', 'symbool', 'opaque'])"),
     ("saved origin", lambda c: setattr(c.frames[1].aot.saved[0], "origin", "weights"), "frame 0/0_1: saved 'primals_1' origin 'weights' (must be one of ['activation', 'parameter', 'buffer', 'input', 'unknown'])"),
     ("saved -> forward", lambda c: setattr(c.frames[1].aot.saved[0], "name", "ghost"), "frame 0/0_1: saved 'ghost' is not a node of the forward graph"),
+    ("saved unknown yet listed", lambda c: setattr(c.frames[1].aot, "saved_known", False), "frame 0/0_1: saved values not known, yet 1 listed"),
     ("saved without forward", lambda c: setattr(c.frames[1].aot, "forward", None), "frame 0/0_1: saved 'primals_1' but the frame has no forward graph"),
     ("saved bytes", lambda c: setattr(c.frames[1].aot.saved[0], "nbytes", -4), "frame 0/0_1: saved 'primals_1' has -4 bytes"),
     ("output alias", lambda c: setattr(c.frames[1].aot.outputs[0], "alias", "view"), "frame 0/0_1: output 'sin' alias 'view' (must be one of ['none', 'alias_of_input', 'is_input', 'alias_of_intermediate', 'alias_of_intermediate_save_as_output', 'alias_of_intermediate_base_is_user_output', 'custom_function_view', 'unsafe_view_alias'])"),

@@ -106,7 +106,9 @@ def frame_lines(f: Frame) -> list[str]:
         lines.append(f"  pass {p.name}: {p.nodes_before} -> {p.nodes_after} nodes")
     if f.aot is not None:
         a = f.aot
-        if a.mode == "training":
+        if a.mode == "training" and not a.saved_known:
+            lines.append("  aot: training, saved values not known (not in a log: cap.limits)")
+        elif a.mode == "training":
             inputs = sum(s.nbytes for s in a.saved if s.origin == "input")
             unknown = sum(1 for s in a.saved if s.origin == "unknown")
             lines.append(f"  aot: training, {len(a.saved)} saved ({human_bytes(a.saved_bytes)}: "

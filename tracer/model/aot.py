@@ -73,6 +73,7 @@ class Aot:
     backward: Optional[Graph] = None
     inference: Optional[Graph] = None
     saved: list[SavedValue] = field(default_factory=list)
+    saved_known: bool = True  # False: the source does not say what the forward saves (a log, LOG_LIMITS "Frame.aot"); saved is then empty
     inputs: list[AotInput] = field(default_factory=list)
     outputs: list[AotOutput] = field(default_factory=list)
     synthetic_bases: list[list[int]] = field(default_factory=list)  # groups of input indices merged into one base

@@ -203,6 +203,8 @@ def _check_aot(a: Aot, where: str, problems: list[str]) -> None:
         problems.append(f"{where}: aot mode 'training' with an inference graph")
     for qn, g in a.subgraphs.items():
         _check_graph(g, f"{where} aot.subgraphs[{qn!r}]", problems)
+    if not a.saved_known and a.saved:
+        problems.append(f"{where}: saved values not known, yet {len(a.saved)} listed")
     forward = {n.name for n in a.forward.nodes} if a.forward is not None else None
     for s in a.saved:
         if s.kind not in SAVED_KINDS:

@@ -164,7 +164,7 @@ def _fill_graphs(frame: Frame, a: AttemptLog, sources: dict[str, tuple[str, bool
         frame.aot = Aot(mode="inference", forward=graphs["inference"], inference=graphs["inference"])
     elif graphs:
         frame.aot = Aot(mode="training", joint=graphs.get("joint"), forward=graphs.get("forward"),
-                        backward=graphs.get("backward"), backward_ran="backward" in graphs)
+                        backward=graphs.get("backward"), backward_ran="backward" in graphs, saved_known=False)
     if frame.aot is not None:
         frame.aot.subgraphs.update(children)
 
