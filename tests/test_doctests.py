@@ -26,6 +26,7 @@ MODULES = [
     "tracer.model.graph",
     "tracer.model.validate",
     "tracer.options",
+    "tracer.profiling",
     "tracer.root_roles",
     "tracer.session",
     "tracer.trace_log.body_feeds",

@@ -31,7 +31,9 @@ from tracer.model import (
     SubgraphInput,
     validate,
 )
+from tracer.model.profile import LineTime, NodeTime, Profile
 from tracer.options import CaptureOptions
+from tracer.profiling import profile
 from tracer.session import LocalVar, PausedState, Session, TraceAborted, TracerState, pause, trace
 from tracer.trace_log import load_trace
 
@@ -48,9 +50,12 @@ __all__ = [
     "GraphBreak",
     "Guard",
     "Job",
+    "LineTime",
     "LocalVar",
     "Node",
+    "NodeTime",
     "PausedState",
+    "Profile",
     "Recompile",
     "SavedTensorHooks",
     "SavedValue",
@@ -66,6 +71,7 @@ __all__ = [
     "load_job",
     "load_trace",
     "pause",
+    "profile",
     "trace",
     "validate",
 ]

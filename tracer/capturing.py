@@ -98,10 +98,13 @@ def _run_capture(
     options: Optional[CaptureOptions] = None,
     *,
     extra_hooks: Iterable[Callable[[], Any]] = (),
+    then: Optional[Callable[[Callable[[], None]], None]] = None,
 ) -> Capture:
     """The capture pipeline; ``extra_hooks`` are context-manager factories (called with no
     arguments) entered after the recording hooks, around the compiled call(s), and exited after
-    them, even on error. Used by ``tracer.trace`` to run the same pipeline with a pause hook."""
+    them, even on error. Used by ``tracer.trace`` to run the same pipeline with a pause hook.
+    ``then(step)``, after the calls, is given ``step()``: one more call of the same compiled function
+    (and its backward, as for the first call), still inside the hooks (``tracer.profile`` times steps)."""
     if not callable(fn):
         raise TypeError(f"tracer.capture() needs a callable (a function or an nn.Module), got {type(fn).__name__}")
     options = options if options is not None else CaptureOptions()
@@ -141,6 +144,8 @@ def _run_capture(
                         result = _detached(result, clone=True)  # See Note [CUDA-graph outputs are overwritten]
                     for call_args in options.more_calls:
                         target.call(compiled, *call_args, **kwargs)
+                    if then is not None:
+                        then(lambda: _step(target, compiled, args, kwargs, options.backward))
                 cap.result = _detached(result)  # See Note [The result holds no autograd graph]
             except BaseException as e:  # except: re-raises
                 rec.interrupted = e  # a compile cut short by it ends "failed" with this reason
@@ -155,6 +160,10 @@ def _run_capture(
         return cap
     finally:
         _ACTIVE.release()
+
+
+def _step(target: Any, compiled: Any, args: tuple, kwargs: dict[str, Any], backward: Optional[bool]) -> None:
+    _maybe_backward(target.call(compiled, *args, **kwargs), backward, (args, kwargs))
 
 
 def _safely(cap: Capture, stage: str, fn: Callable[..., Any], *args: Any) -> Any:

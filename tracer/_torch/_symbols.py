@@ -98,6 +98,9 @@ SYMBOLS: list[Private] = [
             "torch._inductor.debug:reset_provenance_globals", "torch._inductor.config:patch"),
     # inductor.py compile_inductor: torch.compile's mode= as Inductor config patches (CaptureOptions.mode)
     *_names("Inductor compiled with torch.compile's mode (CaptureOptions.mode)", "torch._inductor:list_mode_options"),
+    # fx_marks.py: Note [Profiler time per FX node]
+    *_names("time per node (tracer.profile)", "torch.fx.experimental._config:enrich_profiler_metadata",
+            "torch.fx.experimental._config:patch"),
     # bytecode.py: resume functions Dynamo creates
     *_names("bytecode and resume functions (Frame.bytecode)",
             "torch._dynamo.resume_execution:ContinueExecutionCache.lookup"),

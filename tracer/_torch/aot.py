@@ -29,6 +29,7 @@ from tracer._torch.aot_meta import (
 )
 from tracer._torch.aot_provenance import DynamoIndex, annotate_from, seq_nr_origins
 from tracer._torch.fx_graph import graph_from_fx
+from tracer._torch.fx_marks import note_graph
 from tracer._torch.patching import Patches
 from tracer._torch.structured import logged_graph_code
 from tracer._torch.unknowns import recording_into, unknown
@@ -268,6 +269,7 @@ class _AotRecorder:
                 self._record_forward(gm)
         except Exception as e:  # except: records a problem
             self._failed("forward", e)
+        note_graph(gm, self.frame, "forward")
         return boxed_nop(gm, example_inputs)
 
     def _record_forward(self, gm: torch.fx.GraphModule) -> None:
@@ -301,6 +303,7 @@ class _AotRecorder:
                 aot.backward_ran = True
         except Exception as e:  # except: records a problem
             self._failed("backward", e)
+        note_graph(gm, self.frame, "backward")
         return boxed_nop(gm, example_inputs)
 
     def inference_compiler(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
@@ -317,6 +320,7 @@ class _AotRecorder:
             _set_returns(aot.inference, return_kinds(gm, meta, tokens_in_outputs=_tokens_in_outputs()))
         except Exception as e:  # except: records a problem
             self._failed("inference", e)
+        note_graph(gm, self.frame, "inference")
         return boxed_nop(gm, example_inputs)
 
 

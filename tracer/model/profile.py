@@ -1,0 +1,127 @@
+"""``Profile``: where a compiled function's run time went, per graph node and per user source line.
+
+Plain data like the rest of the model (what ``tracer.profile`` returns). Times are the profiler's
+self times in microseconds, summed over every profiled step; ``total_us`` is the sum of every
+profiler event's self time, and ``attributed_us + sum(unattributed.values()) == total_us`` always:
+time no node is known to have spent is kept by the profiler event's name, never spread by guess
+(Note [Profiler time per FX node] in tracer/_torch/fx_marks.py).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
+
+from tracer.model.capture import Capture
+
+__all__ = ["LineTime", "NodeTime", "Profile"]
+
+
+@dataclass
+class NodeTime:
+    """Self time of one node of an AOT graph (the graph that really ran), with the user line it comes from."""
+
+    compile_id: str  # the Frame
+    graph: str  # "forward", "backward" or "inference": which of frame.aot's graphs
+    node: str  # a node of that graph
+    self_us: float  # all profiled steps together
+    ops: dict[str, float] = field(default_factory=dict)  # profiler event -> self µs; "(python)": the node's Python
+    dynamo_node: str = ""  # the Dynamo node it comes from (meta["from"]); "" when torch did not record it
+    file: str = ""  # that node's user line; "" and 0 when unknown
+    line: int = 0
+    code: str = ""
+
+
+@dataclass
+class LineTime:
+    """Self time of every node that comes from one user source line, forward and backward apart."""
+
+    file: str  # "" for nodes whose line is unknown
+    line: int
+    code: str
+    forward_us: float = 0.0  # forward or inference graphs
+    backward_us: float = 0.0
+
+    @property
+    def total_us(self) -> float:
+        return self.forward_us + self.backward_us
+
+
+@dataclass
+class Profile:
+    """``tracer.profile``'s result: node times, what could not be attributed, and the Capture that ran."""
+
+    fn: str
+    backend: str
+    steps: int  # profiled calls (forward, and backward when it ran)
+    total_us: float  # the profiler's total: every event's self time
+    nodes: list[NodeTime] = field(default_factory=list)
+    unattributed: dict[str, float] = field(default_factory=dict)  # profiler event name -> self µs
+    capture: Optional[Capture] = None
+    trace_file: str = ""  # the profiler's Chrome trace (chrome://tracing, Perfetto), when one was written
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def attributed_us(self) -> float:
+        return sum(n.self_us for n in self.nodes)
+
+    def by_line(self) -> list[LineTime]:
+        """User source lines by total self time, largest first (nodes with no known line in one row, file "")."""
+        rows: dict[tuple[str, int], LineTime] = {}
+        for n in self.nodes:
+            row = rows.setdefault((n.file, n.line), LineTime(n.file, n.line, n.code if n.file else "(line unknown)"))
+            if n.graph == "backward":
+                row.backward_us += n.self_us
+            else:
+                row.forward_us += n.self_us
+        return sorted(rows.values(), key=lambda r: -r.total_us)
+
+    def by_node(self, graph: str = "") -> dict[str, float]:
+        """``{"<compile id> <graph>.<node>": self µs}``, largest first; ``graph`` keeps one graph kind."""
+        pairs = [(f"{n.compile_id} {n.graph}.{n.node}", n.self_us) for n in self.nodes if not graph or n.graph == graph]
+        return dict(sorted(pairs, key=lambda p: -p[1]))
+
+    def table(self, top: int = 10) -> str:
+        """The ``top`` source lines by time per step, then what was not attributed."""
+        per = max(self.steps, 1)
+        lines = [f"Profile of {self.fn or '?'} ({self.backend}): {self.total_us / per / 1000:.3f} ms per step "
+                 f"over {self.steps} step(s), {self._share(self.attributed_us)} on graph nodes",
+                 f"{'forward ms':>11} {'backward ms':>12}  line"]
+        for r in self.by_line()[:top]:
+            where = f"{r.file.rsplit('/', 1)[-1]}:{r.line}  {r.code}" if r.file else r.code
+            lines.append(f"{r.forward_us / per / 1000:>11.3f} {r.backward_us / per / 1000:>12.3f}  {where}")
+        rest = sorted(self.unattributed.items(), key=lambda kv: -kv[1])
+        if rest:
+            lines.append(f"not on a graph node: {sum(v for _, v in rest) / per / 1000:.3f} ms per step, largest: "
+                         + ", ".join(f"{k} {v / per / 1000:.3f} ms" for k, v in rest[:3]))
+        lines.extend(f"? {p}" for p in self.problems)
+        return "\n".join(lines)
+
+    def _share(self, us: float) -> str:
+        return f"{100 * us / self.total_us:.1f} %" if self.total_us else "0 %"
+
+    def __repr__(self) -> str:
+        return (f"Profile({self.fn!r}, {self.backend}, {self.steps} steps, {self.total_us / max(self.steps, 1) / 1000:.3f} "
+                f"ms/step, {self._share(self.attributed_us)} attributed)")
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def to_json(self) -> str:
+        """JSON text; ``Profile.from_json`` reads it back (the Capture included)."""
+        data = asdict(self) | {"capture": None}
+        data["capture"] = json.loads(self.capture.to_json()) if self.capture is not None else None
+        return json.dumps(data)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Profile":
+        try:
+            data: dict[str, Any] = json.loads(text)
+            cap = data.pop("capture", None)
+            nodes = [NodeTime(**n) for n in data.pop("nodes", [])]
+            prof = cls(**data, nodes=nodes)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"not a dynascope profile: {e}") from None
+        prof.capture = Capture.from_json(json.dumps(cap)) if cap is not None else None
+        return prof

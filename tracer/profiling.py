@@ -1,0 +1,111 @@
+"""``tracer.profile``: run a captured function's own compiled code under ``torch.profiler`` and put the time on its nodes.
+
+One capture (as ``tracer.capture`` makes it, with FX's profiler markers generated into the AOT
+graphs' code), then ``warmup`` more calls, then ``steps`` calls under ``torch.profiler``, all of the
+same compiled function inside the capture, each with its backward when the capture runs one. Every
+profiler event's self time goes to the AOT node it ran in (Note [Profiler time per FX node] in
+tracer/_torch/fx_marks.py), and each node to its Dynamo node and user line through the recorded
+provenance (``meta["from"]``, Note [AOT provenance]); the rest stays unattributed, by event name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Iterator, Optional
+
+from tracer.model import Capture, Frame
+from tracer.model.profile import NodeTime, Profile
+from tracer.options import CaptureOptions, split_options
+
+__all__ = ["profile"]
+
+
+def profile(fn: Callable[..., Any], *args: Any, steps: int = 5, warmup: int = 1, trace_file: Optional[str] = None,
+            options: Optional[CaptureOptions] = None, **kwargs: Any) -> Profile:
+    """Capture ``fn(*args, **kwargs)`` and profile ``steps`` more calls of the same compiled code.
+
+    Keyword options are ``tracer.capture``'s (``backward``, ``dynamic``, ``dynamo_config``, ...;
+    the rest go to ``fn``); ``backend`` must be ``"aot_eager"``, whose AOT graphs are what runs.
+    ``trace_file``: also write the profiler's Chrome trace there (open it in Perfetto or
+    chrome://tracing). Returns a :class:`tracer.Profile`: ``by_line()``, ``by_node()``, ``table()``,
+    the unattributed time by event name, and ``capture``.
+
+    >>> import torch, tracer
+    >>> prof = tracer.profile(lambda x: torch.sin(x) @ x, torch.randn(64, 64), steps=2)
+    >>> prof.steps, prof.backend, prof.by_line()[0].forward_us > 0
+    (2, 'aot_eager', True)
+    """
+    opts, fn_kwargs = split_options(kwargs, options)
+    if opts.backend != "aot_eager":
+        raise ValueError(f"tracer.profile attributes time through the AOT graphs backend='aot_eager' runs; "
+                         f"backend={opts.backend!r} is not supported yet (its kernels' times: torch.profiler)")
+    if opts.more_calls:
+        raise ValueError("tracer.profile calls the function with the same arguments: pass no more_calls")
+    for name, value in (("steps", steps), ("warmup", warmup)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < (1 if name == "steps" else 0):
+            raise ValueError(f"{name} must be an int >= {1 if name == 'steps' else 0}, got {value!r}")
+    from tracer._torch.fx_marks import marking, node_times
+    from tracer.capturing import _run_capture
+
+    held: dict[str, Any] = {}
+
+    @contextlib.contextmanager
+    def markers() -> Iterator[None]:
+        with marking() as marks:
+            held["marks"] = marks
+            yield
+
+    def run(step: Callable[[], None]) -> None:
+        import torch
+
+        for _ in range(warmup):
+            step()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as p:
+            for _ in range(steps):
+                step()
+        if trace_file:
+            p.export_chrome_trace(trace_file)
+        held["times"] = node_times(p.events(), held["marks"].files())
+
+    cap = _run_capture(fn, args, fn_kwargs, opts, extra_hooks=[markers], then=run)
+    return _profile(cap, steps, held["times"], trace_file or "")
+
+
+def _profile(cap: Capture, steps: int, times: Any, trace_file: str) -> Profile:
+    per_node, other, total = times
+    frames = {id(f): f for f in cap.frames}
+    prof = Profile(fn=cap.fn, backend="aot_eager", steps=steps, total_us=total, unattributed=dict(other),
+                   capture=cap, trace_file=trace_file)
+    for (fid, kind, node), ops in per_node.items():
+        f = frames.get(fid)
+        if f is None:  # a frame the capture did not keep: its time stays unattributed, said
+            prof.unattributed[f"(a graph of no recorded frame) {kind}.{node}"] = sum(ops.values())
+            prof.problems.append(f"time in {kind}.{node} of a frame the capture does not hold: left unattributed")
+            continue
+        prof.nodes.append(_node_time(f, kind, node, ops))
+    prof.nodes.sort(key=lambda n: -n.self_us)
+    return prof
+
+
+def _node_time(f: Frame, kind: str, node: str, ops: dict[str, float]) -> NodeTime:
+    t = NodeTime(f.compile_id, kind, node, sum(ops.values()), dict(sorted(ops.items(), key=lambda kv: -kv[1])))
+    graph = getattr(f.aot, kind, None) if f.aot is not None else None
+    n = _find(graph, node)
+    origin = n.meta.get("from") if n is not None else None
+    if isinstance(origin, dict) and origin.get("node"):
+        t.dynamo_node = origin["node"]
+        src = origin if origin.get("line") else _source(f, origin)
+        if src.get("line"):
+            t.file, t.line, t.code = src.get("file", ""), int(src["line"]), src.get("code", "")
+    return t
+
+
+def _source(f: Frame, origin: dict[str, Any]) -> dict[str, Any]:
+    sg = f.subgraphs.get(origin["graph"]) if origin.get("graph") else None
+    n = _find(f.graph if not origin.get("graph") else (sg.graph if sg is not None else None), origin["node"])
+    src = n.meta.get("source") if n is not None else None
+    return src if isinstance(src, dict) else {}
+
+
+def _find(graph: Any, name: str) -> Any:
+    return next((n for n in graph.nodes if n.name == name), None) if graph is not None else None
