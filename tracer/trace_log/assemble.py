@@ -61,7 +61,7 @@ __all__ = ["assemble", "LOG_LIMITS"]
 LOG_LIMITS: dict[str, str] = {
     "Frame.speculations": "speculations are not recorded in TORCH_TRACE",
     "SubgraphInput.kind": "a body input the HOP does not supply has kind 'unknown': whether it is an operand or "
-                          "lifted is decided by speculation, which is not in the log; its source is",
+                          "lifted is decided by speculation, which is not in the log; its source is read from the call",
     "Node.role": "a root placeholder read from a frame local (L['x']) has role 'unknown': an argument or a "
                  "closure variable, the log does not name the frame's arguments; body placeholders as SubgraphInput.kind",
     "Frame.passes": "graphs are as logged before Dynamo's graph passes; Frame.passes is unknown",
@@ -84,7 +84,7 @@ def assemble(st: LogState, fn: str = "") -> Capture:
         frame = Frame(compile_id=local[key], code=_code(a, info, st), dynamo_id=format_id(*key))
         codes.settle(frame, key)
         _fill_graphs(frame, a, _graph_input_sources(a, st))
-        _fill_guards(frame, a)
+        _fill_guards(frame, a, st)
         first = st.attempts.get((key[0], key[1], 0))
         start = a.start_stack or (first.start_stack if first is not None else [])
         if start:  # dynamo_start's user stack, outermost first (the stack trie); logged once, for attempt 0
@@ -96,10 +96,6 @@ def assemble(st: LogState, fn: str = "") -> Capture:
         restarted = len([k for k in st.order if k[:2] == key[:2] and info.final_attempt is not None
                          and k[2] < info.final_attempt])
         settle_status(frame, key[2], info, restarted)
-        for phase, seconds in list(frame.times.items()):
-            if not 0 <= seconds < float("inf"):  # a damaged metrics record
-                del frame.times[phase]
-                frame.problems.append(f"compilation_metrics gave {phase} time {seconds!r}: unknown")
         if frame.status == "no_graph" and frame.aot is not None:
             frame.aot = None
             frame.problems.append("AOT graphs logged for a compile that produced no Dynamo graph: not kept")
@@ -257,21 +253,27 @@ class _LoggedGraph:
 _KINDS = KindPolicy(kind=lambda b, i, fed_from: None, unknown=lambda b, names: "")
 
 
-def _fill_guards(frame: Frame, a: AttemptLog) -> None:
-    if a.guards_json is not None:
-        for g in a.guards_json:
-            if isinstance(g, dict):
-                frame.guards.append(_guard_json(g))
-        return
+# Note [Guards from a log]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# Torch 2.13 logs a frame's guards twice at most: ``dynamo_cpp_guards_str``, the C++ guard tree with
+# every guard installed (torch/_dynamo/guards.py, ``GuardManager`` ``__str__``), logged for every
+# compile with guards; and ``dynamo_guards``, one ``{"code", "stack", "user_stack"}`` per code part
+# ``add_code_part`` is given, which in 2.13 are only AOTAutograd's input aliasing and storage-overlap
+# checks (the builder's code lists are never filled), each also installed in the tree. So the tree is
+# read when it is logged; the JSON list only when no tree is, each entry a Guard with its code and
+# user stack, its kind and source unknown ("": torch logs none).
+def _fill_guards(frame: Frame, a: AttemptLog, st: LogState) -> None:
+    """Frame.guards by Note [Guards from a log]."""
     if a.cpp_guards:  # read on first access, like the graphs (Note [Problems of deferred parses])
         text = a.cpp_guards
         on_first_read(frame, "guards", lambda: frame.guards.extend(_cpp_tree(text)))
+    elif a.guards_json is not None:
+        frame.guards.extend(_guard_json(g, st) for g in a.guards_json if isinstance(g, dict))
 
 
-def _guard_json(g: dict[str, Any]) -> Guard:
+def _guard_json(g: dict[str, Any], st: LogState) -> Guard:
     code = g.get("code")
-    return Guard(kind=str(g.get("guard_type") or g.get("type") or ""), source=str(g.get("name") or ""),
-                 code=[str(c) for c in code] if isinstance(code, list) else [])
+    return Guard(kind="", source="", code=[code] if isinstance(code, str) else [], user_stack=st.stack(g.get("user_stack")))
 
 
 def _cpp_tree(text: str) -> list[Guard]:
