@@ -236,6 +236,9 @@ def test_the_stack_of_dynamo_start_is_logged_once_for_attempt_0():
     cap = assemble(_state(((0, 0, 0), AttemptLog(start_stack=stack)), ((0, 0, 1), AttemptLog(texts={"dynamo": (SIN, 1)})),
                           info=info))
     assert [f.meta.get("stack") for f in cap.frames] == [["t.py:9 in <module>", "t.py:3 in f"]] * 2
+    other = assemble(_state(((3, 1, 0), AttemptLog(start_stack=stack)), ((3, 1, 1), AttemptLog(texts={"dynamo": (SIN, 1)})),
+                            ((1, 1, 0), AttemptLog(start_stack=stack[:1])), info={(3, 1): info[(0, 0)]}))
+    assert [f.meta.get("stack") for f in other.frames] == [["t.py:9 in <module>", "t.py:3 in f"]] * 2 + [["t.py:9 in <module>"]]
     alone = assemble(_state(((0, 0, 1), AttemptLog(texts={"dynamo": (SIN, 1)})), info=info))  # attempt 0 not in the log
     assert "stack" not in alone.frames[0].meta
     assert "stack" not in _one(AttemptLog()).meta
@@ -268,7 +271,7 @@ def test_a_graph_with_bodies_is_parsed_at_load_into_its_subgraph_tree():
     their kind is "unknown", said once in LOG_LIMITS and not per frame."""
     st_events = [_symbol("s77", "L['x'].size()[0]"), _symbol("s86", "L['n']", "2", "[-int_oo, int_oo]")]
     f = _one(AttemptLog(texts={"dynamo": (WRAP, 30)}, sources=["L['x']"], shape_events=st_events))
-    assert f.graph.parsed and f.graph.code == WRAP
+    assert f.graph.parsed and (f.graph.code, f.graph.name) == (WRAP, "")
     assert list(f.subgraphs) == ["wrap_body_0"]
     body = f.subgraphs["wrap_body_0"]
     assert (body.hop, body.parent, body.call_node) == ("wrap", "", "wrap")
@@ -288,6 +291,65 @@ def test_nested_bodies_of_a_dynamo_graph_have_qualified_names():
     inner = f.subgraphs["true_graph_0.false_graph_0"]
     assert (inner.parent, inner.hop, [i.source for i in inner.inputs]) == ("true_graph_0", "cond", ["arg0_1"])
     assert [n.name for n in inner.graph.nodes] == ["arg0_1", "cos", "output"]
+
+
+def test_hop_calls_are_the_calls_that_read_a_body():
+    """A get_attr of a body is no parameter; a get_attr of a tensor constant stays one and a call reading
+    it, or only reading a HOP's result (getitem), is no HOP call. A call that passes fewer values than the
+    body has placeholders: the body's sources are unknown, said with the body's name."""
+    text = SIN.replace('        sin: "f32[3][1]cpu" = l_x_.sin();  l_x_ = None\n        return (sin,)\n', """\
+        _tensor_constant0 = self._tensor_constant0
+        wrap_body_0 = self.wrap_body_0
+        wrap = torch.ops.higher_order.wrap(wrap_body_0, l_x_);  wrap_body_0 = l_x_ = None
+        getitem: "f32[3][1]cpu" = wrap[0];  wrap = None
+        add: "f32[3][1]cpu" = getitem + _tensor_constant0;  getitem = _tensor_constant0 = None
+        return (add,)
+
+    class wrap_body_0(torch.nn.Module):
+        def forward(self, l_x_: "f32[3][1]cpu", extra):
+            sin: "f32[3][1]cpu" = l_x_.sin();  l_x_ = None
+            return (sin,)
+""")
+    f = _one(AttemptLog(texts={"dynamo": (text, 1)}))
+    assert [(n.name, n.role) for n in f.graph.nodes] == [
+        ("l_x_", "unknown"), ("_tensor_constant0", "param"), ("wrap_body_0", "op"), ("wrap", "hop"), ("getitem", "op"),
+        ("add", "op"), ("output", "output")]
+    assert f.graph.node("wrap").calls == ["wrap_body_0"]
+    assert [(i.name, i.kind, i.source) for i in f.subgraphs["wrap_body_0"].inputs] == [("l_x_", "unknown", ""), ("extra", "unknown", "")]
+    assert f.problems == ["body 'wrap_body_0' called by 'wrap': the call passes 1 values for 2 placeholders; "
+                          "their sources are unknown"]
+
+
+def test_each_body_of_a_call_is_fed_as_that_body():
+    """autograd_function_apply(fwd, bwd, *args): the forward gets the call's operands, the backward the
+    gradients of the outputs and the values the forward saved (hop_supplied, as live)."""
+    text = '''class GraphModule(torch.nn.Module):
+    def forward(self, L_w_: "f32[3][1]cpu", L_x_: "f32[3][1]cpu"):
+        l_w_ = L_w_
+        l_x_ = L_x_
+        arg: "f32[3][1]cpu" = l_w_.cos();  l_w_ = None
+        fwd_body_0 = self.fwd_body_0
+        bwd_body_0 = self.bwd_body_0
+        autograd_function_apply = torch.ops.higher_order.autograd_function_apply(fwd_body_0, bwd_body_0, l_x_, arg, non_differentiable_idx = [], saved_for_backward_idx = [0, 1]);  fwd_body_0 = bwd_body_0 = l_x_ = arg = None
+        getitem: "f32[3][1]cpu" = autograd_function_apply[0];  autograd_function_apply = None
+        return (getitem,)
+
+    class fwd_body_0(torch.nn.Module):
+        def forward(self, l_x_: "f32[3][1]cpu", cos: "f32[3][1]cpu"):
+            outs: "f32[3][1]cpu" = l_x_ * cos
+            return ((outs,), (cos, l_x_))
+
+    class bwd_body_0(torch.nn.Module):
+        def forward(self, g: "f32[3][1]cpu", arg: "f32[3][1]cpu", l_x_: "f32[3][1]cpu"):
+            mul: "f32[3][1]cpu" = g * arg
+            return (mul, mul)
+'''
+    f = _one(AttemptLog(texts={"dynamo": (text, 1)}))
+    assert {k: [(i.name, i.kind, i.source, i.supplied) for i in b.inputs] for k, b in f.subgraphs.items()} == {
+        "fwd_body_0": [("l_x_", "unknown", "l_x_", ""), ("cos", "unknown", "arg", "")],
+        "bwd_body_0": [("g", "hop_supplied", "", "grad of output 0"), ("arg", "hop_supplied", "", "saved[0] of fwd_body_0"),
+                       ("l_x_", "hop_supplied", "", "saved[1] of fwd_body_0")]}
+    assert f.problems == []
 
 
 # -- AOT graphs ---------------------------------------------------------------------------------
@@ -322,6 +384,13 @@ def test_aot_bodies_are_flattened_under_the_graphs_name():
         g = getattr(bad.aot, k)
         assert (g.code, g.name, g.nodes, bad.aot.subgraphs) == (broken, k, [], {})
         assert bad.problems[0].startswith(f"line 9: {k} graph text not parsed (SyntaxError: ")
+
+
+def test_an_aot_graph_that_waits_says_its_parse_problem_with_its_line():
+    f = _one(AttemptLog(texts={"dynamo": (SIN, 1), "forward": (BROKEN, 23)}))
+    assert (f.aot.forward.code, f.aot.forward.name, f.aot.forward.parsed) == (BROKEN, "forward", False)
+    assert f.problems[0].startswith("line 23: forward graph text not parsed (SyntaxError: ")
+    assert f.aot.forward.nodes == [] and len(f.problems) == 1
 
 
 def test_aot_graphs_of_an_attempt_without_a_dynamo_graph_are_not_kept():
@@ -472,7 +541,7 @@ def test_the_cpp_guard_tree_leaves_under_their_managers_sources():
         ("DIMENSION_DYNAMIC_MARKING_GUARD", "L['x']", ["hasattr(L['x'], '_dynamo_dynamic_indices') == False"],
          ["mp/u/t.py:5 in clos"]),
         ("NO_TENSOR_ALIASING", "L['x']", ["check_no_aliasing(L['x'], G['y0'])"], []),
-        ("NO_TENSOR_ALIASING", "G['y0']", [""], []),
+        ("NO_TENSOR_ALIASING", "G['y0']", [], []),  # written whole once, then bare
         ("ID_MATCH", "G['d']", ["___check_obj_id(G['d'], 9)"], ["mp/u/t.py:6 in clos"]),
         ("ID_MATCH", "G", ["___check_obj_id(G['clos'].__code__, 139651522331296), type=<class 'code'>"],
          ["mp/u/t.py:8 in <lambda>"]),
@@ -481,6 +550,31 @@ def test_the_cpp_guard_tree_leaves_under_their_managers_sources():
           "code but due to 0/1 specialization in the framework; to avoid specialization try "
           "torch._dynamo.decorators.mark_unbacked(tensor, dim))"]),
     ]
+
+
+# a dict iterated over: its keys and values get managers of their own, with no accessor
+DICT_TREE = '''
+TREE_GUARD_MANAGER:
++- RootGuardManager
+| +- DictGuardManager: source=L['d'], accessed_by=FrameLocalsGuardAccessor(key='d', framelocals_idx=0), type=<class 'dict'>, tag_safe=(False, False)
+| | +- KeyValueManager pair at index=0
+| | | +- KeyManager: GuardManager: source=list(dict.keys(L['d']))[0], type=<class 'str'>, tag_safe=(False, False)
+| | | | +- EQUALS_MATCH: list(dict.keys(L['d']))[0] == 'a'                             # for k, v in d.items():  # mp/u/t.py:6 in g
+| | | +- ValueManager: GuardManager: source=L['d']['a'], type=<class 'torch.Tensor'>, tag_safe=(False, False)
+| | | | +- TENSOR_MATCH: check_tensor(L['d']['a'], Tensor, DispatchKeySet(CPU, BackendSelect, ADInplaceOrView, AutogradCPU), torch.float32, device=None, requires_grad=False, size=[3], stride=[1])  # x = x + v  # mp/u/t.py:7 in g
+| | +- TYPE_MATCH: ___check_type_id(L['d'], 140317500477088), type=<class 'dict'>  # label = f"{lo} +- {hi}"  # mp/u/t.py:5 in g
+| +- GuardManager: source=L['x'], accessed_by=FrameLocalsGuardAccessor(key='x', framelocals_idx=1), type=<class 'torch.Tensor'>, tag_safe=(False, False)
+| | +- NO_TENSOR_ALIASING
+'''
+
+
+def test_the_keys_and_values_of_a_dict_have_their_own_sources():
+    got = [(g.kind, g.source, g.user_stack) for g in _cpp_tree(DICT_TREE)]
+    assert got == [("EQUALS_MATCH", "list(dict.keys(L['d']))[0]", ["mp/u/t.py:6 in g"]),
+                   ("TENSOR_MATCH", "L['d']['a']", ["mp/u/t.py:7 in g"]),
+                   ("TYPE_MATCH", "L['d']", ["mp/u/t.py:5 in g"]),  # "+- " in the user's line is no tree mark
+                   ("NO_TENSOR_ALIASING", "L['x']", [])]
+    assert _cpp_tree(DICT_TREE)[2].code == ["___check_type_id(L['d'], 140317500477088), type=<class 'dict'>"]
 
 
 def test_a_guard_manager_without_a_source_and_a_leaf_outside_any_manager():
@@ -501,10 +595,10 @@ def test_guards_json_as_torch_logs_it():
     js = [{"code": "L['a'] is L['b']", "stack": None, "user_stack": None},
           {"code": "___check_obj_id(G['d'], 9)", "stack": None,
            "user_stack": [{"line": 6, "name": "clos", "filename": 1}]},
-          "not a guard"]
+          {"code": 5}, "not a guard"]  # a damaged entry: no code
     f = _one(AttemptLog(texts={"dynamo": (SIN, 1)}, guards_json=js))
     assert [(g.kind, g.source, g.code, g.user_stack) for g in f.guards] == [
-        ("", "", ["L['a'] is L['b']"], []), ("", "", ["___check_obj_id(G['d'], 9)"], ["t.py:6 in clos"])]
+        ("", "", ["L['a'] is L['b']"], []), ("", "", ["___check_obj_id(G['d'], 9)"], ["t.py:6 in clos"]), ("", "", [], [])]
     # the C++ tree holds every guard (also these code parts): when it is logged, it is what is read
     both = _one(AttemptLog(texts={"dynamo": (SIN, 1)}, guards_json=js, cpp_guards=TREE))
     assert [g.kind for g in both.guards] == [g.kind for g in _cpp_tree(TREE)]
@@ -531,7 +625,10 @@ def test_one_recompile_per_recompile_reasons_record():
          ["0/0: tensor 'x' size mismatch at index 0. expected 3, actual 5"], "0/0"),
         ("0/2", "0/1: n == 1  # f.py:3", ["0/1: n == 1  # f.py:3", "0/0: n == 0"], "0/1")]
     assert cap.problems == []
-    assert cap.recompiles[0].diff is not None  # diffed when first read, as live
+    # diffed when first read (as live, but lazily): loading parses no graph
+    assert [f.graph.parsed for f in cap.frames] == [False, False, False]
+    assert cap.recompiles[0].diff is not None
+    assert [f.graph.parsed for f in cap.frames] == [True, True, False]
 
 
 # -- shapes and DDP -----------------------------------------------------------------------------

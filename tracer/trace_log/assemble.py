@@ -7,6 +7,7 @@ Invariant: ids, statuses, reasons and times come from the same code a live captu
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tracer.diffing import attach_recompile_diffs
@@ -105,7 +106,7 @@ def assemble(st: LogState, fn: str = "") -> Capture:
         problems_wait_for_graphs(frame)
         cap.frames.append(frame)
     for key, gb in st.breaks:
-        gb.compile_id = local.get(key, "") if key else ""
+        gb.compile_id = local.get(key, "")  # key None: Dynamo was not compiling; no key of ``local``
         cap.graph_breaks.append(gb)
     for k2, reasons in st.recompiles:  # Note [One record per recompile] in tracer/model/attempts.py
         key = (*k2, 0)
@@ -276,9 +277,22 @@ def _guard_json(g: dict[str, Any], st: LogState) -> Guard:
     return Guard(kind="", source="", code=[code] if isinstance(code, str) else [], user_stack=st.stack(g.get("user_stack")))
 
 
+# Note [Reading the C++ guard tree]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``GuardManagerWrapper.__str__`` (torch/_dynamo/guards.py) writes one line per manager and per leaf
+# guard, indented by "| " per level under "+- ". A manager line is "<Kind>Manager: source=S,
+# accessed_by=A, type=T, tag_safe=(..)" (``get_manager_line``); a dict's keys and values are
+# "KeyManager: GuardManager: source=S, type=T, ..." and "ValueManager: ..." (no accessor) under a
+# "KeyValueManager pair at index=N" line; the root is "RootGuardManager". A leaf is "KIND: check"
+# followed, when the guard has a user stack, by "  # <user's source line>  # file:LINE in fn" (only
+# "  # file:LINE in fn", torch's own frame, when it has Dynamo's stack only: no user stack); a
+# relational guard shared by several managers is written whole once, then as its bare KIND (its
+# check is not repeated: code []). Each leaf takes the source of the nearest manager above it.
+_MANAGER_SOURCE = re.compile(r"source=(?P<source>.*?)(?:, accessed_by=.*)?, type=")
+
+
 def _cpp_tree(text: str) -> list[Guard]:
-    """Leaf guards of the C++ guard tree text (torch/_dynamo/guards.py GuardManager ``__str__``):
-    "| +- KIND: check  # user line  # file:LINE in fn" under "GuardManager: source=S, ..."."""
+    """Leaf guards of the C++ guard tree text, by Note [Reading the C++ guard tree]."""
     out: list[Guard] = []
     sources: list[tuple[int, str]] = []  # (depth, source) of the enclosing managers
     for line in text.split("\n"):
@@ -290,14 +304,13 @@ def _cpp_tree(text: str) -> list[Guard]:
         while sources and sources[-1][0] >= depth:
             sources.pop()
         head, _, rest = body.partition(": ")
-        if head.endswith("GuardManager"):
-            src = rest.partition("source=")[2].partition(", accessed_by=")[0] if "source=" in rest else ""
-            sources.append((depth, src))
+        if head.endswith("Manager"):
+            m = _MANAGER_SOURCE.search(rest)
+            sources.append((depth, m.group("source") if m else ""))
             continue
-        if not head.isupper() and not head.replace("_", "").isupper():
+        if not head.isupper():  # "KeyValueManager pair at index=N", or no line of the tree
             continue
         check, _, comment = rest.partition("  # ")
-        stack = [c.strip() for c in comment.split("  # ")[1:]] if comment else []
-        out.append(Guard(kind=head, source=sources[-1][1] if sources else "", code=[check.strip()],
-                         user_stack=stack))
+        out.append(Guard(kind=head, source=sources[-1][1] if sources else "", code=[check.strip()] if check.strip() else [],
+                         user_stack=[c.strip() for c in comment.split("  # ")[1:]]))
     return out
