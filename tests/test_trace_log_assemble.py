@@ -220,13 +220,15 @@ def test_a_compile_torch_named_no_code_for():
     (Note [Code object from the frame id])."""
     f = _one(AttemptLog(), {**METRICS, "co_name": None, "co_filename": None})
     assert (f.code, f.problems[0]) == ("unknown", "torch did not say which code object this compile was for")
+    reason = ("Dynamo recompile limit exceeded\n  Explanation: Dynamo attempted to recompile the code object too many "
+              "times, exceeding the recompile_limit cache size limit (currently set to 1).")
     refused = {**METRICS, "co_name": None, "co_filename": None, "co_firstlineno": None, "graph_op_count": None,
-               "fail_type": "RecompileLimitExceeded", "fail_reason": "cache_size_limit reached"}
+               "fail_type": "Unsupported", "fail_reason": reason}  # as torch logs a compile recompile_limit refused
     cap = assemble(_state(((0, 0, 0), AttemptLog(texts={"dynamo": (SIN, 1)})), ((0, 1, 0), AttemptLog()),
                           info={(0, 0): AttemptInfo(metrics=dict(METRICS), final_attempt=0),
                                 (0, 1): AttemptInfo(metrics=refused, final_attempt=0)}))
     assert [f.code for f in cap.frames] == ["t.py:3 in f", "t.py:3 in f"]
-    assert cap.frames[1].status_reason == "RecompileLimitExceeded: cache_size_limit reached"
+    assert (cap.frames[1].status, cap.frames[1].status_reason) == ("failed", f"Unsupported: {reason}")
 
 
 def test_the_stack_of_dynamo_start_is_logged_once_for_attempt_0():
@@ -404,12 +406,12 @@ def test_aot_graphs_of_an_attempt_without_a_dynamo_graph_are_not_kept():
 
 def test_aot_graphs_of_an_attempt_that_restarted_are_not_kept():
     """TensorifyScalarRestartAnalysis is raised inside AOTAutograd after it logged its graph."""
-    info = {(0, 0): AttemptInfo(metrics={**METRICS, "restart_reasons": ["<class 'TensorifyScalarRestartAnalysis'>"]},
+    info = {(0, 0): AttemptInfo(metrics={**METRICS, "restart_reasons": ["<class 'torch._dynamo.exc.TensorifyScalarRestartAnalysis'>"]},
                                 final_attempt=1)}
     cap = assemble(_state(((0, 0, 0), AttemptLog(texts={"dynamo": (SIN, 1), "inference": (FORWARD, 20)})),
                           ((0, 0, 1), AttemptLog(texts={"dynamo": (SIN, 30), "inference": (FORWARD, 40)})), info=info))
     first, second = cap.frames
-    assert (first.status, first.status_reason, first.aot) == ("restarted", "<class 'TensorifyScalarRestartAnalysis'>", None)
+    assert (first.status, first.status_reason, first.aot) == ("restarted", "<class 'torch._dynamo.exc.TensorifyScalarRestartAnalysis'>", None)
     assert first.problems == ["AOT graphs logged for an attempt that restarted: not kept"]
     assert (second.status, second.aot.forward.code, second.problems) == ("compiled", FORWARD, [])
 
