@@ -19,10 +19,11 @@ from hypothesis import strategies as st
 
 import tracer
 from tracer.trace_log import load_trace, reader
-from tracer.trace_log.assemble import _cpp_tree, _graph_input_sources, _root_roles
+from tracer.trace_log.assemble import _graph_input_sources, _root_roles
 from tracer.trace_log.deferred import has_bodies
 from tracer.trace_log.events import LogState, apply
 from tracer.trace_log.graph_text import parse_readable
+from tracer.trace_log.guards import cpp_tree
 from tracer.trace_log.source import LogText
 from viz.html import capture_html
 
@@ -147,7 +148,7 @@ def test_guards_are_read_on_first_access(log_path):
     for f, tree in zip(guarded, trees, strict=True):
         leaves = [ln for ln in tree.split("\n") if re.match(r"^[| ]*\+- [A-Z_]+(: |$)", ln)]
         assert len(f.guards) == len(leaves) > 0
-        assert f.guards == _cpp_tree(tree)
+        assert f.guards == cpp_tree(tree)
         assert "_pending" not in f.__dict__ or "guards" not in f.__dict__["_pending"]
 
 

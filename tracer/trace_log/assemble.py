@@ -25,14 +25,13 @@ from tracer.model.attempts import (
 from tracer.model.capture import Capture
 from tracer.model.frame import Frame
 from tracer.model.graph import Graph
-from tracer.model.guards import Guard
-from tracer.model.lazy import on_first_read
 from tracer.root_roles import placeholder_name, root_role
 from tracer.shape_events import shape_records
 from tracer.trace_log.body_feeds import LogCalls
 from tracer.trace_log.deferred import deferred_graph, has_bodies, parse_logged, problems_wait_for_graphs
 from tracer.trace_log.events import AttemptLog, LogState
 from tracer.trace_log.graph_text import ParsedModule
+from tracer.trace_log.guards import fill_guards
 
 __all__ = ["assemble", "LOG_LIMITS"]
 
@@ -61,7 +60,7 @@ __all__ = ["assemble", "LOG_LIMITS"]
 LOG_LIMITS: dict[str, str] = {
     "Frame.speculations": "speculations are not recorded in TORCH_TRACE",
     "SubgraphInput.kind": "a body input the HOP does not supply has kind 'unknown': whether it is an operand or "
-                          "lifted is decided by speculation, which is not in the log; its source is",
+                          "lifted is decided by speculation, which is not in the log; its source is read from the call",
     "Node.role": "a root placeholder read from a frame local (L['x']) has role 'unknown': an argument or a "
                  "closure variable, the log does not name the frame's arguments; body placeholders as SubgraphInput.kind",
     "Frame.passes": "graphs are as logged before Dynamo's graph passes; Frame.passes is unknown",
@@ -84,7 +83,7 @@ def assemble(st: LogState, fn: str = "") -> Capture:
         frame = Frame(compile_id=local[key], code=_code(a, info, st), dynamo_id=format_id(*key))
         codes.settle(frame, key)
         _fill_graphs(frame, a, _graph_input_sources(a, st))
-        _fill_guards(frame, a)
+        fill_guards(frame, a, st)
         first = st.attempts.get((key[0], key[1], 0))
         start = a.start_stack or (first.start_stack if first is not None else [])
         if start:  # dynamo_start's user stack, outermost first (the stack trie); logged once, for attempt 0
@@ -96,10 +95,6 @@ def assemble(st: LogState, fn: str = "") -> Capture:
         restarted = len([k for k in st.order if k[:2] == key[:2] and info.final_attempt is not None
                          and k[2] < info.final_attempt])
         settle_status(frame, key[2], info, restarted)
-        for phase, seconds in list(frame.times.items()):
-            if not 0 <= seconds < float("inf"):  # a damaged metrics record
-                del frame.times[phase]
-                frame.problems.append(f"compilation_metrics gave {phase} time {seconds!r}: unknown")
         if frame.status == "no_graph" and frame.aot is not None:
             frame.aot = None
             frame.problems.append("AOT graphs logged for a compile that produced no Dynamo graph: not kept")
@@ -109,7 +104,7 @@ def assemble(st: LogState, fn: str = "") -> Capture:
         problems_wait_for_graphs(frame)
         cap.frames.append(frame)
     for key, gb in st.breaks:
-        gb.compile_id = local.get(key, "") if key else ""
+        gb.compile_id = local.get(key, "")  # key None: Dynamo was not compiling; no key of ``local``
         cap.graph_breaks.append(gb)
     for k2, reasons in st.recompiles:  # Note [One record per recompile] in tracer/model/attempts.py
         key = (*k2, 0)
@@ -255,47 +250,3 @@ class _LoggedGraph:
 
 # the log does not say operand from lifted: kind "unknown", said once in LOG_LIMITS
 _KINDS = KindPolicy(kind=lambda b, i, fed_from: None, unknown=lambda b, names: "")
-
-
-def _fill_guards(frame: Frame, a: AttemptLog) -> None:
-    if a.guards_json is not None:
-        for g in a.guards_json:
-            if isinstance(g, dict):
-                frame.guards.append(_guard_json(g))
-        return
-    if a.cpp_guards:  # read on first access, like the graphs (Note [Problems of deferred parses])
-        text = a.cpp_guards
-        on_first_read(frame, "guards", lambda: frame.guards.extend(_cpp_tree(text)))
-
-
-def _guard_json(g: dict[str, Any]) -> Guard:
-    code = g.get("code")
-    return Guard(kind=str(g.get("guard_type") or g.get("type") or ""), source=str(g.get("name") or ""),
-                 code=[str(c) for c in code] if isinstance(code, list) else [])
-
-
-def _cpp_tree(text: str) -> list[Guard]:
-    """Leaf guards of the C++ guard tree text (torch/_dynamo/guards.py GuardManager ``__str__``):
-    "| +- KIND: check  # user line  # file:LINE in fn" under "GuardManager: source=S, ..."."""
-    out: list[Guard] = []
-    sources: list[tuple[int, str]] = []  # (depth, source) of the enclosing managers
-    for line in text.split("\n"):
-        bar = line.find("+- ")
-        if bar < 0:
-            continue
-        depth = line[:bar].count("|")
-        body = line[bar + 3:]
-        while sources and sources[-1][0] >= depth:
-            sources.pop()
-        head, _, rest = body.partition(": ")
-        if head.endswith("GuardManager"):
-            src = rest.partition("source=")[2].partition(", accessed_by=")[0] if "source=" in rest else ""
-            sources.append((depth, src))
-            continue
-        if not head.isupper() and not head.replace("_", "").isupper():
-            continue
-        check, _, comment = rest.partition("  # ")
-        stack = [c.strip() for c in comment.split("  # ")[1:]] if comment else []
-        out.append(Guard(kind=head, source=sources[-1][1] if sources else "", code=[check.strip()],
-                         user_stack=stack))
-    return out

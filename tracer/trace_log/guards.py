@@ -1,0 +1,80 @@
+"""Guards from a TORCH_TRACE log: the leaves of the C++ guard tree, or ``dynamo_guards``' code parts.
+
+Invariant: a guard is what the log's text says, nothing added: a source is the one its enclosing
+manager line names ("" where none does), a user stack only what the verbose code part prints after
+the user's line (Note [Reading the C++ guard tree]); torch 2.13's formats (Note [Guards from a log]).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tracer.model.frame import Frame
+from tracer.model.guards import Guard
+from tracer.model.lazy import on_first_read
+from tracer.trace_log.events import AttemptLog, LogState
+
+__all__ = ["cpp_tree", "fill_guards"]
+
+
+# Note [Guards from a log]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# Torch 2.13 logs a frame's guards twice at most: ``dynamo_cpp_guards_str``, the C++ guard tree with
+# every guard installed (torch/_dynamo/guards.py, ``GuardManager`` ``__str__``), logged for every
+# compile with guards; and ``dynamo_guards``, one ``{"code", "stack", "user_stack"}`` per code part
+# ``add_code_part`` is given, which in 2.13 are only AOTAutograd's input aliasing and storage-overlap
+# checks (the builder's code lists are never filled), each also installed in the tree. So the tree is
+# read when it is logged; the JSON list only when no tree is, each entry a Guard with its code and
+# user stack, its kind and source unknown ("": torch logs none).
+def fill_guards(frame: Frame, a: AttemptLog, st: LogState) -> None:
+    """Frame.guards by Note [Guards from a log]."""
+    if a.cpp_guards:  # read on first access, like the graphs (Note [Problems of deferred parses])
+        text = a.cpp_guards
+        on_first_read(frame, "guards", lambda: frame.guards.extend(cpp_tree(text)))
+    elif a.guards_json is not None:
+        frame.guards.extend(_guard_json(g, st) for g in a.guards_json if isinstance(g, dict))
+
+
+def _guard_json(g: dict[str, Any], st: LogState) -> Guard:
+    code = g.get("code")
+    return Guard(kind="", source="", code=[code] if isinstance(code, str) else [], user_stack=st.stack(g.get("user_stack")))
+
+
+# Note [Reading the C++ guard tree]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``GuardManagerWrapper.__str__`` (torch/_dynamo/guards.py) writes one line per manager and per leaf
+# guard, indented by "| " per level under "+- ". A manager line is "<Kind>Manager: source=S,
+# accessed_by=A, type=T, tag_safe=(..)" (``get_manager_line``); a dict's keys and values are
+# "KeyManager: GuardManager: source=S, type=T, ..." and "ValueManager: ..." (no accessor) under a
+# "KeyValueManager pair at index=N" line; the root is "RootGuardManager". A leaf is "KIND: check"
+# followed, when the guard has a user stack, by "  # <user's source line>  # file:LINE in fn" (only
+# "  # file:LINE in fn", torch's own frame, when it has Dynamo's stack only: no user stack); a
+# relational guard shared by several managers is written whole once, then as its bare KIND (its
+# check is not repeated: code []). Each leaf takes the source of the nearest manager above it.
+_MANAGER_SOURCE = re.compile(r"source=(?P<source>.*?)(?:, accessed_by=.*)?, type=")
+
+
+def cpp_tree(text: str) -> list[Guard]:
+    """Leaf guards of the C++ guard tree text, by Note [Reading the C++ guard tree]."""
+    out: list[Guard] = []
+    sources: list[tuple[int, str]] = []  # (depth, source) of the enclosing managers
+    for line in text.split("\n"):
+        bar = line.find("+- ")
+        if bar < 0:
+            continue
+        depth = line[:bar].count("|")
+        body = line[bar + 3:]
+        while sources and sources[-1][0] >= depth:
+            sources.pop()
+        head, _, rest = body.partition(": ")
+        if head.endswith("Manager"):
+            m = _MANAGER_SOURCE.search(rest)
+            sources.append((depth, m.group("source") if m else ""))
+            continue
+        if not head.isupper():  # "KeyValueManager pair at index=N", or no line of the tree
+            continue
+        check, _, comment = rest.partition("  # ")
+        out.append(Guard(kind=head, source=sources[-1][1] if sources else "", code=[check.strip()] if check.strip() else [],
+                         user_stack=[c.strip() for c in comment.split("  # ")[1:]]))
+    return out
