@@ -219,7 +219,17 @@ def summary(res: dict[str, Any]) -> str:
 def main(argv: Optional[list[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="tiny models, 3 repeats, one browser figure: a smoke run of a few minutes")
+    p.add_argument("--zoo", action="store_true", help="only the zoo: capture cost on real transformers architectures (bench/zoo.py)")
+    p.add_argument("--zoo-models", default="", help="comma-separated zoo models (default: all)")
+    p.add_argument("--zoo-rounds", type=int, default=7, help="alternating rounds per model after a warm-up (default 7)")
     a = p.parse_args(argv)
+    if a.zoo:
+        from bench import zoo
+
+        names = tuple(n for n in a.zoo_models.split(",") if n) or tuple(zoo.ZOO)
+        res = zoo.run(names, rounds=a.zoo_rounds, log=lambda line: print(line, flush=True))
+        print(json.dumps(res, sort_keys=True, default=str), flush=True)
+        return 0
     print(row_text(HEADER), flush=True)
 
     def figures(new: dict[str, Any]) -> None:

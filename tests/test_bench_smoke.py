@@ -121,3 +121,17 @@ def test_a_step_needing_a_failed_capture_says_so():
         steps["canvas payload, load time"]()
     with pytest.raises(RuntimeError, match="compile time from the capture overhead step"):
         steps["explorer scaling"]()
+
+
+@pytest.mark.parametrize("name", ["mixtral"])
+def test_zoo_models_build_and_train_eagerly(name):
+    """The zoo's real architectures build from their transformers configs and take a training step
+    (bench/zoo.py; the full zoo is `python -m bench --zoo`, minutes per model)."""
+    from bench import zoo
+
+    model, args = zoo.make(name)
+    out = model(*args)
+    assert zoo._float_outputs(out)
+    zoo._step(out)
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())
+    assert set(zoo.INDUCTOR_MODELS) <= set(zoo.ZOO) and len(zoo.ZOO) >= 9

@@ -1,0 +1,183 @@
+"""``python -m bench --zoo``: capture cost on real architectures, built from ``transformers`` configs with random weights.
+
+Invariant: every model is a real ``transformers`` architecture (GPT-2, BERT, T5, Llama, Mistral,
+Qwen2, Mixtral, ViT, Swin) at a small config, seeded, no download. Per model and round, in rotating
+order from a fresh Dynamo state: plain ``torch.compile(backend=...)`` and ``tracer.capture`` with the
+same backend, each a first call plus ``sum(outputs).backward()`` (a training step's compile); the
+ratio is the median of per-round ratios, wall and CPU. Also the bytes a capture holds (what
+tracemalloc sees freed when the capture, its result dropped, is deleted: torch's own caches filled
+by the compile stay and are not counted; tensors a capture held would be, through their Python
+objects only, so ``bench.memory.real_tensors`` checks there are none) against the model's parameter
+bytes, and the static report's size and write time.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import tempfile
+import tracemalloc
+from typing import Any, Callable
+
+import torch
+
+import tracer
+from bench.timing import fresh, median, timed
+
+__all__ = ["ZOO", "INDUCTOR_MODELS", "make", "measure", "run"]
+
+VOCAB, SEQ, BATCH = 1000, 32, 2
+
+
+def _ids() -> torch.Tensor:
+    return torch.randint(0, VOCAB, (BATCH, SEQ))
+
+
+def _decoder(cls_name: str, config_name: str, **extra: Any) -> Callable[[], tuple[torch.nn.Module, tuple]]:
+    def build() -> tuple[torch.nn.Module, tuple]:
+        import transformers
+
+        config = getattr(transformers, config_name)(
+            vocab_size=VOCAB, hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=128, **extra)
+        return getattr(transformers, cls_name)(config), (_ids(),)
+    return build
+
+
+def _gpt2() -> tuple[torch.nn.Module, tuple]:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    return GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_positions=128, n_embd=256, n_layer=4, n_head=4)), (_ids(),)
+
+
+def _bert() -> tuple[torch.nn.Module, tuple]:
+    from transformers import BertConfig, BertModel
+
+    return BertModel(BertConfig(vocab_size=VOCAB, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                                intermediate_size=512, max_position_embeddings=128)), (_ids(),)
+
+
+def _t5() -> tuple[torch.nn.Module, tuple]:
+    from transformers import T5Config, T5Model
+
+    config = T5Config(vocab_size=VOCAB, d_model=256, d_kv=64, d_ff=512, num_layers=2, num_decoder_layers=2, num_heads=4)
+    return T5Model(config), (_ids(), None, _ids())  # input_ids, attention_mask, decoder_input_ids
+
+
+def _vit() -> tuple[torch.nn.Module, tuple]:
+    from transformers import ViTConfig, ViTModel
+
+    config = ViTConfig(image_size=64, patch_size=8, hidden_size=192, num_hidden_layers=4, num_attention_heads=3,
+                       intermediate_size=384)
+    return ViTModel(config), (torch.randn(BATCH, 3, 64, 64),)
+
+
+def _swin() -> tuple[torch.nn.Module, tuple]:
+    from transformers import SwinConfig, SwinModel
+
+    config = SwinConfig(image_size=64, patch_size=4, embed_dim=48, depths=[2, 2], num_heads=[3, 6], window_size=4)
+    return SwinModel(config), (torch.randn(BATCH, 3, 64, 64),)
+
+
+ZOO: dict[str, Callable[[], tuple[torch.nn.Module, tuple]]] = {
+    "gpt2": _gpt2,
+    "bert": _bert,
+    "t5": _t5,
+    "llama": _decoder("LlamaForCausalLM", "LlamaConfig"),
+    "mistral": _decoder("MistralForCausalLM", "MistralConfig"),
+    "qwen2": _decoder("Qwen2ForCausalLM", "Qwen2Config"),
+    "mixtral": _decoder("MixtralForCausalLM", "MixtralConfig", num_local_experts=4, num_experts_per_tok=2),
+    "vit": _vit,
+    "swin": _swin,
+}
+INDUCTOR_MODELS = ("gpt2", "llama", "vit")  # capture / plain inductor for these three
+
+
+def make(name: str) -> tuple[torch.nn.Module, tuple]:
+    """The seeded model and its inputs (training mode: dropout off by config default is not assumed)."""
+    torch.manual_seed(0)
+    model, args = ZOO[name]()
+    return model.train(), args
+
+
+def _float_outputs(out: Any, depth: int = 0) -> list[torch.Tensor]:
+    if isinstance(out, torch.Tensor):
+        return [out] if out.is_floating_point() and out.requires_grad else []
+    if depth > 4:
+        return []
+    values = out.values() if isinstance(out, dict) else out if isinstance(out, (list, tuple)) else []
+    return [t for v in values for t in _float_outputs(v, depth + 1)]
+
+
+def _step(out: Any) -> Any:
+    sum(t.sum() for t in _float_outputs(out)).backward()
+    return out
+
+
+def _sides(model: torch.nn.Module, args: tuple, backend: str) -> dict[str, Callable[[], Any]]:
+    return {"plain": lambda: _step(torch.compile(model, backend=backend)(*args)),
+            "capture": lambda: tracer.capture(model, *args, backend=backend, backward=True)}
+
+
+def measure(name: str, *, rounds: int = 7, backend: str = "aot_eager") -> dict[str, Any]:
+    """capture ÷ plain (median of per-round ratios, wall and CPU) after one warm-up round."""
+    model, args = make(name)
+    sides = _sides(model, args, backend)
+    order = ("plain", "capture")
+    wall: dict[str, list[float]] = {s: [] for s in order}
+    cpu: dict[str, list[float]] = {s: [] for s in order}
+    for r in range(rounds + 1):
+        for side in (order if r % 2 == 0 else order[::-1]):
+            fresh()
+            t = timed(sides[side])
+            if r:  # round 0 warms imports and lazy initialisation
+                wall[side].append(t.wall)
+                cpu[side].append(t.cpu)
+            model.zero_grad(set_to_none=True)
+    fresh()
+    ratio = {kind: median([c / p for c, p in zip(d["capture"], d["plain"], strict=True)])
+             for kind, d in (("wall", wall), ("cpu", cpu))}
+    return {"wall": round(ratio["wall"], 3), "cpu": round(ratio["cpu"], 3), "rounds": rounds,
+            "plain_s": round(median(wall["plain"]), 3), "capture_s": round(median(wall["capture"]), 3)}
+
+
+def held_and_report(name: str) -> dict[str, Any]:
+    """Bytes a capture holds ÷ the model's parameter bytes; the static report's bytes and write time."""
+    import viz
+
+    model, args = make(name)
+    param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    from bench.memory import real_tensors
+
+    fresh()
+    tracemalloc.start()
+    cap = tracer.capture(model, *args, backward=True)
+    cap.result = None
+    tensors = real_tensors(cap)
+    with tempfile.TemporaryDirectory(prefix="dynascope-zoo-") as d:
+        path = os.path.join(d, "r.html")
+        t = timed(lambda: viz.export_html(cap, path))
+        size = os.path.getsize(path)
+    gc.collect()
+    before = tracemalloc.get_traced_memory()[0]
+    del cap
+    gc.collect()
+    held = before - tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    fresh()
+    return {"held_bytes": held, "param_bytes": param_bytes, "held_share": round(held / param_bytes, 4),
+            "tensors_held": len(tensors), "report_bytes": size, "report_s": round(t.wall, 3)}
+
+
+def run(names: tuple[str, ...] = tuple(ZOO), *, rounds: int = 7, inductor: tuple[str, ...] = INDUCTOR_MODELS,
+        log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Every zoo figure; ``log`` gets one line per model as it is measured."""
+    out: dict[str, Any] = {"zoo_rounds": rounds, "zoo_load_before": os.getloadavg()[0]}
+    for name in names:
+        res = {"aot_eager": measure(name, rounds=rounds), **held_and_report(name)}
+        if name in inductor:
+            res["inductor"] = measure(name, rounds=rounds, backend="inductor")
+        out[f"zoo_{name}"] = res
+        log(f"zoo {name}: {res} (load {os.getloadavg()[0]:.1f})")
+    out["zoo_load_after"] = os.getloadavg()[0]
+    return out
