@@ -13,6 +13,7 @@ bytes, and the static report's size and write time.
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import tempfile
@@ -156,7 +157,7 @@ def held_and_report(name: str) -> dict[str, Any]:
     tensors = real_tensors(cap)
     with tempfile.TemporaryDirectory(prefix="dynascope-zoo-") as d:
         path = os.path.join(d, "r.html")
-        t = timed(lambda: viz.export_html(cap, path))
+        t = timed(functools.partial(viz.export_html, cap, path))
         size = os.path.getsize(path)
     gc.collect()
     before = tracemalloc.get_traced_memory()[0]

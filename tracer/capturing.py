@@ -157,6 +157,7 @@ def _run_capture(
             raise
         finally:
             cap.meta["reset_codes"] = _safely(cap, "reset", rec.codes.reset) or []
+            _safely(cap, "forget backend", rec.forget)  # See Note [Dynamo keeps every backend]
         return cap
     finally:
         _ACTIVE.release()

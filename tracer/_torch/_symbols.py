@@ -98,6 +98,8 @@ SYMBOLS: list[Private] = [
             "torch._inductor.debug:reset_provenance_globals", "torch._inductor.config:patch"),
     # inductor.py compile_inductor: torch.compile's mode= as Inductor config patches (CaptureOptions.mode)
     *_names("Inductor compiled with torch.compile's mode (CaptureOptions.mode)", "torch._inductor:list_mode_options"),
+    # backend.py: Note [Dynamo keeps every backend]
+    *_names("a capture freed when dropped (Recorder.forget)", "torch._dynamo.eval_frame:cached_backends"),
     # fx_marks.py: Note [Profiler time per FX node]
     *_names("time per node (tracer.profile)", "torch.fx.experimental._config:enrich_profiler_metadata",
             "torch.fx.experimental._config:patch"),

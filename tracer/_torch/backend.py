@@ -199,6 +199,22 @@ class Recorder:
         self.region = getattr(compiled, "_isolate_recompiles_id", None)
         return compiled
 
+    # Note [Dynamo keeps every backend]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # ``torch._dynamo.optimize`` puts its backend in the process-wide ``eval_frame.cached_backends``
+    # (keyed by id, for the BACKEND_MATCH guard) and only ``torch._dynamo.reset()`` empties it. Our
+    # backend is this recorder's bound method, so every capture's Recorder, and with it every Frame and
+    # graph it recorded, would stay alive for the whole process (seen: a BERT capture's graphs were not
+    # freed by ``del cap``). The capture's cache entries are reset when it ends, so nothing can match
+    # against this backend afterwards: ``forget`` drops it.
+    def forget(self) -> None:
+        """Drop this recorder from Dynamo's backend table (Note [Dynamo keeps every backend])."""
+        from torch._dynamo import eval_frame
+
+        table = eval_frame.cached_backends
+        for key in [k for k, v in table.items() if v == self.backend]:
+            del table[key]
+
     # -- hooks -------------------------------------------------------------------------------
     @contextlib.contextmanager
     def hooks(self) -> Iterator[None]:
