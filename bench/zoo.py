@@ -13,6 +13,7 @@ bytes, and the static report's size and write time.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import os
@@ -116,8 +117,15 @@ def _step(out: Any) -> Any:
 
 
 def _sides(model: torch.nn.Module, args: tuple, backend: str) -> dict[str, Callable[[], Any]]:
-    return {"plain": lambda: _step(torch.compile(model, backend=backend)(*args)),
-            "capture": lambda: tracer.capture(model, *args, backend=backend, backward=True)}
+    """Both sides compile cold: a capture turns Inductor's FX-graph and AOTAutograd caches off (Note [No
+    compile caches during an Inductor capture]), so the plain Inductor side does too (as bench/inductor_overhead)."""
+    from tracer._torch.inductor import compile_caches_off
+
+    def plain() -> Any:
+        with compile_caches_off() if backend == "inductor" else contextlib.nullcontext():
+            return _step(torch.compile(model, backend=backend)(*args))
+
+    return {"plain": plain, "capture": lambda: tracer.capture(model, *args, backend=backend, backward=True)}
 
 
 def measure(name: str, *, rounds: int = 7, backend: str = "aot_eager") -> dict[str, Any]:
