@@ -86,6 +86,11 @@ cap
 # ## The graph break
 #
 # Each `GraphBreak` carries Dynamo's reason and the user line that caused it: the `if` in `forward`.
+# The reason is Dynamo's whole message: the kind of break on its first line, then an explanation,
+# hints and a link to the break's page on PyTorch's graph-break site. Past the first line it is
+# torch's wording, which moves between releases: from torch 2.12 on the explanation also shows how
+# the branch condition was computed (`gt = gt(sum_1, 0)`, the graph's comparison), and 2.12 and 2.13
+# each lead the hints with a different one of their own. The explorer above shows the message in full.
 
 # %%
 brk = cap.graph_breaks[0]
@@ -121,6 +126,10 @@ print([n.target for n in second.graph.find(op="call_function")])
 # %% tags=["remove-input"]
 assert brk.code_line.strip().startswith("if h.sum() > 0:")
 assert brk.compile_id == "0/0"
+release = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+assert brk.reason.splitlines()[0] == "Data-dependent branching" and "gb0170" in brk.reason
+assert ("The branch condition involves a tensor computed as follows" in brk.reason) == (release >= (2, 12))
+assert "Hint: Use `torch.cond` to express dynamic control flow." in brk.reason  # a hint every release gives
 assert any("relu" in n.target for n in first.graph.nodes)
 assert not any("relu" in n.target for n in second.graph.nodes)
 assert any(n.target == "operator.mul" for n in second.graph.nodes)  # the branch Python took
@@ -141,8 +150,8 @@ backend = next(g for g in first.guards if g.kind == "BACKEND_MATCH")
 print(backend.code)
 
 # %% [markdown]
-# One entry of `first.guards` is not a guard Dynamo installed: `BACKEND_MATCH`. In torch 2.13 the
-# backend is not checked by a guard: each cache entry stores the backend that compiled it, and the
+# One entry of `first.guards` is not a guard Dynamo installed: `BACKEND_MATCH`. In the torch releases
+# dynascope supports (2.11 on) the backend is not checked by a guard: each cache entry stores the backend that compiled it, and the
 # cache lookup compares it (a mismatch is reported as a "BACKEND_MATCH failure" recompile reason,
 # `get_guard_fail_reason_helper` in `torch/_dynamo/guards.py`). dynascope reads that backend from
 # the frame's real cache entry and lists it with the guards, under the name of that reason, so the

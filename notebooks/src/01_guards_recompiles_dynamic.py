@@ -9,8 +9,8 @@
 #
 # Dynamo traces a frame once, for the inputs it saw, and caches the result. Everything it assumed
 # about those inputs — dtypes, sizes, the value of a Python number — is written down as **guards**.
-# (Which backend compiled the frame is not a guard in torch 2.13: each cache entry stores its
-# backend, and the cache lookup compares it; see BACKEND_MATCH below.) On every later call the
+# (Which backend compiled the frame is not a guard in the releases dynascope supports, 2.11 on: each
+# cache entry stores its backend, and the cache lookup compares it; see BACKEND_MATCH below.) On every later call the
 # guards run first: if they all pass, the cached code runs; if one fails, the frame is
 # **recompiled** (a new compile id `N/1`, `N/2`, ...) and the failed guard is the recompile's reason. **Dynamic shapes** are how Dynamo avoids recompiling for
 # every new size: sizes become symbols (`s77`), and the guards become conditions on those symbols.
@@ -76,7 +76,7 @@ assert next(g for g in frame.guards if g.kind == "SHAPE_ENV").code == []  # stat
 #
 # Compiled code is only valid for the backend that compiled it: a frame compiled with `"eager"`
 # must not be reused by `torch.compile(fn, backend="inductor")`. Older Dynamo had a `BACKEND_MATCH`
-# guard for this. In torch 2.13 there is no such guard (`GuardBuilder` has no `BACKEND_MATCH`): the
+# guard for this. In torch 2.11 and later there is no such guard (`GuardBuilder` has no `BACKEND_MATCH`): the
 # check happens in the cache lookup itself — each cache entry stores its backend — and a mismatch
 # is reported as a "BACKEND_MATCH failure" recompile reason (`get_guard_fail_reason_helper` in
 # `torch/_dynamo/guards.py`). dynascope lists it with the frame's guards so the guards view shows
@@ -89,7 +89,7 @@ print(backend_guard.code)
 # %% tags=["remove-input"]
 assert backend_guard.source == ""
 assert "eval_frame" in backend_guard.code[0]
-assert not hasattr(torch._dynamo.guards.GuardBuilder, "BACKEND_MATCH")  # not a guard function in 2.13
+assert not hasattr(torch._dynamo.guards.GuardBuilder, "BACKEND_MATCH")  # not a guard function in 2.11 on
 assert hasattr(torch._dynamo.guards.GuardBuilder, "TENSOR_MATCH")
 
 # %% [markdown]
@@ -248,7 +248,7 @@ frame = cap.frames[0]
 for n in frame.graph.placeholders:
     print(f"{n.name:9} {tracer.model.format_meta(n.meta):12} from {n.meta.get('graph_arg_source')}")
 shape_env = next(g for g in frame.guards if g.kind == "SHAPE_ENV")
-print(shape_env.code)
+print([c for c in shape_env.code if "scale" not in c])  # the sizes' guards; those on `scale` below
 
 # %% tags=["remove-input"]
 x_ph = frame.graph.node("l_x_")
@@ -260,7 +260,12 @@ assert "L['x'].stride()[0] == L['x'].size()[1]" in shape_env.code  # a relation 
 assert frame.graph.node("l_scale_").meta["dtype"] == "float64"
 assert not any(g.kind == "CONSTANT_MATCH" for g in frame.guards)
 assert [g.kind for g in frame.guards if g.source == "L['scale']"] == ["TYPE_MATCH"]
-assert "not math.isnan(L['scale'])" in shape_env.code
+release = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+on_scale = [c for c in shape_env.code if "scale" in c]
+if release >= (2, 12):
+    assert on_scale == ["not math.isnan(L['scale'])"], on_scale
+else:  # torch 2.11 reads the float back from the tensor it became
+    assert on_scale == ["L['scale'] == ___as_tensor(L['scale']).item()", "not math.isnan(___as_tensor(L['scale']).item())"], on_scale
 
 # %% [markdown]
 # - `x`'s two sizes are the symbols `s77` and `s27`, each a graph input of its own, each with the
@@ -272,7 +277,9 @@ assert "not math.isnan(L['scale'])" in shape_env.code
 # - `scale` is no longer a constant: with `dynamic=True` a Python float is passed in as a 0-d
 #   `float64` tensor and read back with `.item()`, so changing it does not recompile. Two guards
 #   on it remain: a `TYPE_MATCH` (it must still be a `float`) and, in `SHAPE_ENV`, that it is not
-#   NaN.
+#   NaN. Releases write that one differently: from torch 2.12 on it is `not math.isnan(L['scale'])`;
+#   torch 2.11 checks the value read back from the tensor, `not math.isnan(___as_tensor(L['scale']).item())`,
+#   and adds `L['scale'] == ___as_tensor(L['scale']).item()` (the tensor holds the float's value).
 
 # %% [markdown]
 # ## Why did my dimension become static?

@@ -86,7 +86,7 @@ assert "`torch._dynamo.config.ignore_logging_functions`" in hint
 # %%
 def show_frames(cap):
     for f in cap.frames:
-        what = f"{len(f.graph.find(op='call_function'))} calls, {len(f.subgraphs)} HOP bodies" if f.has_graph else ""
+        what = f"a graph with {len(f.subgraphs)} HOP bodies" if f.has_graph else ""
         print(f"{f.compile_id:<6} {f.status:<10} {f.code:<62} {what}")
 
 
@@ -153,15 +153,43 @@ assert torch_says == [(b.compile_id, b.location) for b in before.graph_breaks]
 # your own code that is `torch._dynamo.config.patch(ignore_logging_functions={...})` or a plain
 # assignment before compiling; `tracer.capture` takes the same value as `dynamo_config`, set for
 # this capture only.
+#
+# On torch 2.11 the setting also trips torch's own bookkeeping: when a compile ends, torch writes its
+# compilation metrics with the Dynamo config as JSON, and a function in `ignore_logging_functions` is
+# not JSON (`_get_dynamo_config_for_logging` in `torch/_dynamo/utils.py`; from torch 2.12 on the
+# setting is left out of that record). Torch 2.11 logs the error, `Unexpected exception logging
+# compilation metrics`, and the compile has no metrics: the capture lists its times as unknown in
+# `after.problems` (this notebook checks that torch's log said so and keeps it out of the output).
+
+# %% tags=["remove-input"]
+release = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+metrics_log = logging.getLogger("torch._dynamo.metrics_context")
+
+
+class KeepRecords(logging.Handler):
+    """Holds what torch logs instead of printing it (torch 2.11's metrics error, checked below)."""
+
+    def __init__(self):
+        super().__init__()
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+kept_log = KeepRecords()
+metrics_log.addHandler(kept_log)
+metrics_log.propagate = False
 
 # %%
 after = tracer.capture(model, ids, dynamo_config={"ignore_logging_functions": {logging.Logger.warning_once}})
-print(repr(after))
+print("graph breaks:", len(after.graph_breaks))
 show_frames(after)
 
 
 def compile_seconds(cap):
-    """torch's own total per compile (a retry's total includes the attempts it restarted)."""
+    """torch's own total per compile (a retry's total includes the attempts it restarted); a compile
+    torch logged no metrics for (torch 2.11 with this setting) counts as 0."""
     return sum(f.times.get("total", 0.0) for f in cap.frames if f.status != "restarted")
 
 
@@ -169,6 +197,15 @@ print(f"compile time before: {compile_seconds(before):.2f} s in {len(before.fram
 print(f"compile time after:  {compile_seconds(after):.2f} s in {len(after.frames)} attempt")
 
 # %% tags=["remove-input"]
+metrics_log.removeHandler(kept_log)
+metrics_log.propagate = True
+errors = [r.getMessage() for r in kept_log.records]
+if release >= (2, 12):
+    assert errors == [] and after.all_problems() == [], (errors, after.all_problems())
+else:  # torch 2.11: the metrics record fails on the function in the config, so no times
+    assert errors and all(e == "Unexpected exception logging compilation metrics" for e in errors), errors
+    assert [str(p) for p in after.all_problems()] == [
+        "frame 0/0: torch logged no compilation metrics for this compile: status from our hooks, times unknown"]
 assert after.graph_breaks == [] and [(f.compile_id, f.status) for f in after.frames] == [("0/0", "compiled")]
 assert len(after.frame("0/0").subgraphs) == config.n_layer
 assert torch._dynamo.config.ignore_logging_functions == set()  # the capture patched it for itself only
@@ -182,14 +219,17 @@ torch.testing.assert_close(after.result.logits, before.result.logits)
 #
 # ## A recompile when the sequence length changes
 #
-# Now serve the model: evaluation mode, no gradients, and prompts of different lengths. `more_calls`
-# calls the same compiled model again inside the capture, with 16, then 24, then 32 tokens.
+# Now serve the model. A serving process loads the trained weights into a model built for inference:
+# evaluation mode, no gradients, none of training's settings (no gradient checkpointing). It gets
+# prompts of different lengths: `more_calls` calls the same compiled model again inside the capture,
+# with 16, then 24, then 32 tokens.
 
 # %%
-model.eval()
+server = GPT2LMHeadModel(config).eval()
+_ = server.load_state_dict(model.state_dict())
 prompts = [torch.randint(0, config.vocab_size, (2, n)) for n in (16, 24, 32)]
 with torch.no_grad():
-    serve = tracer.capture(model, prompts[0], more_calls=[(p,) for p in prompts[1:]])
+    serve = tracer.capture(server, prompts[0], more_calls=[(p,) for p in prompts[1:]])
 print(repr(serve))
 rec = serve.recompiles[0]
 print(rec.compile_id, "because", rec.reason)
@@ -218,7 +258,7 @@ assert [c.source for c in rec.diff.inputs] == ["L['args'][0]"]
 first = prompts[0].clone()
 torch._dynamo.mark_dynamic(first, 1)
 with torch.no_grad():
-    served = tracer.capture(model, first, more_calls=[(p,) for p in prompts[1:]])
+    served = tracer.capture(server, first, more_calls=[(p,) for p in prompts[1:]])
 print(repr(served))
 print([s.source for s in served.frames[0].symbols])
 
@@ -226,7 +266,7 @@ print([s.source for s in served.frames[0].symbols])
 assert [f.compile_id for f in served.frames] == ["0/0"] and served.recompiles == []
 assert [s.source for s in served.frames[0].symbols] == ["L['args'][0].size()[1]"]
 with torch.no_grad():
-    torch.testing.assert_close(served.result.logits, model(first).logits)
+    torch.testing.assert_close(served.result.logits, server(first).logits)
 
 # %% [markdown]
 # ## Recap
