@@ -7,6 +7,7 @@ Invariant: ids, statuses, reasons and times come from the same code a live captu
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 from tracer.diffing import attach_recompile_diffs
@@ -265,13 +266,32 @@ def _fill_guards(frame: Frame, a: AttemptLog) -> None:
         return
     if a.cpp_guards:  # read on first access, like the graphs (Note [Problems of deferred parses])
         text = a.cpp_guards
-        on_first_read(frame, "guards", lambda: frame.guards.extend(_cpp_tree(text)))
+        on_first_read(frame, "guards", lambda: frame.guards.extend(_guards_of(text)))
 
 
 def _guard_json(g: dict[str, Any]) -> Guard:
     code = g.get("code")
     return Guard(kind=str(g.get("guard_type") or g.get("type") or ""), source=str(g.get("name") or ""),
                  code=[str(c) for c in code] if isinstance(code, list) else [])
+
+
+# Note [One read per distinct guard tree]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Like graph texts (Note [One parse per distinct graph text] in deferred.py), a log repeats equal
+# guard trees (every rank, every step compiled again): the leaves of the last ``_TREES_MAX`` distinct
+# texts are kept as tuples of strings, and each frame gets its own Guard objects and lists.
+_TREES_MAX = 32
+_trees: OrderedDict[str, list[tuple[str, str, str, tuple[str, ...]]]] = OrderedDict()
+
+
+def _guards_of(text: str) -> list[Guard]:
+    """``_cpp_tree(text)``, read once per distinct text (Note [One read per distinct guard tree])."""
+    kept = _trees.get(text)
+    if kept is None:
+        kept = _trees[text] = [(g.kind, g.source, g.code[0], tuple(g.user_stack)) for g in _cpp_tree(text)]
+        if len(_trees) > _TREES_MAX:
+            _trees.popitem(last=False)
+    return [Guard(kind, source, [check], list(stack)) for kind, source, check, stack in kept]
 
 
 def _cpp_tree(text: str) -> list[Guard]:
