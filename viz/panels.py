@@ -199,7 +199,7 @@ def guards_html(guards: Sequence[Guard], text: str = "", *, report: bool = False
     guards as markup were most of a report's bytes. See Note [Trusted fragments] for the JSON block.
     Equal guards give the same text, rendered once (Note [Equal guards rendered once])."""
     try:
-        key = hashlib.blake2b(msgspec.json.encode([text, report, guards]), digest_size=20).digest()
+        key = hashlib.sha256(msgspec.json.encode([text, report, guards])).digest()
     except (TypeError, msgspec.EncodeError):  # a field JSON cannot hold: rendered without the cache
         return _guards_html(guards, text, report)
     kept = _GUARDS_KEPT.get(key)
