@@ -47,12 +47,12 @@ def has_bodies(text: str) -> bool:
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # A log repeats identical graph texts (every rank of a job, each recompile that gives the same
 # graph, a step compiled again): ``parse_logged`` parses a text once and keeps the result, keyed by
-# (text, name), for the last ``_SHARED_MAX`` distinct texts. The kept ParsedModule is never handed
-# out: each call gets fresh Graph, Node, list and dict objects (``_fresh``), so a caller changing
-# its graph (roles set by the loader, a user editing nodes) changes no other frame's. A text that
-# does not parse is not kept (its exception is raised again by the next parse). The key is the text
-# itself, so a hit is an equal text, never a hash collision; tests/test_trace_log_parse_once.py
-# compares both ways on every graph of real logs.
+# (text, name), for the last ``_SHARED_MAX`` distinct texts, as one flat tuple per node (``_Kept``,
+# the fastest to copy). What is kept is never handed out: each call gets fresh Graph, Node, list
+# and dict objects (``_fresh``), so a caller changing its graph (roles set by the loader, a user
+# editing nodes) changes no other frame's. A text that does not parse is not kept (its exception is
+# raised again by the next parse). The key is the text itself, so a hit is an equal text, never a
+# hash collision; tests/test_trace_log_parse_once.py compares both ways on every graph of real logs.
 _SHARED_MAX = 32
 _shared: OrderedDict[tuple[str, str], _Kept] = OrderedDict()
 

