@@ -9,6 +9,8 @@ graphs, a wrap body, AOT joint/forward/backward); the reference is ``parse_reada
 from __future__ import annotations
 
 import glob
+import os
+import re
 
 import pytest
 
@@ -16,6 +18,9 @@ from tracer.model.graph import Graph
 from tracer.trace_log import deferred, load_trace
 from tracer.trace_log.deferred import parse_logged
 from tracer.trace_log.graph_text import ParsedModule, parse_readable
+from tracer.trace_log.guards import _trees
+from tracer.trace_log.guards import cpp_tree as _cpp_tree
+from tracer.trace_log.guards import guards_of as _guards_of
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +38,16 @@ def texts(child_trace_dir) -> list[tuple[str, str]]:
                 out[(g.code, g.name)] = None
     assert len(out) >= 6  # the log's Dynamo graphs, a body and the AOT graphs
     return list(out)
+
+
+def _records(text: str, event: str) -> list[tuple[int, int, int]]:
+    """(line, start, end of the payload in ``text``) for each record of ``event`` (as test_trace_log_lazy.py)."""
+    out = []
+    for m in re.finditer('{"%s"' % event, text):
+        start = text.index("\n", m.start()) + 1
+        end = re.compile(r"\n(?!\t)").search(text, start).start()
+        out.append((text.count("\n", 0, m.start()) + 1, start, end))
+    return out
 
 
 def _same(a: ParsedModule, b: ParsedModule) -> None:
@@ -112,3 +127,45 @@ def test_the_kept_texts_are_bounded():
         assert parse_logged([], base + "#" * i, 1, "") is not None
     assert len(deferred._shared) == deferred._SHARED_MAX
     assert (base, "") not in deferred._shared  # the oldest went first
+
+
+def _guard_ids(guards: list) -> set[int]:
+    return {i for g in guards for i in (id(g), id(g.code), id(g.user_stack))}
+
+
+def test_each_guard_tree_read_once_equals_a_plain_read(child_trace_dir):
+    """Note [One read per distinct guard tree] in tracer/trace_log/assemble.py."""
+    (path,) = glob.glob(str(child_trace_dir / "*.log"))
+    text = open(path, encoding="utf-8").read()
+    trees = [text[s + 1:e].replace("\n\t", "\n") for _, s, e in _records(text, "dynamo_cpp_guards_str")]
+    assert trees
+    _trees.clear()
+    for tree in trees:
+        first, again = _guards_of(tree), _guards_of(tree)
+        assert first == again == _cpp_tree(tree) and first
+        assert not _guard_ids(first) & _guard_ids(again)
+        for g in first:  # what a caller may do to its own guards
+            g.code.append("changed")
+            g.user_stack.clear()
+            g.kind = "changed"
+        assert _guards_of(tree) == _cpp_tree(tree)
+
+
+def test_equal_texts_of_a_log_are_held_once(child_trace_dir, tmp_path):
+    """Note [Equal payloads held once] in tracer/trace_log/events.py: the log twice over (frame ids
+    shifted, as the bench's synthetic log) loads equal graph texts as one string object, and every
+    graph and guard equals the once-over log's."""
+    from bench.report_vs_tlparse import synthetic_log
+
+    (path,) = glob.glob(str(child_trace_dir / "*.log"))
+    twice = tmp_path / "twice.log"
+    synthetic_log(path, str(twice), 2 * os.path.getsize(path) - 1)
+    once, both = load_trace(path), load_trace(str(twice))
+    n = len(once.frames)
+    assert len(both.frames) == 2 * n
+    for a, b, c in zip(once.frames, both.frames[:n], both.frames[n:], strict=True):
+        assert b.graph.code == c.graph.code == a.graph.code
+        assert not a.graph.code or b.graph.code is c.graph.code
+        assert b.graph.nodes == c.graph.nodes == a.graph.nodes
+        assert b.graph.nodes is not c.graph.nodes
+        assert b.guards == c.guards == a.guards

@@ -13,9 +13,13 @@ True
 
 from __future__ import annotations
 
+import collections
+import hashlib
 import html
 from collections.abc import Iterable, Sequence
 from typing import Any, Optional
+
+import msgspec
 
 from tracer.model import TIME_PHASES, Aot, Capture, Frame, Graph, Guard, format_meta
 from viz.graph_layout import source_line
@@ -174,13 +178,39 @@ def _guard_row(g: Guard, title: str, stack: int, related: bool) -> list[Any]:
     return [src, g.kind, code, stack, int(related)]
 
 
+# Note [Equal guards rendered once]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``guards_html`` is a pure function of the guards' fields, the filter text and ``report``; a report
+# of a job or of a long log renders equal guard lists again and again (every rank, every step
+# compiled again: 1,650 guards a frame of the 12-layer training log, a third of a payload's time).
+# The last ``_GUARDS_KEPT_MAX`` texts are kept by a digest of all of those (msgspec's JSON of the
+# guards, as Note [Drawings of equal graphs] in viz/report_graphs.py keys drawings), so the output
+# is the same byte for byte with or without the cache.
+_GUARDS_KEPT_MAX = 8
+_GUARDS_KEPT: collections.OrderedDict[bytes, str] = collections.OrderedDict()
+
+
 def guards_html(guards: Sequence[Guard], text: str = "", *, report: bool = False) -> str:
     """Guards grouped by the variable they guard (:func:`viz.guard_groups.group_guards`), folded, with
     the count of every kind; filtered by ``text`` (then the groups that match are open).
 
     ``report``: for the static report, a filter box, and the rows sent as one JSON block (user stacks
     stored once) that report.js turns into table rows when a group opens or the filter changes: 1,700
-    guards as markup were most of a report's bytes. See Note [Trusted fragments] for the JSON block."""
+    guards as markup were most of a report's bytes. See Note [Trusted fragments] for the JSON block.
+    Equal guards give the same text, rendered once (Note [Equal guards rendered once])."""
+    try:
+        key = hashlib.sha256(msgspec.json.encode([text, report, guards])).digest()
+    except (TypeError, msgspec.EncodeError):  # a field JSON cannot hold: rendered without the cache
+        return _guards_html(guards, text, report)
+    kept = _GUARDS_KEPT.get(key)
+    if kept is None:
+        kept = _GUARDS_KEPT[key] = _guards_html(guards, text, report)
+        while len(_GUARDS_KEPT) > _GUARDS_KEPT_MAX:
+            _GUARDS_KEPT.popitem(last=False)
+    return kept
+
+
+def _guards_html(guards: Sequence[Guard], text: str, report: bool) -> str:
     shown = filter_guards(guards, text)
     groups = group_guards(shown)
     data = None

@@ -42,7 +42,7 @@ __all__ = ["Graph", "Node", "format_meta"]
 #                     "token", "mutated_input", "output", "intermediate_base", "rng_offset", "saved"
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
     """One fx node, as data. ``repr`` is its name, like ``torch.fx.Node``."""
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+from tracer._no_gc import no_cyclic_gc
+
 __all__ = ["lazy_fields", "on_first_read", "peek", "pending"]
 
 _LOCK = threading.RLock()  # held while work runs (Note [Fields filled on first read])
@@ -57,8 +59,9 @@ def _property(name: str, spec: Any) -> property:
                 if works is not None and works is not _RUNNING:
                     todo[name] = _RUNNING
                     try:
-                        for work in works:
-                            work()
+                        with no_cyclic_gc():  # See Note [No cyclic GC while a log is read] in tracer/_no_gc.py
+                            for work in works:
+                                work()
                     finally:
                         todo.pop(name, None)
         return self.__dict__[slot]

@@ -18,6 +18,7 @@ import hashlib
 import os
 from typing import Callable, Optional
 
+from tracer._no_gc import no_cyclic_gc
 from tracer._text import plural
 from tracer.model.capture import Capture
 from tracer.trace_log.assemble import LOG_LIMITS, assemble
@@ -42,6 +43,11 @@ def load_trace(path: str, progress: Optional[Callable[[int], None]] = None) -> C
     ``progress(chars_read)`` is called every few MB.
     """
     file = single_log(os.fspath(path))
+    with no_cyclic_gc():  # See Note [No cyclic GC while a log is read] in tracer/_no_gc.py
+        return _load(file, progress)
+
+
+def _load(file: str, progress: Optional[Callable[[int], None]]) -> Capture:
     with LogText(file) as src:
         reader = Reader(src.text, progress=progress)
         st = LogState(reader.strings)

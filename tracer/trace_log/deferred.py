@@ -8,7 +8,7 @@ frame's ``problems`` say why (Note [Graphs parsed on first access] in tracer/mod
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 from tracer.model.frame import Frame
 from tracer.model.graph import Graph, Node
@@ -47,21 +47,37 @@ def has_bodies(text: str) -> bool:
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # A log repeats identical graph texts (every rank of a job, each recompile that gives the same
 # graph, a step compiled again): ``parse_logged`` parses a text once and keeps the result, keyed by
-# (text, name), for the last ``_SHARED_MAX`` distinct texts. The kept ParsedModule is never handed
-# out: each call gets fresh Graph, Node, list and dict objects (``_fresh``), so a caller changing
-# its graph (roles set by the loader, a user editing nodes) changes no other frame's. A text that
-# does not parse is not kept (its exception is raised again by the next parse). The key is the text
-# itself, so a hit is an equal text, never a hash collision; tests/test_trace_log_parse_once.py
-# compares both ways on every graph of real logs.
+# (text, name), for the last ``_SHARED_MAX`` distinct texts, as one flat tuple per node (``_Kept``,
+# the fastest to copy). What is kept is never handed out: each call gets fresh Graph, Node, list
+# and dict objects (``_fresh``), so a caller changing its graph (roles set by the loader, a user
+# editing nodes) changes no other frame's. A text that does not parse is not kept (its exception is
+# raised again by the next parse). The key is the text itself, so a hit is an equal text, never a
+# hash collision; tests/test_trace_log_parse_once.py compares both ways on every graph of real logs.
 _SHARED_MAX = 32
-_shared: OrderedDict[tuple[str, str], ParsedModule] = OrderedDict()
+_shared: OrderedDict[tuple[str, str], _Kept] = OrderedDict()
+
+
+class _Kept(NamedTuple):
+    """A kept parse as what ``_fresh`` copies: per node its fields, and which meta values are containers."""
+
+    nodes: list[tuple[Any, ...]]  # (name, op, target, args, kwargs, inputs, users, role, calls, meta, container keys)
+    code: str
+    name: str
+    children: dict[str, _Kept]
+    errors: list[str]
+
+
+def _keep(p: ParsedModule) -> _Kept:
+    nodes = [(n.name, n.op, n.target, n.args, n.kwargs, n.inputs, n.users, n.role, n.calls, n.meta,
+              tuple(k for k, v in n.meta.items() if type(v) is list or type(v) is dict)) for n in p.graph.nodes]
+    return _Kept(nodes, p.graph.code, p.graph.name, {k: _keep(c) for k, c in p.children.items()}, p.errors)
 
 
 def _parse_shared(text: str, name: str) -> ParsedModule:
     key = (text, name)
     kept = _shared.get(key)
     if kept is None:
-        kept = _shared[key] = parse_readable(text, name)
+        kept = _shared[key] = _keep(parse_readable(text, name))
         if len(_shared) > _SHARED_MAX:
             _shared.popitem(last=False)
     else:
@@ -72,19 +88,20 @@ def _parse_shared(text: str, name: str) -> ParsedModule:
     return _fresh(kept)
 
 
-def _fresh(p: ParsedModule) -> ParsedModule:
-    """A copy of ``p`` sharing no mutable object with it (strings and numbers are immutable)."""
-    g = Graph(nodes=[Node(n.name, n.op, n.target, list(n.args), dict(n.kwargs), list(n.inputs), list(n.users),
-                          n.role, list(n.calls), _meta(n.meta)) for n in p.graph.nodes],
-              code=p.graph.code, name=p.graph.name)
-    return ParsedModule(g, {k: _fresh(c) for k, c in p.children.items()}, list(p.errors))
-
-
-def _meta(meta: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a parsed node's meta: its values are strings, or lists ("shape", "stride") and a dict
-    ("source") of strings and ints (graph_text.py ``meta_of_annotation``, ``_comments``), so copying
-    each container once shares nothing mutable (a deep copy of any level costs three times more)."""
-    return {k: v.copy() if type(v) is list or type(v) is dict else v for k, v in meta.items()}
+def _fresh(p: _Kept) -> ParsedModule:
+    """A ParsedModule of ``p`` sharing no mutable object with it (strings and numbers are immutable).
+    A parsed node's meta values are strings, or lists ("shape", "stride") and a dict ("source") of
+    strings and ints (graph_text.py ``meta_of_annotation``, ``_comments``), so copying each container
+    once shares nothing mutable (a deep copy of any level costs three times more)."""
+    nodes = []
+    add = nodes.append
+    for name, op, target, args, kwargs, inputs, users, role, calls, meta, containers in p.nodes:
+        m = meta.copy()
+        for k in containers:
+            m[k] = m[k].copy()
+        add(Node(name, op, target, args[:], kwargs.copy(), inputs[:], users[:], role, calls[:], m))
+    return ParsedModule(Graph(nodes=nodes, code=p.code, name=p.name),
+                        {k: _fresh(c) for k, c in p.children.items()}, list(p.errors))
 
 
 def parse_logged(problems: list[str], text: str, line: int, name: str) -> Optional[ParsedModule]:

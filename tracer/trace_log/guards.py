@@ -8,6 +8,7 @@ the user's line (Note [Reading the C++ guard tree]); torch 2.13's formats (Note 
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from typing import Any
 
 from tracer.model.frame import Frame
@@ -15,7 +16,7 @@ from tracer.model.guards import Guard
 from tracer.model.lazy import on_first_read
 from tracer.trace_log.events import AttemptLog, LogState
 
-__all__ = ["cpp_tree", "fill_guards"]
+__all__ = ["cpp_tree", "fill_guards", "guards_of"]
 
 
 # Note [Guards from a log]
@@ -31,7 +32,7 @@ def fill_guards(frame: Frame, a: AttemptLog, st: LogState) -> None:
     """Frame.guards by Note [Guards from a log]."""
     if a.cpp_guards:  # read on first access, like the graphs (Note [Problems of deferred parses])
         text = a.cpp_guards
-        on_first_read(frame, "guards", lambda: frame.guards.extend(cpp_tree(text)))
+        on_first_read(frame, "guards", lambda: frame.guards.extend(guards_of(text)))
     elif a.guards_json is not None:
         frame.guards.extend(_guard_json(g, st) for g in a.guards_json if isinstance(g, dict))
 
@@ -39,6 +40,25 @@ def fill_guards(frame: Frame, a: AttemptLog, st: LogState) -> None:
 def _guard_json(g: dict[str, Any], st: LogState) -> Guard:
     code = g.get("code")
     return Guard(kind="", source="", code=[code] if isinstance(code, str) else [], user_stack=st.stack(g.get("user_stack")))
+
+
+# Note [One read per distinct guard tree]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Like graph texts (Note [One parse per distinct graph text] in deferred.py), a log repeats equal
+# guard trees (every rank, every step compiled again): the leaves of the last ``_TREES_MAX`` distinct
+# texts are kept as tuples of strings, and each frame gets its own Guard objects and lists.
+_TREES_MAX = 32
+_trees: OrderedDict[str, list[tuple[str, str, tuple[str, ...], tuple[str, ...]]]] = OrderedDict()
+
+
+def guards_of(text: str) -> list[Guard]:
+    """``cpp_tree(text)``, read once per distinct text (Note [One read per distinct guard tree])."""
+    kept = _trees.get(text)
+    if kept is None:
+        kept = _trees[text] = [(g.kind, g.source, tuple(g.code), tuple(g.user_stack)) for g in cpp_tree(text)]
+        if len(_trees) > _TREES_MAX:
+            _trees.popitem(last=False)
+    return [Guard(kind, source, list(code), list(stack)) for kind, source, code, stack in kept]
 
 
 # Note [Reading the C++ guard tree]

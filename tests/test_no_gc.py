@@ -1,0 +1,96 @@
+"""``no_cyclic_gc`` (Note [No cyclic GC while a log is read] in tracer/_no_gc.py) leaves the collector
+as it found it: enabled or not, also on error, nested, across threads, with others' frozen objects
+still frozen; and the loader's bulk steps (``load_trace``, a lazy graph's first read) run inside it."""
+
+from __future__ import annotations
+
+import gc
+import glob
+import threading
+import weakref
+
+import pytest
+
+from tracer._no_gc import no_cyclic_gc
+from tracer.trace_log import load_trace
+
+
+@pytest.fixture(autouse=True)
+def _gc_restored():
+    was = gc.isenabled()
+    yield
+    gc.unfreeze()
+    (gc.enable if was else gc.disable)()
+
+
+def test_paused_inside_restored_after_also_on_error():
+    gc.enable()
+    with no_cyclic_gc():
+        assert not gc.isenabled()
+        with no_cyclic_gc():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the outer scope still runs
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), no_cyclic_gc():
+        raise RuntimeError("boom")
+    assert gc.isenabled()
+
+
+def test_a_disabled_collector_stays_disabled():
+    gc.disable()
+    with no_cyclic_gc():
+        pass
+    assert not gc.isenabled()
+
+
+def test_objects_someone_froze_stay_frozen_and_cycles_are_still_collected():
+    gc.enable()
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    assert frozen > 0
+    with no_cyclic_gc():
+        pass
+    assert gc.get_freeze_count() == frozen
+    gc.unfreeze()
+
+    class Cycle:
+        pass
+
+    with no_cyclic_gc():
+        a = Cycle()
+        a.self = a
+        ref = weakref.ref(a)
+        del a
+    assert gc.get_freeze_count() == 0  # promoted to the oldest generation, not left frozen
+    gc.collect()
+    assert ref() is None
+
+
+def test_overlapping_scopes_in_threads_restore_once_all_are_out():
+    gc.enable()
+    inside, release = threading.Barrier(3), threading.Event()
+
+    def scope():
+        with no_cyclic_gc():
+            inside.wait()
+            release.wait()
+
+    ts = [threading.Thread(target=scope) for _ in range(2)]
+    for t in ts:
+        t.start()
+    inside.wait()
+    assert not gc.isenabled()
+    release.set()
+    for t in ts:
+        t.join()
+    assert gc.isenabled()
+
+
+def test_loading_and_first_reads_leave_the_collector_as_it_was(child_trace_dir):
+    (path,) = glob.glob(str(child_trace_dir / "*.log"))
+    for on in (True, False):
+        (gc.enable if on else gc.disable)()
+        cap = load_trace(path)
+        assert gc.isenabled() is on
+        assert [len(f.graph.nodes) for f in cap.frames] and any(f.guards for f in cap.frames)
+        assert gc.isenabled() is on and gc.get_freeze_count() == 0
