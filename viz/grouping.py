@@ -18,6 +18,7 @@ __all__ = [
     "BACKWARD_SUFFIX",
     "GROUP_PREFIX",
     "GROUP_THRESHOLD",
+    "INFERRED",
     "INPUTS_GROUP",
     "Item",
     "Visible",
@@ -135,7 +136,7 @@ def split_path(path: str) -> list[str]:
 def module_chain(node: Node) -> list[tuple[str, str]]:
     """(path, module type) of every group ``node`` sits in, outermost first. See Note [Module paths nest by prefix]."""
     # A backward node of an AOT graph has no stack of its own; it belongs with its forward op.
-    stack = node.meta.get("nn_module_stack") or node.meta.get("fwd_nn_module_stack") or []
+    stack = node.meta.get("nn_module_stack") or node.meta.get("fwd_nn_module_stack") or _logged(node) or []
     key: list[tuple[str, str]] = []
     for entry in stack:
         try:
@@ -143,6 +144,21 @@ def module_chain(node: Node) -> list[tuple[str, str]]:
         except (IndexError, TypeError, KeyError):
             continue
     return list(_chain(tuple(key)))
+
+
+# Note [Groups inferred from a log]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A graph loaded from a TORCH_TRACE log has no nn_module_stack; the loader records the module a node
+# provably ran in as ``meta["log_module"]`` (Note [Module groups from a log] in
+# tracer/trace_log/modules.py), without the module's class. Such a group's type reads INFERRED, so
+# every box and the inspector say the group was inferred from the log; a node without it stays loose.
+INFERRED = "inferred from log"
+
+
+def _logged(node: Node) -> list[tuple[str, str]]:
+    lm = node.meta.get("log_module")
+    path = lm.get("path") if isinstance(lm, dict) else None
+    return [(path, INFERRED)] if isinstance(path, str) and path else []
 
 
 # One entry per distinct nn_module_stack; a layout calls module_chain several times per node, so the
@@ -155,7 +171,7 @@ def _chain(stack: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
         for p in split_path(path):
             if p not in seen:
                 seen.add(p)
-                chain.append((p, typ if p == path else ""))
+                chain.append((p, typ if p == path or typ == INFERRED else ""))  # an inferred group says so at every level
     return tuple(chain)
 
 

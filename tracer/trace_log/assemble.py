@@ -33,6 +33,14 @@ from tracer.trace_log.body_feeds import LogCalls
 from tracer.trace_log.deferred import deferred_graph, has_bodies, parse_logged, problems_wait_for_graphs
 from tracer.trace_log.events import AttemptLog, LogState
 from tracer.trace_log.graph_text import ParsedModule
+from tracer.trace_log.modules import (
+    LOG_MODULE_RULE,
+    aot_owners,
+    infer_modules,
+    ran_twice,
+    root_owners,
+    tied_sources,
+)
 
 __all__ = ["assemble", "LOG_LIMITS"]
 
@@ -83,8 +91,8 @@ def assemble(st: LogState, fn: str = "") -> Capture:
         info = st.info.get(key[:2], AttemptInfo())
         frame = Frame(compile_id=local[key], code=_code(a, info, st), dynamo_id=format_id(*key))
         codes.settle(frame, key)
+        _fill_guards(frame, a)  # first: module groups read the guards (Note [Module groups from a log])
         _fill_graphs(frame, a, _graph_input_sources(a, st))
-        _fill_guards(frame, a)
         first = st.attempts.get((key[0], key[1], 0))
         start = a.start_stack or (first.start_stack if first is not None else [])
         if start:  # dynamo_start's user stack, outermost first (the stack trie); logged once, for attempt 0
@@ -116,6 +124,7 @@ def assemble(st: LogState, fn: str = "") -> Capture:
         if key in local:
             cap.recompiles.append(recompile(local[key], reasons, local))
     cap.meta["source"] = "TORCH_TRACE"
+    cap.meta["module_groups"] = LOG_MODULE_RULE
     if st.torch_version:
         cap.meta["torch"] = st.torch_version
     if st.files:
@@ -140,11 +149,11 @@ def _fill_graphs(frame: Frame, a: AttemptLog, sources: dict[str, tuple[str, bool
     if "dynamo" in a.texts:
         text, line = a.texts["dynamo"]
         if not has_bodies(text):
-            frame.graph = deferred_graph(frame, text, line, "", finish=lambda g: _root_roles(g, sources))
+            frame.graph = deferred_graph(frame, text, line, "", finish=lambda g: _root_roles(g, sources, frame))
         else:
             parsed = parse_logged(frame.problems, text, line, "")
             frame.graph = parsed.graph if parsed is not None else Graph(code=text)
-            _root_roles(frame.graph, sources)
+            _root_roles(frame.graph, sources, frame)
             if parsed is not None:
                 frame.subgraphs = subgraph_tree(_LoggedGraph(parsed), _KINDS, frame.problems)
     graphs: dict[str, Graph] = {}
@@ -154,10 +163,11 @@ def _fill_graphs(frame: Frame, a: AttemptLog, sources: dict[str, tuple[str, bool
             continue
         text, line = a.texts[k]
         if not has_bodies(text):
-            graphs[k] = deferred_graph(frame, text, line, k)
+            graphs[k] = deferred_graph(frame, text, line, k, finish=lambda g, k=k: _aot_modules(frame, g, k))
             continue
         parsed = parse_logged(frame.problems, text, line, k)
         graphs[k] = parsed.graph if parsed is not None else Graph(code=text, name=k)
+        _aot_modules(frame, graphs[k], k)
         if parsed is not None:
             children.update(_flat_children(parsed, k))
     if "inference" in graphs:
@@ -202,8 +212,9 @@ def _graph_input_sources(a: AttemptLog, st: LogState) -> dict[str, tuple[str, bo
             ((n, sorted(s)) for n, s in named.items()) if not more}
 
 
-def _root_roles(g: Graph, sources: dict[str, tuple[str, bool]]) -> None:
-    """Root placeholder roles by Note [Root roles from a log]."""
+def _root_roles(g: Graph, sources: dict[str, tuple[str, bool]], frame: Frame) -> None:
+    """Root placeholder roles by Note [Root roles from a log]; then module groups by Note [Module
+    groups from a log] in modules.py."""
     for n in g.placeholders:
         if n.target not in sources:
             n.role = "unknown"
@@ -211,6 +222,18 @@ def _root_roles(g: Graph, sources: dict[str, tuple[str, bool]]) -> None:
         src, parameter = sources[n.target]
         n.meta["graph_arg_source"] = src
         n.role = root_role(src, parameter=parameter, symbolic=n.meta.get("kind") == "symint", arg_names=None)
+    owners = root_owners(g, tied_sources(frame.guards))
+    infer_modules(g, owners, ran_twice(g, owners))
+
+
+def _aot_modules(frame: Frame, g: Graph, kind: str) -> None:
+    """Module groups of an AOT graph through its inputs' descriptors (Note [Module groups from a log])."""
+    if frame.graph is None:
+        return
+    root = frame.graph.nodes  # parsed first: its placeholders' Sources are set when it is
+    by_source = root_owners(frame.graph, tied_sources(frame.guards))
+    owners = aot_owners(g, [n for n in root if n.op == "placeholder"], by_source)
+    infer_modules(g, owners, ran_twice(frame.graph, by_source) if kind in ("forward", "inference") else None)
 
 
 # Note [Body input sources from a log]
