@@ -163,11 +163,11 @@ def _fill_graphs(frame: Frame, a: AttemptLog, sources: dict[str, tuple[str, bool
             continue
         text, line = a.texts[k]
         if not has_bodies(text):
-            graphs[k] = deferred_graph(frame, text, line, k, finish=lambda g, k=k: _aot_modules(frame, g, k))
+            graphs[k] = deferred_graph(frame, text, line, k, finish=lambda g: _aot_modules(frame, g))
             continue
         parsed = parse_logged(frame.problems, text, line, k)
         graphs[k] = parsed.graph if parsed is not None else Graph(code=text, name=k)
-        _aot_modules(frame, graphs[k], k)
+        _aot_modules(frame, graphs[k])
         if parsed is not None:
             children.update(_flat_children(parsed, k))
     if "inference" in graphs:
@@ -226,14 +226,14 @@ def _root_roles(g: Graph, sources: dict[str, tuple[str, bool]], frame: Frame) ->
     infer_modules(g, owners, ran_twice(g, owners))
 
 
-def _aot_modules(frame: Frame, g: Graph, kind: str) -> None:
+def _aot_modules(frame: Frame, g: Graph) -> None:
     """Module groups of an AOT graph through its inputs' descriptors (Note [Module groups from a log])."""
     if frame.graph is None:
         return
     root = frame.graph.nodes  # parsed first: its placeholders' Sources are set when it is
     by_source = root_owners(frame.graph, tied_sources(frame.guards))
     owners = aot_owners(g, [n for n in root if n.op == "placeholder"], by_source)
-    infer_modules(g, owners, ran_twice(frame.graph, by_source) if kind in ("forward", "inference") else None)
+    infer_modules(g, owners, None)  # not in traced order: the partitioner moves nodes (parameter rule only)
 
 
 # Note [Body input sources from a log]

@@ -37,9 +37,10 @@ __all__ = ["LOG_MODULE_RULE", "aot_input_index", "aot_owners", "infer_modules", 
 #                its input (BatchNorm's running stats) reads that module's buffer, so it is placed in
 #                it, but it comes after the whole forward and bounds no run.
 # Nodes before the first or after the last "parameter" node, and every node of a graph with no
-# owned inputs, get no module. "between" applies only to graphs in traced order (the Dynamo graph,
-# AOT forward and inference graphs); a backward graph is in the autograd engine's order, so there
-# only "parameter" applies (its inputs are the forward's parameters, by AOTAutograd's
+# owned inputs, get no module. "between" applies only to the Dynamo graph, the one graph logged in
+# traced order: in AOT graphs the partitioner moves nodes (GPT-2's forward ends with the weight
+# transposes it saves for the backward) and the backward is in the autograd engine's order, so there
+# only "parameter" applies (an AOT input is the forward's parameter by AOTAutograd's
 # ``PlainAOTInput(idx)`` descriptor). Views mark groups made this way as inferred from the log.
 LOG_MODULE_RULE = ("module groups inferred from parameter and buffer Sources: a node reading one module's "
                    "parameters, and nodes traced between two such nodes (their common module)")
