@@ -61,7 +61,8 @@ __all__ = ["assemble", "LOG_LIMITS"]
 # - ViewAndMutationMeta, saved values and their origins are not read (only the AOT graphs);
 # - node meta is what the annotations and "# File:" comments print: shapes, strides, dtype,
 #   device and the innermost line of the node's stack; no requires_grad, nn_module_stack or full
-#   stack trace (so not the user line when the innermost frame is torch's own code);
+#   stack trace (so not the user line when the innermost frame is torch's own code); the module a
+#   node ran in only where the log proves it (Note [Module groups from a log] in modules.py);
 # - why a frame produced no graph is logged at debug level only (not in the trace);
 # - Dynamo's bytecode is logged for resume functions only, and not read;
 # - guards are the leaves of the C++ guard tree (its kinds: ID_MATCH where the Python guard says
@@ -75,7 +76,7 @@ LOG_LIMITS: dict[str, str] = {
     "Frame.passes": "graphs are as logged before Dynamo's graph passes; Frame.passes is unknown",
     "Frame.aot": "AOT saved values and ViewAndMutationMeta are not read; only the AOT graphs are",
     "Node.meta": "node meta holds only what print_readable prints (shape, stride, dtype, device, the innermost "
-                 "line of the node's stack)",
+                 "line of the node's stack); no nn_module_stack: 'log_module' where parameter Sources prove a node's module",
     "Frame.status_reason": "why a frame produced no graph is logged at debug level only",
     "Frame.bytecode": "Dynamo's bytecode is logged for resume functions only and is not read",
     "Frame.guards": "guards are the C++ guard tree's leaves, with its kinds, not the guards Dynamo built",
@@ -230,9 +231,8 @@ def _aot_modules(frame: Frame, g: Graph) -> None:
     """Module groups of an AOT graph through its inputs' descriptors (Note [Module groups from a log])."""
     if frame.graph is None:
         return
-    root = frame.graph.nodes  # parsed first: its placeholders' Sources are set when it is
-    by_source = root_owners(frame.graph, tied_sources(frame.guards))
-    owners = aot_owners(g, [n for n in root if n.op == "placeholder"], by_source)
+    frame.graph.nodes  # noqa: B018 (parsed first: its Sources and modules are set when it is)
+    owners = aot_owners(g, frame.graph, root_owners(frame.graph, tied_sources(frame.guards)))
     infer_modules(g, owners, None)  # not in traced order: the partitioner moves nodes (parameter rule only)
 
 

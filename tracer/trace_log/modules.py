@@ -27,7 +27,12 @@ __all__ = ["LOG_MODULE_RULE", "aot_input_index", "aot_owners", "infer_modules", 
 #   "parameter"  a node that reads parameters or buffers directly, all owned by one module M, ran in
 #                M (a module's weights are read by its own forward). A parameter the guards show
 #                reachable from two Sources (``A is B``: tied weights, e.g. GPT-2's lm_head and wte)
-#                has no single owner and places nothing.
+#                has no single owner and places nothing. A node reading two modules' parameters
+#                (MultiheadAttention's ``in_proj_weight`` and ``out_proj.weight``) gets none. An owned
+#                input sits with its first reader, if that one is placed. This rests on one thing the
+#                log cannot show: that a parent does not read one child's weights in its own forward
+#                (``F.linear(x, self.child.weight)``); torch.nn's modules, GPT-2, ResNet and the
+#                transformer of bench/ agree with their live stacks (tests/test_trace_log_modules.py).
 #   "between"    Dynamo appends nodes in the order it traces them, so the nodes of one call of a
 #                module are consecutive. Nodes lying between two "parameter" nodes, with none
 #                between, ran in the innermost module path both of those are inside (their common
@@ -40,8 +45,11 @@ __all__ = ["LOG_MODULE_RULE", "aot_input_index", "aot_owners", "infer_modules", 
 # owned inputs, get no module. "between" applies only to the Dynamo graph, the one graph logged in
 # traced order: in AOT graphs the partitioner moves nodes (GPT-2's forward ends with the weight
 # transposes it saves for the backward) and the backward is in the autograd engine's order, so there
-# only "parameter" applies (an AOT input is the forward's parameter by AOTAutograd's
-# ``PlainAOTInput(idx)`` descriptor). Views mark groups made this way as inferred from the log.
+# only "parameter" applies: an AOT input is the idx-th Dynamo input by AOTAutograd's
+# ``PlainAOTInput(idx)`` descriptor, and it names a module when every Dynamo node reading that input
+# was placed in that module (an aten node, forward or backward, reading a parameter comes from a
+# Dynamo node that read it). AOT inputs themselves stay loose, as torch leaves them live. Views mark
+# groups made this way as inferred from the log.
 LOG_MODULE_RULE = ("module groups inferred from parameter and buffer Sources: a node reading one module's "
                    "parameters, and nodes traced between two such nodes (their common module)")
 
@@ -103,14 +111,10 @@ def infer_modules(graph: Graph, owners: dict[str, tuple[str, str]], twice: Optio
     """Set ``meta["log_module"]`` on the nodes of ``graph`` by Note [Module groups from a log].
 
     ``owners``: placeholder name -> (owning module path, the Source that says so), untied ones only.
-    ``twice``: the modules that may have run twice (:func:`ran_twice` of the Dynamo graph), or None
-    for a graph not in traced order (no "between").
+    ``twice``: the modules that may have run twice (:func:`ran_twice`) for the Dynamo graph; None for
+    an AOT graph (not in traced order: no "between"; its inputs, which torch gives no module stack, stay loose).
     """
     nodes = graph.nodes
-    for n in nodes:
-        if n.op == "placeholder" and n.name in owners:
-            path, src = owners[n.name]
-            n.meta["log_module"] = {"path": path, "via": "parameter", "reads": [src]}
     placed: list[int] = []
     for k, n in enumerate(nodes):
         if n.op in _SKIP:
@@ -123,6 +127,7 @@ def infer_modules(graph: Graph, owners: dict[str, tuple[str, str]], twice: Optio
                 placed.append(k)
     if twice is None:
         return
+    _first_readers(nodes, owners)
     for a, b in zip(placed, placed[1:], strict=False):
         pa, pb = nodes[a].meta["log_module"]["path"], nodes[b].meta["log_module"]["path"]
         common = _common(pa, pb)
@@ -132,6 +137,20 @@ def infer_modules(graph: Graph, owners: dict[str, tuple[str, str]], twice: Optio
             if nodes[k].op not in _SKIP:
                 nodes[k].meta["log_module"] = {"path": common, "via": "between",
                                                "after": nodes[a].name, "before": nodes[b].name}
+
+
+def _first_readers(nodes: list[Node], owners: dict[str, tuple[str, str]]) -> None:
+    """An owned input sits where it was first read (as Dynamo records a lifted input's stack): with its
+    first reader when that one was placed by "parameter", else nowhere (MultiheadAttention reads
+    ``out_proj.weight`` in its own forward, beside ``in_proj_weight``: two owners, no module)."""
+    by_name = {n.name: n for n in nodes}
+    for n in nodes:
+        if n.op != "placeholder" or n.name not in owners or not n.users:
+            continue
+        first = by_name.get(n.users[0])
+        lm = first.meta.get("log_module") if first is not None else None
+        if lm is not None and lm["via"] == "parameter":
+            n.meta["log_module"] = {"path": lm["path"], "via": "parameter", "reads": [owners[n.name][1]]}
 
 
 def _writes_back(n: Node, nodes: list[Node]) -> bool:
@@ -176,11 +195,20 @@ def root_owners(graph: Graph, tied: set[str]) -> dict[str, tuple[str, str]]:
     return out
 
 
-def aot_owners(graph: Graph, dynamo_inputs: list[Node], root: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
-    """Placeholder name -> (module path, Source) of an AOT graph, through its ``PlainAOTInput(idx)``
-    descriptors to the idx-th Dynamo graph input."""
+def aot_owners(graph: Graph, dynamo: Graph, root: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
+    """Placeholder name -> (module path, Source) of an AOT graph: its ``PlainAOTInput(idx)`` is the
+    idx-th input of the Dynamo graph, which gives a module only when every Dynamo node reading it
+    was placed in that one module (an aten node reading a parameter comes from a Dynamo node that
+    read it: MultiheadAttention's ``out_proj.weight`` is read with ``in_proj_weight``, so its
+    decomposed ``t`` has no module)."""
+    inputs = [n for n in dynamo.nodes if n.op == "placeholder"]
+    by_name = {n.name: n for n in dynamo.nodes}
     out: dict[str, tuple[str, str]] = {}
     for name, idx in aot_input_index(graph).items():
-        if 0 <= idx < len(dynamo_inputs) and dynamo_inputs[idx].name in root:
-            out[name] = root[dynamo_inputs[idx].name]
+        if not 0 <= idx < len(inputs) or inputs[idx].name not in root:
+            continue
+        readers = [by_name[u] for u in inputs[idx].users if u in by_name and by_name[u].op not in _SKIP]
+        paths = {(r.meta.get("log_module") or {}).get("path") for r in readers}
+        if readers and len(paths) == 1 and None not in paths:
+            out[name] = (paths.pop(), root[inputs[idx].name][1])
     return out
