@@ -38,7 +38,9 @@ __all__ = ["LOG_MODULE_RULE", "aot_input_index", "aot_owners", "infer_modules", 
 #                between, ran in the innermost module path both of those are inside (their common
 #                path prefix) -- provided that module ran once: when a parameter under it is read by
 #                two nodes of the Dynamo graph (a module called twice), the run between is left
-#                without a module. AOTAutograd's epilogue ``copy_`` of a mutated buffer back into
+#                without a module; and so is a run whose common module is a frame local itself
+#                (``L['self']``: the compiled forward's own module, which nn_module_stack never lists,
+#                so a live capture leaves those nodes loose too). AOTAutograd's epilogue ``copy_`` of a mutated buffer back into
 #                its input (BatchNorm's running stats) reads that module's buffer, so it is placed in
 #                it, but it comes after the whole forward and bounds no run.
 # Nodes before the first or after the last "parameter" node, and every node of a graph with no
@@ -55,6 +57,7 @@ LOG_MODULE_RULE = ("module groups inferred from parameter and buffer Sources: a 
 
 _OWNED = re.compile(r"^(?P<root>[LG]\['[^']*'\])(?P<mods>(?:\._modules\['[^']*'\])*)\._(?:parameters|buffers)\['[^']*'\]$")
 _MODULE = re.compile(r"\._modules\['([^']*)'\]")
+_FRAME_LOCAL = re.compile(r"^L\['[^']*'\]$")  # the compiled frame's own module: in no nn_module_stack
 _IS = re.compile(r"^(\S+) is (\S+)$")
 _AOT_INPUT = re.compile(r"^\s*(\w+)\s*:[^#]*#\s*PlainAOTInput\(idx=(\d+)\)\s*$")
 _SKIP = ("placeholder", "output", "get_attr")
@@ -131,7 +134,7 @@ def infer_modules(graph: Graph, owners: dict[str, tuple[str, str]], twice: Optio
     for a, b in zip(placed, placed[1:], strict=False):
         pa, pb = nodes[a].meta["log_module"]["path"], nodes[b].meta["log_module"]["path"]
         common = _common(pa, pb)
-        if common is None or any(_inside(m, common) for m in twice):
+        if common is None or _FRAME_LOCAL.match(common) or any(_inside(m, common) for m in twice):
             continue
         for k in range(a + 1, b):
             if nodes[k].op not in _SKIP:
