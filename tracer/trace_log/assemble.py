@@ -7,7 +7,7 @@ Invariant: ids, statuses, reasons and times come from the same code a live captu
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from tracer.diffing import attach_recompile_diffs
 from tracer.hop_feeds import Feed
@@ -92,8 +92,8 @@ def assemble(st: LogState, fn: str = "") -> Capture:
         info = st.info.get(key[:2], AttemptInfo())
         frame = Frame(compile_id=local[key], code=_code(a, info, st), dynamo_id=format_id(*key))
         codes.settle(frame, key)
-        _fill_guards(frame, a)  # first: module groups read the guards (Note [Module groups from a log])
         _fill_graphs(frame, a, _graph_input_sources(a, st))
+        _fill_guards(frame, a)
         first = st.attempts.get((key[0], key[1], 0))
         start = a.start_stack or (first.start_stack if first is not None else [])
         if start:  # dynamo_start's user stack, outermost first (the stack trie); logged once, for attempt 0
@@ -147,14 +147,15 @@ def _code(a: AttemptLog, info: AttemptInfo, st: LogState) -> str:
 def _fill_graphs(frame: Frame, a: AttemptLog, sources: dict[str, tuple[str, bool]]) -> None:
     """The Dynamo and AOT graphs; each waits for its first read unless its bodies are needed now
     (Note [Which logged graphs wait] in deferred.py)."""
+    gj, cg = a.guards_json, a.cpp_guards  # the guard text, for module groups (not the whole attempt)
     if "dynamo" in a.texts:
         text, line = a.texts["dynamo"]
         if not has_bodies(text):
-            frame.graph = deferred_graph(frame, text, line, "", finish=lambda g: _root_roles(g, sources, frame))
+            frame.graph = deferred_graph(frame, text, line, "", finish=lambda g: _root_roles(g, sources, _tied(gj, cg)))
         else:
             parsed = parse_logged(frame.problems, text, line, "")
             frame.graph = parsed.graph if parsed is not None else Graph(code=text)
-            _root_roles(frame.graph, sources, frame)
+            _root_roles(frame.graph, sources, _tied(gj, cg))
             if parsed is not None:
                 frame.subgraphs = subgraph_tree(_LoggedGraph(parsed), _KINDS, frame.problems)
     graphs: dict[str, Graph] = {}
@@ -164,11 +165,11 @@ def _fill_graphs(frame: Frame, a: AttemptLog, sources: dict[str, tuple[str, bool
             continue
         text, line = a.texts[k]
         if not has_bodies(text):
-            graphs[k] = deferred_graph(frame, text, line, k, finish=lambda g: _aot_modules(frame, g))
+            graphs[k] = deferred_graph(frame, text, line, k, finish=lambda g: _aot_modules(frame, g, _tied(gj, cg)))
             continue
         parsed = parse_logged(frame.problems, text, line, k)
         graphs[k] = parsed.graph if parsed is not None else Graph(code=text, name=k)
-        _aot_modules(frame, graphs[k])
+        _aot_modules(frame, graphs[k], _tied(gj, cg))
         if parsed is not None:
             children.update(_flat_children(parsed, k))
     if "inference" in graphs:
@@ -213,7 +214,7 @@ def _graph_input_sources(a: AttemptLog, st: LogState) -> dict[str, tuple[str, bo
             ((n, sorted(s)) for n, s in named.items()) if not more}
 
 
-def _root_roles(g: Graph, sources: dict[str, tuple[str, bool]], frame: Frame) -> None:
+def _root_roles(g: Graph, sources: dict[str, tuple[str, bool]], tied: set[str]) -> None:
     """Root placeholder roles by Note [Root roles from a log]; then module groups by Note [Module
     groups from a log] in modules.py."""
     for n in g.placeholders:
@@ -223,16 +224,16 @@ def _root_roles(g: Graph, sources: dict[str, tuple[str, bool]], frame: Frame) ->
         src, parameter = sources[n.target]
         n.meta["graph_arg_source"] = src
         n.role = root_role(src, parameter=parameter, symbolic=n.meta.get("kind") == "symint", arg_names=None)
-    owners = root_owners(g, tied_sources(frame.guards))
+    owners = root_owners(g, tied)
     infer_modules(g, owners, ran_twice(g, owners))
 
 
-def _aot_modules(frame: Frame, g: Graph) -> None:
+def _aot_modules(frame: Frame, g: Graph, tied: set[str]) -> None:
     """Module groups of an AOT graph through its inputs' descriptors (Note [Module groups from a log])."""
     if frame.graph is None:
         return
     frame.graph.nodes  # noqa: B018 (parsed first: its Sources and modules are set when it is)
-    owners = aot_owners(g, frame.graph, root_owners(frame.graph, tied_sources(frame.guards)))
+    owners = aot_owners(g, frame.graph, root_owners(frame.graph, tied))
     infer_modules(g, owners, None)  # not in traced order: the partitioner moves nodes (parameter rule only)
 
 
@@ -278,6 +279,15 @@ class _LoggedGraph:
 
 # the log does not say operand from lifted: kind "unknown", said once in LOG_LIMITS
 _KINDS = KindPolicy(kind=lambda b, i, fed_from: None, unknown=lambda b, names: "")
+
+
+def _tied(guards_json: Optional[list[Any]], cpp_guards: Optional[str]) -> set[str]:
+    """Sources an ``A is B`` guard of this attempt ties (Note [Module groups from a log]), read from the
+    guard text itself: the Guard list waits for its first read and a graph's parse must not read it."""
+    if guards_json is not None:
+        return tied_sources(str(c) for g in guards_json if isinstance(g, dict) and isinstance(g.get("code"), list)
+                            for c in g["code"])
+    return tied_sources(ln.partition("+- ")[2].partition(": ")[2] for ln in (cpp_guards or "").split("\n") if "+- " in ln)
 
 
 def _fill_guards(frame: Frame, a: AttemptLog) -> None:

@@ -11,7 +11,6 @@ import re
 from typing import Iterable, Optional
 
 from tracer.model.graph import Graph, Node
-from tracer.model.guards import Guard
 
 __all__ = ["LOG_MODULE_RULE", "aot_input_index", "aot_owners", "infer_modules", "owner_of", "ran_twice", "root_owners",
            "tied_sources"]
@@ -40,7 +39,8 @@ __all__ = ["LOG_MODULE_RULE", "aot_input_index", "aot_owners", "infer_modules", 
 #                two nodes of the Dynamo graph (a module called twice), the run between is left
 #                without a module; and so is a run whose common module is a frame local itself
 #                (``L['self']``: the compiled forward's own module, which nn_module_stack never lists,
-#                so a live capture leaves those nodes loose too). AOTAutograd's epilogue ``copy_`` of a mutated buffer back into
+#                so a live capture leaves those nodes loose too; for the same reason a parameter of
+#                a frame local itself, ``L['self']._parameters['w']``, names no owner). AOTAutograd's epilogue ``copy_`` of a mutated buffer back into
 #                its input (BatchNorm's running stats) reads that module's buffer, so it is placed in
 #                it, but it comes after the whole forward and bounds no run.
 # Nodes before the first or after the last "parameter" node, and every node of a graph with no
@@ -77,14 +77,17 @@ def owner_of(source: str) -> Optional[str]:
     return m.group("root") + "".join("." + name for name in _MODULE.findall(m.group("mods")))
 
 
-def tied_sources(guards: Iterable[Guard]) -> set[str]:
-    """Sources that an identity guard (``A is B``) shows to be one tensor reachable two ways."""
+def tied_sources(checks: Iterable[str]) -> set[str]:
+    """Sources that an identity guard check (``A is B``) shows to be one tensor reachable two ways.
+
+    >>> sorted(tied_sources(["L['a']._parameters['w'] is L['b']._parameters['w']", "___check_obj_id(L['x'], 7)"]))
+    ["L['a']._parameters['w']", "L['b']._parameters['w']"]
+    """
     out: set[str] = set()
-    for g in guards:
-        for code in g.code:
-            m = _IS.match(code.split("#", 1)[0].strip())
-            if m:
-                out.update(m.groups())
+    for code in checks:
+        m = _IS.match(code.split("  #", 1)[0].strip())
+        if m:
+            out.update(m.groups())
     return out
 
 
@@ -193,7 +196,7 @@ def root_owners(graph: Graph, tied: set[str]) -> dict[str, tuple[str, str]]:
     for n in graph.placeholders:
         src = n.meta.get("graph_arg_source")
         path = owner_of(src) if isinstance(src, str) and src not in tied else None
-        if path is not None:
+        if path is not None and not _FRAME_LOCAL.match(path):  # the frame's own module: in no nn_module_stack
             out[n.name] = (path, src)
     return out
 
