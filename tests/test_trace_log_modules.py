@@ -143,3 +143,18 @@ def test_aot_input_index_reads_both_signature_styles():
         '        addmm: "f32[3, 4][4, 1]cpu",',
     ]))
     assert aot_input_index(g) == {"primals_1": 0, "primals_12": 11}
+
+
+def test_the_inspector_says_how_a_log_module_was_found(out):
+    import viz
+
+    _, loaded = run("transformer12", out)
+    f = next(f for f in loaded.frames if f.graph is not None and f.graph.nodes)
+    by_param = next(n for n in f.graph.nodes if n.op != "placeholder" and (n.meta.get("log_module") or {}).get("via") == "parameter")
+    between = next(n for n in f.graph.nodes if (n.meta.get("log_module") or {}).get("via") == "between")
+    info = viz.node_info(f, "", by_param.name)
+    assert info["nn_module"] == by_param.meta["log_module"]["path"]
+    assert info["nn_module_type"].startswith("inferred from log: reads L['self']._modules[")
+    info = viz.node_info(f, "", between.name)
+    lm = between.meta["log_module"]
+    assert info["nn_module_type"] == f"inferred from log: traced between {lm['after']} and {lm['before']}"

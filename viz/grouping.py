@@ -45,7 +45,8 @@ GROUP_THRESHOLD = 300
 # graphs without module stacks (there is nothing to group but the inputs).
 def threshold_for(graph: Graph) -> int:
     """The grouping threshold to draw ``graph`` with: 0 when any node carries a module stack, else GROUP_THRESHOLD."""
-    return 0 if any(graph_chains(graph)) else GROUP_THRESHOLD
+    first = next((c for c in map(module_chain, graph.nodes) if c), None)  # a log's groups may be too sparse:
+    return 0 if first and (first[-1][1] != INFERRED or any(graph_chains(graph))) else GROUP_THRESHOLD
 
 
 # A group box's id is GROUP_PREFIX + module path; fx node names are identifiers, so they never clash.
@@ -159,7 +160,7 @@ INFERRED = "inferred from log"
 LOG_GROUP_MIN_SHARE = 0.5
 
 
-def _logged(node: Node) -> list[tuple[str, str]]:
+def _logged(node: Node) -> list[tuple[str, str]]:  # Note [Groups inferred from a log]
     lm = node.meta.get("log_module")
     path = lm.get("path") if isinstance(lm, dict) else None
     return [(path, INFERRED)] if isinstance(path, str) and path else []
@@ -212,10 +213,8 @@ def graph_chains(graph: Graph) -> list[list[tuple[str, str]]]:
 def _sparse_log_groups(graph: Graph, chains: list[list[tuple[str, str]]]) -> bool:
     """True when every chain is inferred from a log and they cover under LOG_GROUP_MIN_SHARE of the ops."""
     ops = [c for n, c in zip(graph.nodes, chains, strict=True) if n.op not in ("placeholder", "output")]
-    placed = [c for c in ops if c]
-    if not placed or any(c[-1][1] != INFERRED for c in chains if c):
-        return False
-    return len(placed) < LOG_GROUP_MIN_SHARE * len(ops)
+    placed = sum(1 for c in ops if c)
+    return 0 < placed < LOG_GROUP_MIN_SHARE * len(ops) and all(c[-1][1] == INFERRED for c in chains if c)
 
 
 def module_tree(graph: Graph) -> dict[str, list[str]]:
