@@ -15,7 +15,7 @@ from torch.nn.attention.flex_attention import flex_attention
 
 from tracer._torch.bench_support import wrap_hop
 
-__all__ = ["MODELS", "SIZES", "big_mlp", "make"]
+__all__ = ["MODELS", "SIZES", "big_mlp", "make", "resnet18"]
 
 SIZES = ("full", "tiny")
 
@@ -163,6 +163,61 @@ class SmallCNN(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.features(x).mean(dim=(2, 3)))
+
+
+class BasicBlock(torch.nn.Module):
+    """torchvision's ResNet BasicBlock: conv/bn/relu, conv/bn, a downsample branch when the shape changes."""
+
+    def __init__(self, c_in: int, c_out: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False)
+        self.bn1 = torch.nn.BatchNorm2d(c_out)
+        self.relu = torch.nn.ReLU(inplace=True)
+        self.conv2 = torch.nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False)
+        self.bn2 = torch.nn.BatchNorm2d(c_out)
+        self.downsample = None
+        if stride != 1 or c_in != c_out:
+            self.downsample = torch.nn.Sequential(torch.nn.Conv2d(c_in, c_out, 1, stride, bias=False),
+                                                  torch.nn.BatchNorm2d(c_out))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        identity = x if self.downsample is None else self.downsample(x)
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        out += identity
+        return self.relu(out)
+
+
+class ResNet18(torch.nn.Module):
+    """torchvision's resnet18 layout (stem, four stages of two BasicBlocks, pool, fc) without the download."""
+
+    def __init__(self, widths: tuple[int, int, int, int] = (64, 128, 256, 512), classes: int = 10) -> None:
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, widths[0], 7, 2, 3, bias=False)
+        self.bn1 = torch.nn.BatchNorm2d(widths[0])
+        self.relu = torch.nn.ReLU(inplace=True)
+        self.maxpool = torch.nn.MaxPool2d(3, 2, 1)
+        c = widths[0]
+        for i, w in enumerate(widths):
+            setattr(self, f"layer{i + 1}", torch.nn.Sequential(BasicBlock(c, w, 1 if i == 0 else 2), BasicBlock(w, w, 1)))
+            c = w
+        self.avgpool = torch.nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = torch.nn.Linear(c, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+def resnet18(size: str = "full") -> tuple[torch.nn.Module, tuple]:
+    """``(model, args)``: a resnet18-equivalent CNN in training mode, seeded (not in MODELS: the
+    overhead benchmarks keep their set); ``size="tiny"`` has 1/16 of the channels and a 16x16 input."""
+    if size not in SIZES:
+        raise ValueError(f"unknown size {size!r} (must be one of {list(SIZES)})")
+    torch.manual_seed(0)
+    widths, hw = ((64, 128, 256, 512), 64) if size == "full" else ((4, 8, 16, 32), 16)
+    return ResNet18(widths), (torch.randn(2, 3, hw, hw),)
 
 
 def _mlp(size: str) -> tuple[torch.nn.Module, tuple]:

@@ -14,6 +14,7 @@ from tracer.model.attempts import AttemptInfo
 from tracer.model.guards import GraphBreak
 from tracer.trace_log.assemble import LOG_LIMITS, assemble
 from tracer.trace_log.events import AttemptLog, LogState
+from tracer.trace_log.modules import LOG_MODULE_RULE
 
 STRINGS = {0: "/venv/torch/_dynamo/convert_frame.py", 1: "/home/u/t.py"}
 
@@ -158,7 +159,7 @@ def _roles(g) -> list[tuple[str, str, str]]:
 def test_an_empty_log_says_what_a_log_cannot_contain():
     cap = assemble(LogState({}), fn="t.log")
     assert (cap.fn, cap.frames, cap.graph_breaks, cap.recompiles, cap.problems) == ("t.log", [], [], [], [])
-    assert cap.meta == {"source": "TORCH_TRACE"}
+    assert cap.meta == {"source": "TORCH_TRACE", "module_groups": LOG_MODULE_RULE}  # how its module groups are found
     assert assemble(LogState({})).fn == ""
     # each limit once, "field: why", in LOG_LIMITS' order; the texts say what Note [What a log does not contain] says
     assert cap.limits == [
@@ -170,7 +171,7 @@ def test_an_empty_log_says_what_a_log_cannot_contain():
         "Frame.passes: graphs are as logged before Dynamo's graph passes; Frame.passes is unknown",
         "Frame.aot: AOT saved values and ViewAndMutationMeta are not read; only the AOT graphs are",
         "Node.meta: node meta holds only what print_readable prints (shape, stride, dtype, device, the innermost "
-        "line of the node's stack)",
+        "line of the node's stack); no nn_module_stack: 'log_module' where parameter Sources prove a node's module",
         "Frame.status_reason: why a frame produced no graph is logged at debug level only",
         "Frame.bytecode: Dynamo's bytecode is logged for resume functions only and is not read",
         "Frame.guards: guards are the C++ guard tree's leaves, with its kinds, not the guards Dynamo built",
@@ -183,7 +184,8 @@ def test_torch_version_files_and_problems_of_the_log():
                 problems=["line 9: dynamo_start not read (ValueError: no compile id in the metadata)"])
     st.unknown.update({"zz_new_event": 2, "aa_new_event": 1})
     cap = assemble(st)
-    assert cap.meta == {"source": "TORCH_TRACE", "torch": "2.13.0+cpu", "files": {"/tmp/x/fx.py": "def forward(x): ..."}}
+    assert cap.meta == {"source": "TORCH_TRACE", "torch": "2.13.0+cpu", "files": {"/tmp/x/fx.py": "def forward(x): ..."},
+                        "module_groups": LOG_MODULE_RULE}
     assert cap.problems == ["line 9: dynamo_start not read (ValueError: no compile id in the metadata)",
                             "1 record(s) of event 'aa_new_event' not read: not an event of torch 2.13's trace",
                             "2 record(s) of event 'zz_new_event' not read: not an event of torch 2.13's trace"]

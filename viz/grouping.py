@@ -18,6 +18,7 @@ __all__ = [
     "BACKWARD_SUFFIX",
     "GROUP_PREFIX",
     "GROUP_THRESHOLD",
+    "INFERRED",
     "INPUTS_GROUP",
     "Item",
     "Visible",
@@ -44,7 +45,8 @@ GROUP_THRESHOLD = 300
 # graphs without module stacks (there is nothing to group but the inputs).
 def threshold_for(graph: Graph) -> int:
     """The grouping threshold to draw ``graph`` with: 0 when any node carries a module stack, else GROUP_THRESHOLD."""
-    return 0 if any(module_chain(n) for n in graph.nodes) else GROUP_THRESHOLD
+    first = next((c for c in map(module_chain, graph.nodes) if c), None)  # a log's groups may be too sparse:
+    return 0 if first and (first[-1][1] != INFERRED or any(graph_chains(graph))) else GROUP_THRESHOLD
 
 
 # A group box's id is GROUP_PREFIX + module path; fx node names are identifiers, so they never clash.
@@ -135,7 +137,7 @@ def split_path(path: str) -> list[str]:
 def module_chain(node: Node) -> list[tuple[str, str]]:
     """(path, module type) of every group ``node`` sits in, outermost first. See Note [Module paths nest by prefix]."""
     # A backward node of an AOT graph has no stack of its own; it belongs with its forward op.
-    stack = node.meta.get("nn_module_stack") or node.meta.get("fwd_nn_module_stack") or []
+    stack = node.meta.get("nn_module_stack") or node.meta.get("fwd_nn_module_stack") or _logged(node) or []
     key: list[tuple[str, str]] = []
     for entry in stack:
         try:
@@ -143,6 +145,25 @@ def module_chain(node: Node) -> list[tuple[str, str]]:
         except (IndexError, TypeError, KeyError):
             continue
     return list(_chain(tuple(key)))
+
+
+# Note [Groups inferred from a log]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A graph loaded from a TORCH_TRACE log has no nn_module_stack; the loader records the module a node
+# provably ran in as ``meta["log_module"]`` (Note [Module groups from a log] in
+# tracer/trace_log/modules.py), without the module's class. Such a group's type reads INFERRED, so
+# every box and the inspector say the group was inferred from the log; a node without it stays loose.
+# A graph where the log placed under LOG_GROUP_MIN_SHARE of the computing nodes (an AOT backward graph,
+# where only nodes reading a parameter are placed) is drawn as without module stacks: a few module
+# boxes among hundreds of loose nodes made ResNet's backward 6x wider than no boxes at all.
+INFERRED = "inferred from log"
+LOG_GROUP_MIN_SHARE = 0.5
+
+
+def _logged(node: Node) -> list[tuple[str, str]]:  # Note [Groups inferred from a log]
+    lm = node.meta.get("log_module")
+    path = lm.get("path") if isinstance(lm, dict) else None
+    return [(path, INFERRED)] if isinstance(path, str) and path else []
 
 
 # One entry per distinct nn_module_stack; a layout calls module_chain several times per node, so the
@@ -155,7 +176,7 @@ def _chain(stack: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
         for p in split_path(path):
             if p not in seen:
                 seen.add(p)
-                chain.append((p, typ if p == path else ""))
+                chain.append((p, typ if p == path or typ == INFERRED else ""))  # an inferred group says so at every level
     return tuple(chain)
 
 
@@ -172,6 +193,8 @@ def graph_chains(graph: Graph) -> list[list[tuple[str, str]]]:
     """:func:`module_chain` of every node of ``graph`` in order, with Note [Backward nodes without a
     forward node] applied."""
     chains = [module_chain(n) for n in graph.nodes]
+    if _sparse_log_groups(graph, chains):  # Note [Groups inferred from a log]
+        return [[] for _ in chains]
     if not any("fwd_nn_module_stack" in n.meta for n in graph.nodes):
         return chains
     index = {n.name: i for i, n in enumerate(graph.nodes)}
@@ -185,6 +208,13 @@ def graph_chains(graph: Graph) -> list[list[tuple[str, str]]]:
                 chains[i] = chains[j]
                 break
     return chains
+
+
+def _sparse_log_groups(graph: Graph, chains: list[list[tuple[str, str]]]) -> bool:
+    """True when every chain is inferred from a log and they cover under LOG_GROUP_MIN_SHARE of the ops."""
+    ops = [c for n, c in zip(graph.nodes, chains, strict=True) if n.op not in ("placeholder", "output")]
+    placed = sum(1 for c in ops if c)
+    return 0 < placed < LOG_GROUP_MIN_SHARE * len(ops) and all(c[-1][1] == INFERRED for c in chains if c)
 
 
 def module_tree(graph: Graph) -> dict[str, list[str]]:

@@ -111,6 +111,12 @@ def node_info(frame: Frame, graph_name: str, node_name: str) -> dict[str, Any]:
         info["nn_module"] = str(stack[-1][0])
         info["nn_module_type"] = str(stack[-1][1])
         info["nn_module_stack"] = [str(e[0]) for e in stack]
+    elif isinstance(n.meta.get("log_module"), dict):  # Note [Groups inferred from a log] in viz/grouping.py
+        lm = n.meta["log_module"]
+        info["nn_module"] = str(lm.get("path", ""))
+        how = (f"reads {', '.join(map(str, lm.get('reads', [])))}" if lm.get("via") == "parameter"
+               else f"traced between {lm.get('after')} and {lm.get('before')}")
+        info["nn_module_type"] = f"inferred from log: {how}"
     if n.op == "placeholder" and graph_name in frame.subgraphs:
         sg = frame.subgraphs[graph_name]
         inp = next((i for i in sg.inputs if i.name == n.name), None)

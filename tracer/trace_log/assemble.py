@@ -7,7 +7,7 @@ Invariant: ids, statuses, reasons and times come from the same code a live captu
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from tracer.diffing import attach_recompile_diffs
 from tracer.hop_feeds import Feed
@@ -32,6 +32,14 @@ from tracer.trace_log.deferred import deferred_graph, has_bodies, parse_logged, 
 from tracer.trace_log.events import AttemptLog, LogState
 from tracer.trace_log.graph_text import ParsedModule
 from tracer.trace_log.guards import fill_guards
+from tracer.trace_log.modules import (
+    LOG_MODULE_RULE,
+    aot_owners,
+    infer_modules,
+    ran_twice,
+    root_owners,
+    tied_sources,
+)
 
 __all__ = ["assemble", "LOG_LIMITS"]
 
@@ -52,7 +60,8 @@ __all__ = ["assemble", "LOG_LIMITS"]
 # - ViewAndMutationMeta, saved values and their origins are not read (only the AOT graphs);
 # - node meta is what the annotations and "# File:" comments print: shapes, strides, dtype,
 #   device and the innermost line of the node's stack; no requires_grad, nn_module_stack or full
-#   stack trace (so not the user line when the innermost frame is torch's own code);
+#   stack trace (so not the user line when the innermost frame is torch's own code); the module a
+#   node ran in only where the log proves it (Note [Module groups from a log] in modules.py);
 # - why a frame produced no graph is logged at debug level only (not in the trace);
 # - Dynamo's bytecode is logged for resume functions only, and not read;
 # - guards are the leaves of the C++ guard tree (its kinds: ID_MATCH where the Python guard says
@@ -66,7 +75,7 @@ LOG_LIMITS: dict[str, str] = {
     "Frame.passes": "graphs are as logged before Dynamo's graph passes; Frame.passes is unknown",
     "Frame.aot": "AOT saved values and ViewAndMutationMeta are not read; only the AOT graphs are",
     "Node.meta": "node meta holds only what print_readable prints (shape, stride, dtype, device, the innermost "
-                 "line of the node's stack)",
+                 "line of the node's stack); no nn_module_stack: 'log_module' where parameter Sources prove a node's module",
     "Frame.status_reason": "why a frame produced no graph is logged at debug level only",
     "Frame.bytecode": "Dynamo's bytecode is logged for resume functions only and is not read",
     "Frame.guards": "guards are the C++ guard tree's leaves, with its kinds, not the guards Dynamo built",
@@ -111,6 +120,7 @@ def assemble(st: LogState, fn: str = "") -> Capture:
         if key in local:
             cap.recompiles.append(recompile(local[key], reasons, local))
     cap.meta["source"] = "TORCH_TRACE"
+    cap.meta["module_groups"] = LOG_MODULE_RULE
     if st.torch_version:
         cap.meta["torch"] = st.torch_version
     if st.files:
@@ -132,14 +142,15 @@ def _code(a: AttemptLog, info: AttemptInfo, st: LogState) -> str:
 def _fill_graphs(frame: Frame, a: AttemptLog, sources: dict[str, tuple[str, bool]]) -> None:
     """The Dynamo and AOT graphs; each waits for its first read unless its bodies are needed now
     (Note [Which logged graphs wait] in deferred.py)."""
+    gj, cg = a.guards_json, a.cpp_guards  # the guard text, for module groups (not the whole attempt)
     if "dynamo" in a.texts:
         text, line = a.texts["dynamo"]
         if not has_bodies(text):
-            frame.graph = deferred_graph(frame, text, line, "", finish=lambda g: _root_roles(g, sources))
+            frame.graph = deferred_graph(frame, text, line, "", finish=lambda g: _root_roles(g, sources, _tied(gj, cg)))
         else:
             parsed = parse_logged(frame.problems, text, line, "")
             frame.graph = parsed.graph if parsed is not None else Graph(code=text)
-            _root_roles(frame.graph, sources)
+            _root_roles(frame.graph, sources, _tied(gj, cg))
             if parsed is not None:
                 frame.subgraphs = subgraph_tree(_LoggedGraph(parsed), _KINDS, frame.problems)
     graphs: dict[str, Graph] = {}
@@ -149,10 +160,11 @@ def _fill_graphs(frame: Frame, a: AttemptLog, sources: dict[str, tuple[str, bool
             continue
         text, line = a.texts[k]
         if not has_bodies(text):
-            graphs[k] = deferred_graph(frame, text, line, k)
+            graphs[k] = deferred_graph(frame, text, line, k, finish=lambda g: _aot_modules(frame, g, _tied(gj, cg)))
             continue
         parsed = parse_logged(frame.problems, text, line, k)
         graphs[k] = parsed.graph if parsed is not None else Graph(code=text, name=k)
+        _aot_modules(frame, graphs[k], _tied(gj, cg))
         if parsed is not None:
             children.update(_flat_children(parsed, k))
     if "inference" in graphs:
@@ -197,8 +209,9 @@ def _graph_input_sources(a: AttemptLog, st: LogState) -> dict[str, tuple[str, bo
             ((n, sorted(s)) for n, s in named.items()) if not more}
 
 
-def _root_roles(g: Graph, sources: dict[str, tuple[str, bool]]) -> None:
-    """Root placeholder roles by Note [Root roles from a log]."""
+def _root_roles(g: Graph, sources: dict[str, tuple[str, bool]], tied: set[str]) -> None:
+    """Root placeholder roles by Note [Root roles from a log]; then module groups by Note [Module
+    groups from a log] in modules.py."""
     for n in g.placeholders:
         if n.target not in sources:
             n.role = "unknown"
@@ -206,6 +219,17 @@ def _root_roles(g: Graph, sources: dict[str, tuple[str, bool]]) -> None:
         src, parameter = sources[n.target]
         n.meta["graph_arg_source"] = src
         n.role = root_role(src, parameter=parameter, symbolic=n.meta.get("kind") == "symint", arg_names=None)
+    owners = root_owners(g, tied)
+    infer_modules(g, owners, ran_twice(g, owners))
+
+
+def _aot_modules(frame: Frame, g: Graph, tied: set[str]) -> None:
+    """Module groups of an AOT graph through its inputs' descriptors (Note [Module groups from a log])."""
+    if frame.graph is None:
+        return
+    frame.graph.nodes  # noqa: B018 (parsed first: its Sources and modules are set when it is)
+    owners = aot_owners(g, frame.graph, root_owners(frame.graph, tied))
+    infer_modules(g, owners, None)  # not in traced order: the partitioner moves nodes (parameter rule only)
 
 
 # Note [Body input sources from a log]
@@ -250,3 +274,16 @@ class _LoggedGraph:
 
 # the log does not say operand from lifted: kind "unknown", said once in LOG_LIMITS
 _KINDS = KindPolicy(kind=lambda b, i, fed_from: None, unknown=lambda b, names: "")
+
+
+def _tied(guards_json: Optional[list[Any]], cpp_guards: Optional[str]) -> set[str]:
+    """Sources an ``A is B`` guard of this attempt ties (Note [Module groups from a log]), read from the
+    guard text itself: the Guard list waits for its first read and a graph's parse must not read it.
+    The tree when it is logged, else ``dynamo_guards``' code parts (Note [Guards from a log])."""
+    if cpp_guards:
+        return tied_sources(ln.partition("+- ")[2].partition(": ")[2] for ln in cpp_guards.split("\n") if "+- " in ln)
+    codes: list[str] = []
+    for g in guards_json or []:
+        code = g.get("code") if isinstance(g, dict) else None
+        codes.extend([code] if isinstance(code, str) else [str(c) for c in code] if isinstance(code, list) else [])
+    return tied_sources(codes)
