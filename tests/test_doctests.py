@@ -20,6 +20,7 @@ MODULES = [
     "tracer._text",
     "tracer.capturing",
     "tracer.diffing",
+    "tracer.exporting",
     "tracer.hop_feeds",
     "tracer.model.attempts",
     "tracer.model.break_reason",
