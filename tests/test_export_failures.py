@@ -1,0 +1,77 @@
+"""A failing tracer.export is a record, not a traceback: the kind of failure, torch's own message, the
+user line, and draft_export's report with user lines (real exports that fail)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.export import Dim
+
+import tracer
+from tests.export_models import Breaks, DataDependent, Reshape4
+
+
+def _line_of(cls, marker: str) -> int:
+    import inspect
+
+    lines, first = inspect.getsourcelines(cls.forward)
+    return first + next(i for i, line in enumerate(lines) if marker in line)
+
+
+def test_data_dependent_branch_is_a_record_with_the_user_line_and_the_draft_report():
+    x = torch.ones(3)
+    with pytest.raises(Exception) as torch_error:  # what torch itself raises for this module
+        torch.export.export(DataDependent(), (x,))
+    cap = tracer.export(DataDependent(), (x,))
+    tracer.validate(cap)
+    run = cap.export
+    assert run.status == "failed" and run.failure.kind == "data_dependent"
+    assert run.failure.message == str(torch_error.value) and run.failure.error_type == type(torch_error.value).__name__
+    line = _line_of(DataDependent, "the data-dependent line")
+    assert (run.failure.user_line.file, run.failure.user_line.line) == (__import__("tests.export_models").export_models.__file__, line)
+    assert cap.frames[0].status == "failed" and cap.frames[0].status_reason.startswith(type(torch_error.value).__name__)
+    # draft_export ran instead: one data-dependent failure at the same line, and its program as frame 0/1
+    (d,) = run.draft
+    assert d.kind == "data_dependent" and d.user_line.line == line and "n > 2" in d.user_line.code
+    assert "u0 > 2" in d.workaround
+    assert cap.frames[1].export.stage == "draft" and cap.frames[1].graph.find(target="aten.item")
+    back = tracer.Capture.from_json(cap.to_json())
+    assert back == cap
+
+
+def test_constraint_violation_from_dynamic_shapes():
+    x = torch.ones(8)
+    shapes = {"x": {0: Dim("n")}}
+    with pytest.raises(Exception) as torch_error:
+        torch.export.export(Reshape4(), (x,), dynamic_shapes=shapes)
+    cap = tracer.export(Reshape4(), (x,), dynamic_shapes=shapes, draft=False)
+    assert cap.export.failure.kind == "constraint_violation"
+    assert cap.export.failure.message == str(torch_error.value)
+    assert cap.export.dynamic_shapes == repr(shapes) and len(cap.frames) == 1
+    tracer.validate(cap)
+
+
+def test_graph_break_in_strict_export_points_at_the_break():
+    cap = tracer.export(Breaks(), (torch.ones(2),), strict=True, draft=False)
+    f = cap.export.failure
+    assert f.kind == "graph_break" and f.error_type == "Unsupported"
+    assert f.user_line.line == _line_of(Breaks, "the break line") and "graph_break()" in f.user_line.code
+    # the same module exports non-strict: graph_break() is a no-op outside Dynamo
+    assert tracer.export(Breaks(), (torch.ones(2),)).export.status == "exported"
+
+
+def test_raise_on_failure_reraises_torchs_own_exception_with_the_record():
+    with pytest.raises(Exception) as err:
+        tracer.export(DataDependent(), (torch.ones(3),), raise_on_failure=True)
+    assert type(err.value).__name__ == "GuardOnDataDependentSymNode"
+    assert err.value.capture.export.failure.kind == "data_dependent"
+
+
+def test_a_successful_export_with_dynamic_shapes_has_range_constraints():
+    shapes = {"x": {0: Dim("n", min=4, max=64) * 4}}
+    cap = tracer.export(Reshape4(), (torch.ones(32),), dynamic_shapes=shapes)
+    assert cap.export.status == "exported"
+    ep = torch.export.export(Reshape4(), (torch.ones(32),), dynamic_shapes=shapes)
+    ours = [(r.symbol, r.lower, r.upper) for r in cap.frames[0].export.range_constraints]
+    assert ours == [(str(s), str(vr.lower), str(vr.upper)) for s, vr in ep.range_constraints.items()]
+    assert ("4", "64") in [(lo, hi) for _, lo, hi in ours]  # n itself, as dynamic_shapes asked
