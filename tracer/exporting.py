@@ -104,19 +104,23 @@ def load_export(path: str | os.PathLike[str]) -> Capture:
     """Open a ``torch.export.save`` archive (``.pt2``) as the same record :func:`export` returns, without
     the model's code: frame "0/0" is the saved program (stage "loaded").
 
+    Nothing in the file is unpickled: an archive holding a pickled payload (a custom object, a weight
+    saved with pickle) is refused (Note [No pickle in a loaded .pt2] in tracer/_torch/pt2_archive.py).
     A file that is not such an archive is one ``ValueError`` naming it.
     """
     import torch
 
     from tracer._torch.export_program import EXPORT_LIMIT, frame_of_program
+    from tracer._torch.pt2_archive import archive_without_pickles
 
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise ValueError(f"no such file: {path!r}")
-    try:
-        ep = torch.export.load(path)
-    except Exception as e:  # except: re-raises (as one ValueError naming the file)
-        raise ValueError(f"not a torch.export archive: {path!r} ({type(e).__name__}: {str(e)[:300]})") from None
+    with archive_without_pickles(path) as copy:  # See Note [No pickle in a loaded .pt2]
+        try:
+            ep = torch.export.load(copy)
+        except Exception as e:  # except: re-raises (as one ValueError naming the file)
+            raise ValueError(f"not a torch.export archive: {path!r} ({type(e).__name__}: {str(e)[:300]})") from None
     name = os.path.basename(path)
     run = Export(status="exported", source=path)
     cap = Capture(fn=name, limits=[EXPORT_LIMIT], meta={"torch": torch.__version__}, export=run)
