@@ -36,6 +36,7 @@ MODULES = [
     "viz.drawing",
     "viz.dot",
     "viz.explorer",
+    "viz.export_view",
     "viz.graph_layout",
     "viz.grouping",
     "viz.guard_groups",

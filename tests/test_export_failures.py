@@ -37,6 +37,9 @@ def test_data_dependent_branch_is_a_record_with_the_user_line_and_the_draft_repo
     assert cap.frames[1].export.stage == "draft" and cap.frames[1].graph.find(target="aten.item")
     back = tracer.Capture.from_json(cap.to_json())
     assert back == cap
+    # again in the same process: the file was interned by the first run (Note [File names draft_export did not see])
+    (again,) = tracer.export(DataDependent(), (x,)).export.draft
+    assert again.user_line == d.user_line and "export_models.py" in again.message
 
 
 def test_constraint_violation_from_dynamic_shapes():

@@ -90,7 +90,9 @@ SYMBOLS: list[Private] = [
     *_names("less formatting while capturing (speed only)", "torch._logging._internal:trace_structured",
             "torch._logging:trace_structured"),
     # trace_events.py: file names interned in logged stacks
-    *_names("file names of logged stacks (Frame.meta['stack'])", "torch._logging.structured:INTERN_TABLE"),
+    # also export_failure.py: Note [File names draft_export did not see]
+    *_names("file names of logged stacks (Frame.meta['stack'], Export.draft's user lines)",
+            "torch._logging.structured:INTERN_TABLE"),
     # inductor.py: Note [What Inductor tells us]; the registered backend and its provenance config
     *_names("Inductor graphs and kernels (Frame.inductor)", "torch._dynamo.backends.registry:lookup_backend",
             "torch._inductor.config:trace.provenance_tracking_level",

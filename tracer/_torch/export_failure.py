@@ -100,6 +100,19 @@ def _report_of(ep: Any) -> Any:
     return next((v for v in vars(ep).values() if isinstance(v, DraftExportReport)), None)
 
 
+# Note [File names draft_export did not see]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# draft_export's stacks name files by number (torch/_logging/structured.py intern_string), and its
+# report maps only the numbers whose file was interned *during* that draft_export (the log lines it
+# captured). A file interned earlier in the process (an earlier export, a TORCH_TRACE run) keeps its
+# number but is missing from the report's map, so torch's own text leaves the line out. The
+# process-wide INTERN_TABLE (name -> number) is the same numbering: the report's map first, then it.
+def _file_names(report: Any) -> dict[Any, str]:
+    from torch._logging.structured import INTERN_TABLE
+
+    return {**{number: name for name, number in INTERN_TABLE.items()}, **dict(report.str_to_filename)}
+
+
 def _draft_line(stack: Any, files: dict[Any, str]) -> Optional[SourceLine]:
     for fr in reversed(stack if isinstance(stack, list) else []):
         path = files.get(fr.get("filename"), "")
@@ -123,7 +136,7 @@ def draft_failures(ep: Any, problems: list[str]) -> list[ExportFailure]:
     if report is None:
         problems.append("draft_export returned a program without its report: its failures are unknown")
         return []
-    files = dict(report.str_to_filename)
+    files = _file_names(report)
     out = []
     for f in report.failures:
         name = str(getattr(f.failure_type, "name", f.failure_type))
