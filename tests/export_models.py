@@ -76,3 +76,19 @@ class Breaks(torch.nn.Module):
     def forward(self, x):
         torch._dynamo.graph_break()  # the break line
         return x + 1
+
+
+@torch.compiler.nested_compile_region
+def region(x, w):
+    return torch.relu(x @ w)
+
+
+class Region(torch.nn.Module):
+    """A nested_compile_region: an invoke_subgraph body (kept when Dynamo's single-use inlining is off)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(4, 4))
+
+    def forward(self, x):
+        return region(x, self.w) + 1

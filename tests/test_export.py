@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import tracer
-from tests.export_models import CondLoop, MoreHops
+from tests.export_models import CondLoop, MoreHops, Region
 from tracer.hop_feeds import leaves
 
 
@@ -121,6 +121,20 @@ def test_scan_map_grad_and_autocast_bodies(strict):
     map_body = next(sg for sg in frame.subgraphs.values() if sg.hop == "map_impl")
     assert [(i.kind, i.supplied, i.source) for i in map_body.inputs] == [
         ("hop_supplied", "slice of xs[0]", "x"), ("unknown", "", "p_w")]
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_invoke_subgraph_body(strict):
+    mod, x = Region(), torch.randn(3, 4)
+    with torch._dynamo.config.patch(inline_single_use_invoke_subgraph=False):  # keep the one-call region a body
+        ep = torch.export.export(mod, (x,), strict=strict)
+        cap = tracer.export(mod, (x,), strict=strict)
+    tracer.validate(cap)
+    frame = cap.frames[0]
+    _check_against_torch(frame, ep)
+    (body,) = frame.subgraphs.values()
+    assert body.hop == "invoke_subgraph" and [i.source for i in body.inputs] == ["x", "p_w"]
+    assert frame.graph.node(body.call_node).calls == [body.name]
 
 
 def test_decompose_turns_the_buffer_mutation_into_an_output():
