@@ -92,3 +92,12 @@ class Region(torch.nn.Module):
 
     def forward(self, x):
         return region(x, self.w) + 1
+
+
+class ShapeChecks(torch.nn.Module):
+    """Two shape guards, each added by a user line."""
+
+    def forward(self, x, y):
+        z = x[: y.shape[0] * 2]  # the slice guard
+        torch._check(x.shape[0] % 2 == 0)  # the divisibility guard
+        return z.sum() + y.sum()

@@ -78,3 +78,36 @@ def test_a_successful_export_with_dynamic_shapes_has_range_constraints():
     ours = [(r.symbol, r.lower, r.upper) for r in cap.frames[0].export.range_constraints]
     assert ours == [(str(s), str(vr.lower), str(vr.upper)) for s, vr in ep.range_constraints.items()]
     assert ("4", "64") in [(lo, hi) for _, lo, hi in ours]  # n itself, as dynamic_shapes asked
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_shape_guards_and_their_user_lines(strict):
+    from tests.export_models import ShapeChecks
+
+    args, shapes = (torch.ones(8), torch.ones(3)), ({0: Dim.AUTO}, {0: Dim.AUTO})
+    cap = tracer.export(ShapeChecks(), args, dynamic_shapes=shapes, strict=strict)
+    tracer.validate(cap)
+    f = cap.frames[0]
+    ep = torch.export.export(ShapeChecks(), args, dynamic_shapes=shapes, strict=strict)
+    assert sorted(s.name for s in f.symbols) == sorted(str(s) for s in ep.range_constraints)
+    x = next(s.name for s in f.symbols if s.value == "8")
+    (div,) = [sp for sp in f.specializations if sp.kind == "divisibility"]
+    assert (div.symbol, div.value) == (x, "2")
+    if strict:  # Dynamo logs the user stack of each guard; non-strict export logs none (and we guess none)
+        lines = {g.user_stack[-1].line for g in f.shape_guards}
+        assert lines == {_line_of(ShapeChecks, "the slice guard"), _line_of(ShapeChecks, "the divisibility guard")}
+        assert div.user_line.line == _line_of(ShapeChecks, "the divisibility guard")
+    else:
+        assert all(not g.user_stack for g in f.shape_guards) and div.user_line is None
+
+
+def test_nothing_stays_installed_after_an_export_or_a_failed_one():
+    import torch._logging._internal as internal
+
+    handlers, structured = list(internal.trace_log.handlers), internal.trace_structured
+    tracer.export(Reshape4(), (torch.ones(8),))
+    tracer.export(Breaks(), (torch.ones(2),), strict=True, draft=False)
+    with pytest.raises(RuntimeError):  # torch's GuardOnDataDependentSymNode
+        tracer.export(DataDependent(), (torch.ones(3),), raise_on_failure=True)
+    assert internal.trace_log.handlers == handlers and internal.trace_structured is structured
+    assert torch._logging.trace_structured is structured

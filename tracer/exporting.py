@@ -37,7 +37,8 @@ def export(mod: Any, args: tuple[Any, ...], kwargs: Optional[dict[str, Any]] = N
     """Run ``torch.export.export(mod, args, kwargs, dynamic_shapes=..., strict=...)`` and record the
     exported program as a :class:`Capture` the explorer, the report, JSON and :func:`tracer.diff` read
     like a compile: frame "0/0" is the program (graph, HOP bodies, ``frame.export`` its graph
-    signature, range constraints and module call signatures), ``cap.export`` what the run did.
+    signature, range constraints and module call signatures; ``frame.shape_guards`` and
+    ``frame.specializations`` with the user line torch logged for each), ``cap.export`` what the run did.
 
     ``decompose=True`` adds frame "0/1", ``ep.run_decompositions()`` of it (``tracer.diff(cap.frames[0],
     cap.frames[1])`` shows what changed). When the export fails, ``cap.export.failure`` says why
@@ -54,6 +55,7 @@ def export(mod: Any, args: tuple[Any, ...], kwargs: Optional[dict[str, Any]] = N
 
     from tracer._torch.export_failure import draft_failures, failure_of
     from tracer._torch.export_program import EXPORT_LIMIT, frame_of_program
+    from tracer._torch.export_shapes import fill_shapes, recording_shapes
 
     kwargs = dict(kwargs or {})
     code = _where(mod)
@@ -61,18 +63,24 @@ def export(mod: Any, args: tuple[Any, ...], kwargs: Optional[dict[str, Any]] = N
                  dynamic_shapes="" if dynamic_shapes is None else repr(dynamic_shapes))
     cap = Capture(fn=type(mod).__qualname__ if not inspect.isfunction(mod) else mod.__qualname__,
                   limits=[EXPORT_LIMIT], meta={"torch": torch.__version__}, export=run)
-    try:
-        ep = torch.export.export(mod, tuple(args), kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
-    except Exception as e:  # except: records a problem (the failure is the record; re-raises when asked)
-        run.status, run.failure = "failed", failure_of(e, strict=strict)
-        cap.frames.append(_failed_frame(code, e))
+    error: Optional[Exception] = None
+    with recording_shapes(cap.problems) as shapes:
+        try:
+            ep = torch.export.export(mod, tuple(args), kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
+        except Exception as e:  # except: records a problem (kept as error: the failure is the record)
+            error = e
+    if error is not None:
+        run.status, run.failure = "failed", failure_of(error, strict=strict)
+        cap.frames.append(_failed_frame(code, error))
+        fill_shapes(cap.frames[0], shapes)  # the guards that led to it, e.g. a constraint violation's
         if raise_on_failure:
-            e.capture = cap  # type: ignore[attr-defined]
-            raise
+            error.capture = cap  # type: ignore[attr-defined]
+            raise error
         if draft:
             _draft(cap, mod, args, kwargs, dynamic_shapes, strict, code, draft_failures, frame_of_program)
         return cap
     cap.frames.append(frame_of_program(ep, compile_id="0/0", code=code, stage="exported"))
+    fill_shapes(cap.frames[0], shapes)
     if decompose:
         try:
             decomposed = ep.run_decompositions()
