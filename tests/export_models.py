@@ -101,3 +101,14 @@ class ShapeChecks(torch.nn.Module):
         z = x[: y.shape[0] * 2]  # the slice guard
         torch._check(x.shape[0] % 2 == 0)  # the divisibility guard
         return z.sum() + y.sum()
+
+
+@torch.library.custom_op("dynascope_tests::no_fake", mutates_args=())
+def no_fake(x: torch.Tensor) -> torch.Tensor:
+    """A custom operator with no fake kernel: export cannot trace it."""
+    return x * 2
+
+
+class NoFakeKernel(torch.nn.Module):
+    def forward(self, x):
+        return no_fake(x) + 1  # the custom op line

@@ -111,3 +111,16 @@ def test_nothing_stays_installed_after_an_export_or_a_failed_one():
         tracer.export(DataDependent(), (torch.ones(3),), raise_on_failure=True)
     assert internal.trace_log.handlers == handlers and internal.trace_structured is structured
     assert torch._logging.trace_structured is structured
+
+
+def test_an_operator_without_fake_kernel():
+    from tests.export_models import NoFakeKernel
+
+    with pytest.raises(RuntimeError) as torch_error:
+        torch.export.export(NoFakeKernel(), (torch.ones(3),))
+    cap = tracer.export(NoFakeKernel(), (torch.ones(3),))
+    tracer.validate(cap)
+    f = cap.export.failure
+    assert f.message == str(torch_error.value) and f.user_line.line == _line_of(NoFakeKernel, "the custom op line")
+    # torch raises a plain RuntimeError: the kind is "other", and draft_export names what is missing
+    assert f.kind == "other" and [d.kind for d in cap.export.draft] == ["missing_fake_kernel"]
