@@ -124,3 +124,16 @@ def test_an_operator_without_fake_kernel():
     assert f.message == str(torch_error.value) and f.user_line.line == _line_of(NoFakeKernel, "the custom op line")
     # torch raises a plain RuntimeError: the kind is "other", and draft_export names what is missing
     assert f.kind == "other" and [d.kind for d in cap.export.draft] == ["missing_fake_kernel"]
+
+
+def test_export_while_a_trace_is_paused_fails_fast():
+    from session_cases import finish, root_fn
+
+    s = tracer.trace(root_fn, torch.randn(3), torch.randn(3)).start()
+    try:
+        assert s.wait(timeout=120) is not None  # paused: it holds Dynamo's compile lock
+        with pytest.raises(RuntimeError, match=r"tracer\.export\(\) cannot run while .*compile lock"):
+            tracer.export(Reshape4(), (torch.ones(8),))
+    finally:
+        finish(s)
+    assert tracer.export(Reshape4(), (torch.ones(8),)).export.status == "exported"

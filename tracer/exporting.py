@@ -54,6 +54,9 @@ def export(mod: Any, args: tuple[Any, ...], kwargs: Optional[dict[str, Any]] = N
     import torch
 
     from tracer._torch.export_failure import draft_failures, failure_of
+    from tracer.active_session import raise_if_tracing
+
+    raise_if_tracing("tracer.export()")  # Dynamo's compile lock is held by a paused trace: fail fast, never hang
     from tracer._torch.export_program import EXPORT_LIMIT, frame_of_program
     from tracer._torch.export_shapes import fill_shapes, recording_shapes
 
