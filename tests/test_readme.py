@@ -32,7 +32,7 @@ def _run(block: str, cwd: Path) -> subprocess.CompletedProcess:
 def test_readme_has_examples_for_each_part_of_the_api():
     text = "\n".join(python_blocks())
     for name in ("tracer.capture(", "tracer.trace(", "tracer.pause(", "viz.Explorer(", "viz.export_html(",
-                 "tracer.diff(", "tracer.load_trace("):
+                 "tracer.diff(", "tracer.load_trace(", "tracer.export(", "tracer.load_export("):
         assert name in text, f"README has no example of {name}"
 
 
@@ -50,5 +50,8 @@ def test_readme_block_runs_on_its_own(i, tmp_path):
         assert "('l_y_', 'lifted_freevar', 'l_y_')" in r.stdout
     if "viz.export_html(" in block:  # the render example writes one standalone file with drawn graphs
         assert (tmp_path / "report.html").read_text().count("<svg") >= 1
+    if "tracer.export(" in block:  # the export example: signature, mutation after decompositions, failure, .pt2
+        assert "('b_calls', 'buffer', 'calls')" in r.stdout and "{'add': 'calls'}" in r.stdout
+        assert "failed data_dependent" in r.stdout and "loaded ['user_output']" in r.stdout
     if "TORCH_TRACE" in block:  # the log example reads what torch wrote, in the block's own directory
         assert list((tmp_path / "trace").glob("*.log")) and "('0/0', 'compiled')" in r.stdout

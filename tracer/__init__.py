@@ -9,6 +9,7 @@
 from tracer._torch.releases import UncheckedTorchWarning
 from tracer.capturing import capture
 from tracer.diffing import diff
+from tracer.exporting import export, load_export
 from tracer.job import load_job
 from tracer.model import (
     Aot,
@@ -16,6 +17,11 @@ from tracer.model import (
     AotOutput,
     Capture,
     Divergence,
+    Export,
+    ExportFailure,
+    ExportInput,
+    ExportOutput,
+    ExportProgram,
     Frame,
     FrameDiff,
     Graph,
@@ -44,6 +50,11 @@ __all__ = [
     "Capture",
     "CaptureOptions",
     "Divergence",
+    "Export",
+    "ExportFailure",
+    "ExportInput",
+    "ExportOutput",
+    "ExportProgram",
     "Frame",
     "FrameDiff",
     "Graph",
@@ -68,6 +79,8 @@ __all__ = [
     "UncheckedTorchWarning",
     "capture",
     "diff",
+    "export",
+    "load_export",
     "load_job",
     "load_trace",
     "pause",

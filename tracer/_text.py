@@ -133,10 +133,31 @@ def capture_tree(cap: Capture) -> str:
     for r in cap.recompiles:
         more = f" (and the guards of {len(r.failed) - 1} older cache entries)" if len(r.failed) > 1 else ""
         lines.append(f"recompile {r.compile_id}: {headline(r.reason)}{more}")
+    if cap.export is not None:
+        lines.extend(export_lines(cap))
     lines.extend(f"problem: {p}" for p in cap.problems)
     if cap.limits:  # Note [Limits of the source]: one quiet line, not problems
         lines.append(f"limits of the source: {len(cap.limits)} (what it cannot contain; see cap.limits)")
     return "\n".join(lines)
+
+
+def export_lines(cap: Capture) -> list[str]:
+    """A torch.export record: why it failed and what draft_export worked around, each with its user line."""
+    run = cap.export
+    if run is None:
+        return []
+    lines = []
+    if run.failure is not None:
+        lines.append(f"export failed ({'strict' if run.strict else 'non-strict'}): {run.failure}")
+    lines.extend(f"draft_export: {d}" + (f" -> {d.workaround}" if d.workaround else "") for d in run.draft)
+    for f in cap.frames:
+        if f.export is not None:
+            kinds = [i.kind for i in f.export.inputs]
+            roles = ", ".join(f"{kinds.count(k)} {k}" for k in dict.fromkeys(kinds))
+            mutated = f", mutates {sorted(set(f.export.mutated().values()))}" if f.export.mutated() else ""
+            lines.append(f"program {f.compile_id} ({f.export.stage}): inputs {roles}; "
+                         f"{plural(len(f.export.outputs), 'output')}{mutated}")
+    return lines
 
 
 def times_table(cap: Capture) -> str:

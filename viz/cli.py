@@ -1,5 +1,5 @@
-"""The ``dynascope`` command: ``report`` a TORCH_TRACE log (or a directory of per-rank logs) as one HTML
-file, or ``show`` it in the browser.
+"""The ``dynascope`` command: ``report`` a TORCH_TRACE log (or a directory of per-rank logs), or a
+``torch.export.save`` archive (``.pt2``), as one HTML file, or ``show`` it in the browser.
 
 Invariant: the HTML is the same one-file report ``viz.export_html`` writes for a live capture (a
 loaded log renders exactly like one; :mod:`viz.report_file`: an overview up front, each frame stored
@@ -56,9 +56,17 @@ def _load(paths: list[str]) -> list[Capture]:
     return caps
 
 
+def _load_pt2(path: str) -> list[Capture]:
+    """An exported program's archive: ``tracer.load_export`` (it imports torch when called; viz does not)."""
+    from tracer.exporting import load_export
+
+    _progress(f"loading {path} ({os.path.getsize(path) / 2**20:.1f} MB, torch.export archive)")
+    return [load_export(path)]
+
+
 def write_report(path: str, out: str) -> pathlib.Path:
-    """Load the log(s) at ``path`` and write one self-contained HTML report to ``out``."""
-    caps = _load(log_files(path))
+    """Load the log(s) at ``path`` (or the ``.pt2`` archive) and write one self-contained HTML report to ``out``."""
+    caps = _load_pt2(path) if path.endswith(".pt2") and os.path.isfile(path) else _load(log_files(path))
     _progress(f"rendering {out}")
     t0 = time.perf_counter()
     if len(caps) == 1:
@@ -75,10 +83,11 @@ def write_report(path: str, out: str) -> pathlib.Path:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="dynascope", description="Explore TORCH_TRACE logs as dynascope reports.")
+    p = argparse.ArgumentParser(prog="dynascope",
+                                description="Explore TORCH_TRACE logs and torch.export .pt2 archives as dynascope reports.")
     sub = p.add_subparsers(dest="command", required=True)
     rep = sub.add_parser("report", help="write one self-contained HTML report of a log or a directory of logs")
-    rep.add_argument("log", help="a TORCH_TRACE .log (or .log.gz) file, or the TORCH_TRACE directory")
+    rep.add_argument("log", help="a TORCH_TRACE .log (or .log.gz) file, the TORCH_TRACE directory, or a .pt2 archive")
     rep.add_argument("-o", "--output", default="report.html", help="HTML file to write (default: report.html)")
     show = sub.add_parser("show", help="write the report to a temporary file and open it in the browser")
     show.add_argument("log", help="a TORCH_TRACE .log (or .log.gz) file, or the TORCH_TRACE directory")

@@ -18,6 +18,7 @@ from tracer.model import TIME_PHASES, Aot, Capture, Frame, Graph
 from viz import panels
 from viz.code_view import frame_code_html
 from viz.diff_view import recompiles_html
+from viz.export_view import signature_html
 from viz.graph_layout import layout
 from viz.grouping import first_expanded
 from viz.markup import fragment, render
@@ -64,6 +65,7 @@ def frame_html(frame: Frame, graphs: list[tuple[str, str, int, int]] = (), code:
     return render(
         "frame.html.j2", frame=frame, phases=TIME_PHASES,
         tree=fragment(subgraph_tree_html(frame)),
+        signature=fragment(signature_html(frame)) if frame.export is not None else None,
         speculations=fragment(panels.speculations_html(frame)),
         legend=list(ROLE_STYLE.values()),
         graphs=list(graphs),

@@ -22,6 +22,7 @@ from typing import Any, Optional
 import msgspec
 
 from tracer.model import TIME_PHASES, Aot, Capture, Frame, Graph, Guard, format_meta
+from viz.export_view import export_run_html
 from viz.graph_layout import source_line
 from viz.guard_groups import group_guards, kind_counts
 from viz.markup import fragment, human_bytes, json_block, render
@@ -91,6 +92,7 @@ def overview_html(cap: Capture, counts: Optional[list[tuple[int, int]]] = None,
         all_problems=cap.all_problems(),
         phases=TIME_PHASES,
         recompiles=[[r.compile_id, r.reason] for r in cap.recompiles],
+        export=fragment(export_run_html(cap)),
     )
 
 

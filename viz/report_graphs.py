@@ -54,7 +54,8 @@ def frame_graphs(frame: Frame) -> list[tuple[str, str, Graph, list[str]]]:
     """(kind, title, graph, highlighted node names) of every non-empty graph of ``frame``, in the order
     the report shows them: root, HOP bodies (parents first), then AOT joint, forward, backward,
     inference with the saved values highlighted on both sides."""
-    out: list[tuple[str, str, Graph, list[str]]] = [("root", "Root graph (Dynamo)", frame.graph, [])]
+    root = f"Root graph (torch.export, {frame.export.stage})" if frame.export is not None else "Root graph (Dynamo)"
+    out: list[tuple[str, str, Graph, list[str]]] = [("root", root, frame.graph, [])]
     for name, sg in frame.subgraphs.items():
         out.append(("body", f"HOP body {name} [{sg.hop}]", sg.graph, []))
     if frame.aot is not None:

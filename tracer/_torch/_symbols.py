@@ -48,6 +48,7 @@ _HOP = "torch._dynamo.variables.higher_order_ops"
 _AOT_DESC = "torch._functorch._aot_autograd.descriptors"
 _PAUSE = "the pause of tracer.trace (PausedState)"
 _AOT = "the AOTAutograd record (Frame.aot)"
+_DRAFT = "what draft_export worked around after a failed export (Export.draft)"
 
 SYMBOLS: list[Private] = [
     # inductor.py: compile_caches_off; inductor_backward.py too
@@ -89,7 +90,9 @@ SYMBOLS: list[Private] = [
     *_names("less formatting while capturing (speed only)", "torch._logging._internal:trace_structured",
             "torch._logging:trace_structured"),
     # trace_events.py: file names interned in logged stacks
-    *_names("file names of logged stacks (Frame.meta['stack'])", "torch._logging.structured:INTERN_TABLE"),
+    # also export_failure.py: Note [File names draft_export did not see]
+    *_names("file names of logged stacks (Frame.meta['stack'], Export.draft's user lines)",
+            "torch._logging.structured:INTERN_TABLE"),
     # inductor.py: Note [What Inductor tells us]; the registered backend and its provenance config
     *_names("Inductor graphs and kernels (Frame.inductor)", "torch._dynamo.backends.registry:lookup_backend",
             "torch._inductor.config:trace.provenance_tracking_level",
@@ -129,6 +132,8 @@ SYMBOLS: list[Private] = [
     *_names("Dynamo passes after the graph log point (Frame.passes)",
             "torch._higher_order_ops.passes.inline_invoke_subgraph:inline_single_use_invoke_subgraph",
             releases=_SINCE_2_13),
+    # export_failure.py: Note [Where an export failure points]; draft_export's report after a failed export
+    *_names(_DRAFT, "torch.export._draft_export:DraftExportReport", "torch.export._draft_export:FailureReport.print"),
     # isolation.py: Note [Automatic-dynamic state is per capture]
     *_names("automatic-dynamic state per capture (recompiles)", "torch._dynamo.pgo:get_code_state"),
     # bench_support.py: Note [TORCH_TRACE without the environment variable]; the wrap HOP for bench models
@@ -173,6 +178,10 @@ SYMBOLS: list[Private] = [
 # tiny compile hands to a comptime callback.
 _TX = "torch._dynamo.symbolic_convert:InstructionTranslatorBase"
 ATTRIBUTES: list[Private] = [
+    *_attrs("torch.export._draft_export:DraftExportReport", _DRAFT, "failures", "str_to_filename"),
+    *_attrs("torch.export._draft_export:FailureReport", _DRAFT, "failure_type", "data"),
+    *_attrs("torch.utils._sympy.value_ranges:ValueRanges", "range constraints (ExportProgram.range_constraints)",
+            "lower", "upper"),
     # pause.py / pause_snapshot.py: the paused InstructionTranslator, its OutputGraph and tracers
     *_attrs(_TX, _PAUSE, "instruction_pointer", "instructions", "output", "f_code", "lineno", "parent",
             "symbolic_locals", "current_instruction"),

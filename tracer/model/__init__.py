@@ -12,6 +12,7 @@ module per concept, as PyTorch names them:
 - :mod:`tracer.model.inductor` ``InductorGraph``, ``Kernel``; :mod:`tracer.model.bytecode` ``Bytecode``;
   :mod:`tracer.model.shapes` ``ShapeSymbol``, ``Specialization``
 - :mod:`tracer.model.frame`      ``Frame`` (one compile attempt), ``GraphPass``
+- :mod:`tracer.model.export`     torch.export's part: ``Export``, ``ExportProgram`` and its signature
 - :mod:`tracer.model.capture`    ``Capture``
 - :mod:`tracer.model.job`        ``Job`` (one Capture per rank), ``Divergence``
 - :mod:`tracer.model.serialize`  JSON (typed decoding), :mod:`tracer.model.validate` the checker
@@ -32,6 +33,20 @@ from tracer.model.diff import (
     InputChange,
     NodePair,
     SavedChange,
+)
+from tracer.model.export import (
+    EXPORT_FAILURE_KINDS,
+    EXPORT_INPUT_KINDS,
+    EXPORT_OUTPUT_KINDS,
+    EXPORT_STAGES,
+    EXPORT_STATUSES,
+    Export,
+    ExportFailure,
+    ExportInput,
+    ExportOutput,
+    ExportProgram,
+    ModuleCall,
+    RangeConstraint,
 )
 from tracer.model.frame import Frame, GraphPass, GraphPiece
 from tracer.model.graph import Graph, Node, format_meta
@@ -67,6 +82,8 @@ __all__ = [
     "CodeText",
     "InductorGraph",
     "Kernel",
+    "ModuleCall",
+    "RangeConstraint",
     "SPECIALIZATION_KINDS",
     "ShapeGuard",
     "ShapeSymbol",
@@ -76,6 +93,16 @@ __all__ = [
     "DIVERGENCE_KINDS",
     "Divergence",
     "Capture",
+    "EXPORT_FAILURE_KINDS",
+    "EXPORT_INPUT_KINDS",
+    "EXPORT_OUTPUT_KINDS",
+    "EXPORT_STAGES",
+    "EXPORT_STATUSES",
+    "Export",
+    "ExportFailure",
+    "ExportInput",
+    "ExportOutput",
+    "ExportProgram",
     "FRAME_STATUSES",
     "Frame",
     "FrameDiff",

@@ -8,9 +8,10 @@ is kept for the caller and never serialized.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 from tracer import display
+from tracer.model.export import Export
 from tracer.model.frame import Frame
 from tracer.model.guards import BreakGroup, GraphBreak, Recompile
 
@@ -36,6 +37,7 @@ class Capture:
     problems: list[str] = field(default_factory=list)  # what this record could not know exactly (all frames' too)
     limits: list[str] = field(default_factory=list)  # what its source cannot contain (a log's limits): not problems of this run
     meta: dict[str, Any] = field(default_factory=dict)  # torch version, options, notes
+    export: Optional[Export] = None  # a tracer.export() record: the run (Note [Exported programs as frames])
     result: Any = field(default=None, compare=False, repr=False)  # the function's own return value (tensors detached); never serialized
 
     def frame(self, compile_id: str) -> Frame:

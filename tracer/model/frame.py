@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 from tracer.model.aot import Aot
 from tracer.model.bytecode import Bytecode
+from tracer.model.export import ExportProgram
 from tracer.model.graph import Graph
 from tracer.model.guards import Guard
 from tracer.model.inductor import InductorGraph
@@ -56,6 +57,7 @@ class Frame:
     symbols: list[ShapeSymbol] = field(default_factory=list)  # ShapeEnv symbols created in this attempt
     shape_guards: list[ShapeGuard] = field(default_factory=list)  # ShapeEnv guards added, with user lines
     specializations: list[Specialization] = field(default_factory=list)  # symbols made (partly) static, and why
+    export: Optional[ExportProgram] = None  # a torch.export program: its signature (Note [Exported programs as frames])
     meta: dict[str, Any] = field(default_factory=dict)  # escape hatch
 
     def graphs(self) -> dict[str, Graph]:

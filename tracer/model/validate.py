@@ -13,6 +13,15 @@ import re
 from tracer.model.aot import Aot
 from tracer.model.capture import Capture
 from tracer.model.diff import diff_problems
+from tracer.model.export import (
+    EXPORT_FAILURE_KINDS,
+    EXPORT_INPUT_KINDS,
+    EXPORT_OUTPUT_KINDS,
+    EXPORT_STAGES,
+    EXPORT_STATUSES,
+    Export,
+    ExportProgram,
+)
 from tracer.model.frame import Frame
 from tracer.model.graph import Graph
 from tracer.model.kinds import (
@@ -68,6 +77,8 @@ def validate(cap: Capture) -> None:
                 problems.append(f"recompile {r.compile_id}: diff of {r.diff.a!r}/{r.diff.b!r}, not frames of the capture")
             else:
                 problems += diff_problems(r.diff, cap.frame(r.diff.a), cap.frame(r.diff.b))
+    if cap.export is not None:
+        _check_export_run(cap.export, problems)
     if not all(isinstance(p, str) for p in cap.problems):
         problems.append("problems must be strings")
     if not all(isinstance(p, str) for p in cap.limits):
@@ -165,6 +176,8 @@ def _check_frame(f: Frame, problems: list[str]) -> None:
                             f"(must be 1..{len(f.speculations)})")
     if f.aot is not None:
         _check_aot(f.aot, where, problems)
+    if f.export is not None:
+        _check_program(f, f.export, where, problems)
     _check_beyond(f, where, problems)
 
 
@@ -224,3 +237,33 @@ def _check_aot(a: Aot, where: str, problems: list[str]) -> None:
         bad = [i for i in group if not 0 <= i < len(a.inputs)]
         if bad:
             problems.append(f"{where}: synthetic base groups input indices {bad} out of {len(a.inputs)} inputs")
+
+
+def _check_export_run(e: Export, problems: list[str]) -> None:
+    if e.status not in EXPORT_STATUSES:
+        problems.append(f"export: status {e.status!r} (must be one of {list(EXPORT_STATUSES)})")
+    if (e.status == "failed") != (e.failure is not None):
+        problems.append(f"export: status {e.status!r} {'without' if e.failure is None else 'with'} a failure")
+    for x in [*([e.failure] if e.failure is not None else []), *e.draft]:
+        if x.kind not in EXPORT_FAILURE_KINDS:
+            problems.append(f"export: failure kind {x.kind!r} (must be one of {list(EXPORT_FAILURE_KINDS)})")
+
+
+def _check_program(f: Frame, p: ExportProgram, where: str, problems: list[str]) -> None:
+    """The signature names the root graph's placeholders in order, and output arguments."""
+    if p.stage not in EXPORT_STAGES:
+        problems.append(f"{where}: export stage {p.stage!r} (must be one of {list(EXPORT_STAGES)})")
+    placeholders = [n.name for n in f.graph.placeholders]
+    named = [i.name for i in p.inputs if i.name]
+    if f.graph.nodes and named != [n for n in placeholders if n in named]:
+        problems.append(f"{where}: export inputs {named} are not placeholders of the graph in order {placeholders}")
+    for i in p.inputs:
+        if i.kind not in EXPORT_INPUT_KINDS:
+            problems.append(f"{where}: export input {i.name!r} kind {i.kind!r} (must be one of {list(EXPORT_INPUT_KINDS)})")
+    out = f.graph.output
+    returned = set(out.inputs) if out is not None else set()
+    for o in p.outputs:
+        if o.kind not in EXPORT_OUTPUT_KINDS:
+            problems.append(f"{where}: export output {o.name!r} kind {o.kind!r} (must be one of {list(EXPORT_OUTPUT_KINDS)})")
+        if o.name and f.graph.nodes and o.name not in returned:
+            problems.append(f"{where}: export output {o.name!r} is not returned by the graph")

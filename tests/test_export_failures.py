@@ -1,0 +1,139 @@
+"""A failing tracer.export is a record, not a traceback: the kind of failure, torch's own message, the
+user line, and draft_export's report with user lines (real exports that fail)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.export import Dim
+
+import tracer
+from tests.export_models import Breaks, DataDependent, Reshape4
+
+
+def _line_of(cls, marker: str) -> int:
+    import inspect
+
+    lines, first = inspect.getsourcelines(cls.forward)
+    return first + next(i for i, line in enumerate(lines) if marker in line)
+
+
+def test_data_dependent_branch_is_a_record_with_the_user_line_and_the_draft_report():
+    x = torch.ones(3)
+    with pytest.raises(Exception) as torch_error:  # what torch itself raises for this module
+        torch.export.export(DataDependent(), (x,))
+    cap = tracer.export(DataDependent(), (x,))
+    tracer.validate(cap)
+    run = cap.export
+    assert run.status == "failed" and run.failure.kind == "data_dependent"
+    assert run.failure.message == str(torch_error.value) and run.failure.error_type == type(torch_error.value).__name__
+    line = _line_of(DataDependent, "the data-dependent line")
+    assert (run.failure.user_line.file, run.failure.user_line.line) == (__import__("tests.export_models").export_models.__file__, line)
+    assert cap.frames[0].status == "failed" and cap.frames[0].status_reason.startswith(type(torch_error.value).__name__)
+    # draft_export ran instead: one data-dependent failure at the same line, and its program as frame 0/1
+    (d,) = run.draft
+    assert d.kind == "data_dependent" and d.user_line.line == line and "n > 2" in d.user_line.code
+    assert "u0 > 2" in d.workaround
+    assert cap.frames[1].export.stage == "draft" and cap.frames[1].graph.find(target="aten.item")
+    back = tracer.Capture.from_json(cap.to_json())
+    assert back == cap
+    # again in the same process: the file was interned by the first run (Note [File names draft_export did not see])
+    (again,) = tracer.export(DataDependent(), (x,)).export.draft
+    assert again.user_line == d.user_line and "export_models.py" in again.message
+
+
+def test_constraint_violation_from_dynamic_shapes():
+    x = torch.ones(8)
+    shapes = {"x": {0: Dim("n")}}
+    with pytest.raises(Exception) as torch_error:
+        torch.export.export(Reshape4(), (x,), dynamic_shapes=shapes)
+    cap = tracer.export(Reshape4(), (x,), dynamic_shapes=shapes, draft=False)
+    assert cap.export.failure.kind == "constraint_violation"
+    assert cap.export.failure.message == str(torch_error.value)
+    assert cap.export.dynamic_shapes == repr(shapes) and len(cap.frames) == 1
+    tracer.validate(cap)
+
+
+def test_graph_break_in_strict_export_points_at_the_break():
+    cap = tracer.export(Breaks(), (torch.ones(2),), strict=True, draft=False)
+    f = cap.export.failure
+    assert f.kind == "graph_break" and f.error_type == "Unsupported"
+    assert f.user_line.line == _line_of(Breaks, "the break line") and "graph_break()" in f.user_line.code
+    # the same module exports non-strict: graph_break() is a no-op outside Dynamo
+    assert tracer.export(Breaks(), (torch.ones(2),)).export.status == "exported"
+
+
+def test_raise_on_failure_reraises_torchs_own_exception_with_the_record():
+    with pytest.raises(Exception) as err:
+        tracer.export(DataDependent(), (torch.ones(3),), raise_on_failure=True)
+    assert type(err.value).__name__ == "GuardOnDataDependentSymNode"
+    assert err.value.capture.export.failure.kind == "data_dependent"
+
+
+def test_a_successful_export_with_dynamic_shapes_has_range_constraints():
+    shapes = {"x": {0: Dim("n", min=4, max=64) * 4}}
+    cap = tracer.export(Reshape4(), (torch.ones(32),), dynamic_shapes=shapes)
+    assert cap.export.status == "exported"
+    ep = torch.export.export(Reshape4(), (torch.ones(32),), dynamic_shapes=shapes)
+    ours = [(r.symbol, r.lower, r.upper) for r in cap.frames[0].export.range_constraints]
+    assert ours == [(str(s), str(vr.lower), str(vr.upper)) for s, vr in ep.range_constraints.items()]
+    assert ("4", "64") in [(lo, hi) for _, lo, hi in ours]  # n itself, as dynamic_shapes asked
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_shape_guards_and_their_user_lines(strict):
+    from tests.export_models import ShapeChecks
+
+    args, shapes = (torch.ones(8), torch.ones(3)), ({0: Dim.AUTO}, {0: Dim.AUTO})
+    cap = tracer.export(ShapeChecks(), args, dynamic_shapes=shapes, strict=strict)
+    tracer.validate(cap)
+    f = cap.frames[0]
+    ep = torch.export.export(ShapeChecks(), args, dynamic_shapes=shapes, strict=strict)
+    assert sorted(s.name for s in f.symbols) == sorted(str(s) for s in ep.range_constraints)
+    x = next(s.name for s in f.symbols if s.value == "8")
+    (div,) = [sp for sp in f.specializations if sp.kind == "divisibility"]
+    assert (div.symbol, div.value) == (x, "2")
+    if strict:  # Dynamo logs the user stack of each guard; non-strict export logs none (and we guess none)
+        lines = {g.user_stack[-1].line for g in f.shape_guards}
+        assert lines == {_line_of(ShapeChecks, "the slice guard"), _line_of(ShapeChecks, "the divisibility guard")}
+        assert div.user_line.line == _line_of(ShapeChecks, "the divisibility guard")
+    else:
+        assert all(not g.user_stack for g in f.shape_guards) and div.user_line is None
+
+
+def test_nothing_stays_installed_after_an_export_or_a_failed_one():
+    import torch._logging._internal as internal
+
+    handlers, structured = list(internal.trace_log.handlers), internal.trace_structured
+    tracer.export(Reshape4(), (torch.ones(8),))
+    tracer.export(Breaks(), (torch.ones(2),), strict=True, draft=False)
+    with pytest.raises(RuntimeError):  # torch's GuardOnDataDependentSymNode
+        tracer.export(DataDependent(), (torch.ones(3),), raise_on_failure=True)
+    assert internal.trace_log.handlers == handlers and internal.trace_structured is structured
+    assert torch._logging.trace_structured is structured
+
+
+def test_an_operator_without_fake_kernel():
+    from tests.export_models import NoFakeKernel
+
+    with pytest.raises(RuntimeError) as torch_error:
+        torch.export.export(NoFakeKernel(), (torch.ones(3),))
+    cap = tracer.export(NoFakeKernel(), (torch.ones(3),))
+    tracer.validate(cap)
+    f = cap.export.failure
+    assert f.message == str(torch_error.value) and f.user_line.line == _line_of(NoFakeKernel, "the custom op line")
+    # torch raises a plain RuntimeError: the kind is "other", and draft_export names what is missing
+    assert f.kind == "other" and [d.kind for d in cap.export.draft] == ["missing_fake_kernel"]
+
+
+def test_export_while_a_trace_is_paused_fails_fast():
+    from session_cases import finish, root_fn
+
+    s = tracer.trace(root_fn, torch.randn(3), torch.randn(3)).start()
+    try:
+        assert s.wait(timeout=120) is not None  # paused: it holds Dynamo's compile lock
+        with pytest.raises(RuntimeError, match=r"tracer\.export\(\) cannot run while .*compile lock"):
+            tracer.export(Reshape4(), (torch.ones(8),))
+    finally:
+        finish(s)
+    assert tracer.export(Reshape4(), (torch.ones(8),)).export.status == "exported"
