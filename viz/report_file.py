@@ -36,6 +36,7 @@ from viz.diff_view import diff_html, frame_of
 from viz.html import frame_html
 from viz.markup import fragment, render
 from viz.report_graphs import DrawingCache, canvas_css, frame_graphs, report_data
+from viz.report_info import report_info
 
 __all__ = ["OPEN_ALL_BYTES", "ReportStats", "decode_payload", "encode_payload", "expand", "export_html",
            "frame_payload", "payloads", "write_report"]
@@ -81,10 +82,12 @@ def decode_payload(payload: str) -> str:
 
 def frame_payload(cap: Capture, frame: Frame, cache: Optional[DrawingCache] = None) -> str:
     """The HTML a frame's payload holds: its section as the eager report shows it (Code tab
-    included) inside a ``.ds-report`` of its own with its drawings block."""
+    included) inside a ``.ds-report`` of its own with its drawings block and its nodes' facts for
+    the inspector (viz/report_info.py, Note [One inspector] in viz/inspector.py)."""
     data, (graphs,) = report_data([frame], cache)
     body = frame_html(frame, graphs, frame_code_html(cap, frame))
-    return render("report_frame.html.j2", body=fragment(body), data=fragment(data))
+    return render("report_frame.html.j2", body=fragment(body), data=fragment(data),
+                  info=fragment(report_info([frame])))
 
 
 def payloads(page: str) -> dict[str, str]:
