@@ -15,7 +15,7 @@ from torch.nn.attention.flex_attention import flex_attention
 
 from tracer._torch.bench_support import wrap_hop
 
-__all__ = ["MODELS", "SIZES", "big_mlp", "make"]
+__all__ = ["MODELS", "SIZES", "ZOO", "big_mlp", "make"]
 
 SIZES = ("full", "tiny")
 
@@ -165,6 +165,57 @@ class SmallCNN(torch.nn.Module):
         return self.head(self.features(x).mean(dim=(2, 3)))
 
 
+class BasicBlock(torch.nn.Module):
+    """ResNet's basic block: two 3x3 conv/BatchNorm, ReLU, and a 1x1 conv/BatchNorm shortcut on a stride or width change."""
+
+    def __init__(self, c_in: int, c_out: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False)
+        self.bn1 = torch.nn.BatchNorm2d(c_out)
+        self.conv2 = torch.nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False)
+        self.bn2 = torch.nn.BatchNorm2d(c_out)
+        self.downsample = (torch.nn.Sequential(torch.nn.Conv2d(c_in, c_out, 1, stride, bias=False), torch.nn.BatchNorm2d(c_out))
+                           if stride != 1 or c_in != c_out else None)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return F.relu(out + (x if self.downsample is None else self.downsample(x)))
+
+
+class ResNet18(torch.nn.Module):
+    """torchvision's resnet18 layout written out (no torchvision, no downloads): a 7x7 stem, four stages of
+    two BasicBlocks (widths w, 2w, 4w, 8w), global average pool, a linear classifier."""
+
+    def __init__(self, width: int, classes: int = 10) -> None:
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, width, 7, 2, 3, bias=False)
+        self.bn1 = torch.nn.BatchNorm2d(width)
+        self.maxpool = torch.nn.MaxPool2d(3, 2, 1)
+        widths, c_in, stages = [width, 2 * width, 4 * width, 8 * width], width, []
+        for i, c in enumerate(widths):
+            stages.append(torch.nn.Sequential(BasicBlock(c_in, c, 1 if i == 0 else 2), BasicBlock(c, c, 1)))
+            c_in = c
+        self.layer1, self.layer2, self.layer3, self.layer4 = stages
+        self.fc = torch.nn.Linear(c_in, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.maxpool(F.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(x.mean(dim=(2, 3)))
+
+
+class HFLoss(torch.nn.Module):
+    """A ``transformers`` causal LM whose forward returns its own loss on the input ids (a training step's graph)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.model(ids, labels=ids).loss
+
+
 def _mlp(size: str) -> tuple[torch.nn.Module, tuple]:
     w = 64 if size == "full" else 8
     return MLP(w), (torch.randn(8, w),)
@@ -197,6 +248,20 @@ def _cnn(size: str) -> tuple[torch.nn.Module, tuple]:
     return SmallCNN(width), (torch.randn(4, 3, hw, hw),)
 
 
+def _resnet18(size: str) -> tuple[torch.nn.Module, tuple]:
+    width, hw = (64, 64) if size == "full" else (4, 16)
+    return ResNet18(width), (torch.randn(2, 3, hw, hw),)
+
+
+def _gpt2_hf(size: str) -> tuple[torch.nn.Module, tuple]:
+    # transformers' own GPT-2 from its config, random weights (no download); its graph breaks are real
+    import transformers
+
+    layers, hidden, seq = (4, 256, 64) if size == "full" else (1, 32, 8)
+    cfg = transformers.GPT2Config(n_layer=layers, n_embd=hidden, n_head=4, vocab_size=1000, n_positions=128)
+    return HFLoss(transformers.GPT2LMHeadModel(cfg)), (torch.randint(0, 1000, (2, seq)),)
+
+
 MODELS: dict[str, Callable[[str], tuple[torch.nn.Module, tuple]]] = {
     "mlp": _mlp,
     "transformer12": _transformer12,
@@ -205,16 +270,21 @@ MODELS: dict[str, Callable[[str], tuple[torch.nn.Module, tuple]]] = {
     "flex_attention": _flex,
     "cnn": _cnn,
 }
+# Models only the report-size benchmark builds (bench/report_bytes.py): real architectures at their size.
+ZOO: dict[str, Callable[[str], tuple[torch.nn.Module, tuple]]] = {
+    "resnet18": _resnet18,
+    "gpt2_hf": _gpt2_hf,  # needs transformers
+}
 
 
 def make(name: str, size: str = "full") -> tuple[torch.nn.Module, tuple[Any, ...]]:
     """``(model, args)`` for a benchmark model, seeded; ``size="tiny"`` for smoke tests."""
-    if name not in MODELS:
-        raise ValueError(f"unknown benchmark model {name!r} (must be one of {list(MODELS)})")
+    if name not in MODELS and name not in ZOO:
+        raise ValueError(f"unknown benchmark model {name!r} (must be one of {[*MODELS, *ZOO]})")
     if size not in SIZES:
         raise ValueError(f"unknown size {size!r} (must be one of {list(SIZES)})")
     torch.manual_seed(0)
-    return MODELS[name](size)
+    return {**MODELS, **ZOO}[name](size)
 
 
 def big_mlp(param_bytes: int, width: int = 2048) -> tuple[torch.nn.Module, tuple]:
