@@ -1,8 +1,8 @@
 """The explorer in JupyterLab 4 at 1,440 x 900 with the file browser open, on a real GPT-2 capture
 (``transformers``' config, random weights), and the static report of the same capture beside it.
 
-Note [Fits its panel] (viz/inspector.py): after a click on the node with the longest recorded user
-stack, nothing in the inspector is wider than its panel, no tab label is cut, the frame picker shows
+Note [Fits its panel] (viz/inspector.py): after a click on the node with the longest name, then on the
+one with the longest recorded user stack, nothing in the inspector is wider than its panel, no tab label is cut, the frame picker shows
 its whole label; in the Partition tab each minimap covers at most a fifth of its canvas's width and a
 quarter of its height. Note [One inspector]: the report, opened from its file, shows the same
 inspector text for the same node. Reuses test_browser.py's JupyterLab harness.
@@ -31,7 +31,8 @@ CELLS = [
     "drawn = set(ex.canvas.box_ids())\n"
     "stack = lambda n: len(n.meta.get('stack_trace') or '')\n"
     "pick = max((n for n in ex.graph.nodes if n.name in drawn), key=stack)\n"
-    "print('FRAME', ex.frame.compile_id, 'PICK', pick.name, 'STACK', stack(pick))",
+    "named = max((n.name for n in ex.graph.nodes if n.name in drawn), key=len)\n"
+    "print('FRAME', ex.frame.compile_id, 'PICK', pick.name, 'STACK', stack(pick), 'NAMED', named)",
     "ex",
 ]
 
@@ -85,22 +86,23 @@ def test_nothing_is_clipped_and_the_report_inspects_alike(lab, browser):
         expect(browser_panel).to_be_visible()
         printed = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea-output", has_text="PICK")
         expect(printed).to_contain_text("PICK", timeout=400_000)
-        _, cid, _, pick, _, length = printed.inner_text().split()
-        assert int(length) > 1000  # a long user stack: the widest content the inspector gets
-        out = page.locator(".jp-Notebook .jp-Cell").nth(2)
+        _, cid, _, pick, _, length, _, named = printed.inner_text().split()
+        assert int(length) > 1000 and len(named) > 40  # the widest content the inspector gets: a long
+        out = page.locator(".jp-Notebook .jp-Cell").nth(2)  # user stack, a long name (a parameter's)
         out.scroll_into_view_if_needed()
-        _click_node(page, out.locator(".ds-canvas").first, pick)
-        expect(out.locator(".ds-side .ds-inspect h4")).to_have_text(pick, timeout=60_000)
+        for name in (named, pick):
+            _click_node(page, out.locator(".ds-canvas").first, name)
+            expect(out.locator(".ds-side .ds-inspect h4")).to_have_text(name, timeout=60_000)
+            got = out.evaluate(MEASURE)
+            page.screenshot(path=str(ARTIFACTS / f"lab_layout_inspector_{name[:20]}.png"))
+            assert got["rows"] >= 10, got
+            assert got["side"]["sw"] <= got["side"]["cw"] and got["host"]["sw"] <= got["host"]["cw"], got
+            assert got["past"] == [], got["past"]
+            assert 240 <= got["hostWidth"] and got["sideRight"] <= WIDTH, got
+            assert {"Inspector", "Code", "Lifted inputs", "Graphs", "Partition"} <= {x["text"] for x in got["labels"]}, got
+            assert all(x["sw"] <= x["cw"] for x in got["labels"]), got["labels"]
+            assert got["select"]["label"].startswith(cid) and got["select"]["text"] <= got["select"]["cw"] - 20, got
         expect(out.locator(".ds-side .ds-inspect tr[data-key='stack']")).to_be_attached()
-        got = out.evaluate(MEASURE)
-        page.screenshot(path=str(ARTIFACTS / "lab_layout_inspector.png"))
-        assert got["rows"] >= 10, got
-        assert got["side"]["sw"] <= got["side"]["cw"] and got["host"]["sw"] <= got["host"]["cw"], got
-        assert got["past"] == [], got["past"]
-        assert 240 <= got["hostWidth"] and got["sideRight"] <= WIDTH, got
-        assert {"Inspector", "Code", "Lifted inputs", "Graphs", "Partition"} <= {x["text"] for x in got["labels"]}, got
-        assert all(x["sw"] <= x["cw"] for x in got["labels"]), got["labels"]
-        assert got["select"]["label"].startswith(cid) and got["select"]["text"] <= got["select"]["cw"] - 20, got
         widget_text = got["text"]
 
         # the Partition tab: two canvases side by side, each minimap a small corner of its canvas
