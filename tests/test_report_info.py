@@ -11,7 +11,7 @@ import torch
 import tracer
 from viz.info import node_info
 from viz.report_graphs import frame_graphs, report_data
-from viz.report_info import MARK, intern, report_info, unintern
+from viz.report_info import MARK, Interner, intern, report_info, unintern
 
 
 @pytest.fixture(scope="module")
@@ -40,19 +40,34 @@ def test_every_drawn_node_has_node_infos_facts(cap):
             if kind == "body":
                 name = next(k for k, sg in frame.subgraphs.items() if sg.graph is graph)
             for n in graph.nodes:
-                got = unintern(facts[n.name], block["strings"])
+                got = unintern(facts[n.name], block["values"])
                 assert got == json.loads(json.dumps(node_info(frame, name, n.name), default=str)), (kind, n.name)
                 checked += 1
     assert checked >= 20
     saved = [s.name for f in frames if f.aot is not None for s in f.aot.saved]
-    assert saved and any("saved_for_backward" in unintern(g.get(saved[0], {}), block["strings"])
+    assert saved and any("saved_for_backward" in unintern(g.get(saved[0], {}), block["values"])
                          for g in block["graphs"])
 
 
-@pytest.mark.parametrize("value", ["", "short", "x" * 13, MARK, MARK + "3", "é ∂ 😀 \u2028 \x00" * 3,
-                                   {"k": ["a" * 40, 1, 2.5, None, True, {"n": MARK * 2}]}])
+@pytest.mark.parametrize("value", ["", "short", "x" * 13, MARK, MARK + "3", "é ∂ 😀 \u2028 \x00" * 3, [], {},
+                                   {"k": ["a" * 40, 1, 2.5, None, True, {"n": MARK * 2}], "j": ["a" * 40, 1, 2.5, None, True, {"n": MARK * 2}]},
+                                   [{"node": "x", "line": 3}, {"node": "x", "line": 3}, ["p", "q"], "[\"p\",\"q\"]"]])
 def test_interning_is_exact(value):
-    table: dict[str, int] = {}
+    table = Interner()
     packed = json.loads(json.dumps(intern(value, table)))
-    assert unintern(packed, list(table)) == value
-    assert all(len(s) > 12 or s.startswith(MARK) for s in table)  # short plain strings stay in place
+    values = json.loads(json.dumps(table.values))
+    assert unintern(packed, values) == value
+    assert all(len(v) > 12 or v.startswith(MARK) for v in values if isinstance(v, str))  # short plain strings stay
+    assert len(values) == len({json.dumps(v) for v in values})  # each stored once
+
+
+def test_repeated_values_are_stored_once():
+    source = {"file": "/site-packages/transformers/models/t5/modeling_t5.py", "line": 307, "code": "h = self.ln(h)"}
+    facts = [{"name": f"n{i}", "from": dict(source), "meta": {"from": dict(source), "shape": [2, i]}} for i in range(50)]
+    table = Interner()
+    for f in facts:
+        table.count(f)
+    packed = [table.pack(f) for f in facts]
+    assert [unintern(p, table.values) for p in packed] == facts
+    assert len(table.values) == 3  # the source dict and its two long strings, once; not 100 copies
+    assert len(json.dumps(packed)) < len(json.dumps(facts)) / 3

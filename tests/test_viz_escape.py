@@ -147,7 +147,7 @@ def test_new_fields_are_escaped_in_html_svg_and_dot(tmp_path):
     # the inspector: the widget's and the report's get the text as data, and viz/inspector.js sets it as text
     assert ex._inspector.info["supplied"] == f"by wrap: score {QUOTES}"
     facts = [json.loads(b) for b in re.findall(r'class="ds-node-info">([^<]*)</script>', pages["export"])]
-    supplied = {unintern(i, f["strings"]).get("supplied") for f in facts for g in f["graphs"] for i in g.values()}
+    supplied = {unintern(i, f["values"]).get("supplied") for f in facts for g in f["graphs"] for i in g.values()}
     assert f"by wrap: score {QUOTES}" in supplied
     fw = cap.frames[1].aot.forward
     dot = viz.to_dot(fw)

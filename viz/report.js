@@ -59,11 +59,12 @@ function openIn(d, boxId, strings) {
 }
 
 // The facts of node `name` of graph `index` from the report's node-info block (viz/report_info.py),
-// its strings restored (Note [Interned node facts]); null when the block has none.
+// its stored-once values restored (Note [Interned node facts]); null when the block has none.
 function nodeFacts(facts, index, name) {
   const g = facts && facts.graphs[index];
   if (!g || !Object.prototype.hasOwnProperty.call(g, name)) return null;
-  const back = (v) => (typeof v === "string" ? (v.startsWith("\u0001") ? facts.strings[Number(v.slice(1))] : v)
+  const stored = (x) => (typeof x === "string" ? x : back(x));  // a stored string is as written
+  const back = (v) => (typeof v === "string" ? (v.startsWith("\u0001") ? stored(facts.values[Number(v.slice(1))]) : v)
     : Array.isArray(v) ? v.map(back)
       : v && typeof v === "object" ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, back(x)])) : v);
   return back(g[name]);
