@@ -71,3 +71,17 @@ def test_repeated_values_are_stored_once():
     assert [unintern(p, table.values) for p in packed] == facts
     assert len(table.values) == 3  # the source dict and its two long strings, once; not 100 copies
     assert len(json.dumps(packed)) < len(json.dumps(facts)) / 3
+
+
+def test_a_repeated_frame_reuses_its_block_and_a_changed_one_does_not(cap):
+    import copy
+
+    frame = max(cap.frames, key=lambda f: len(f.graph.nodes))
+    cache: dict = {}
+    first = report_info([frame], cache)
+    twin = copy.deepcopy(frame)
+    twin.compile_id, twin.times = "9/0", {}  # another copy of the same compile: same facts
+    assert report_info([twin], cache) == first == report_info([twin]) and len(cache) == 1
+    changed = copy.deepcopy(frame)
+    changed.aot.saved = changed.aot.saved[1:]  # one saved value fewer: a fact differs, so no reuse
+    assert report_info([changed], cache) == report_info([changed]) != first and len(cache) == 2

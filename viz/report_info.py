@@ -6,6 +6,7 @@ order :func:`viz.report_graphs.report_data` numbers the graphs, so the report's 
 finds them; strings are stored once (Note [Interned node facts]) and come back equal; the block is
 :func:`viz.markup.json_block` JSON, read with ``JSON.parse`` and shown as text only.
 
+>>> import json
 >>> from tracer.model import Frame
 >>> from viz.synthetic import chain_graph
 >>> block = json.loads(report_info([Frame("0/0", "f.py:1 in f", graph=chain_graph(3, layers=1))]))
@@ -17,8 +18,10 @@ finds them; strings are stored once (Note [Interned node facts]) and come back e
 from __future__ import annotations
 
 import collections
-import json
-from typing import Any
+import hashlib
+from typing import Any, Optional
+
+import msgspec
 
 from tracer.model import Frame, Graph
 from viz.info import node_info
@@ -45,8 +48,11 @@ _SHORT = 12
 _SMALL = 16
 
 
-def _key(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), default=str)
+def _key(value: Any) -> bytes:
+    return _encode(value)
+
+
+_encode = msgspec.json.Encoder(enc_hook=str).encode  # a value's identity: its JSON (C speed, order kept)
 
 
 class Interner:
@@ -56,12 +62,14 @@ class Interner:
 
     def __init__(self) -> None:
         self.values: list[Any] = []
-        self._at: dict[str, int] = {}
-        self._counts: collections.Counter[str] = collections.Counter()
+        self._strings: dict[str, int] = {}
+        self._at: dict[bytes, int] = {}
+        self._counts: collections.Counter[bytes] = collections.Counter()
+        self._keys: dict[int, bytes] = {}  # id of a counted list or dict -> its key (alive until packed)
 
     def count(self, value: Any) -> None:
         if isinstance(value, (dict, list, tuple)):
-            key = _key(value)
+            key = self._keys[id(value)] = _key(value)
             self._counts[key] += 1
             if self._counts[key] == 1:
                 for v in (value.values() if isinstance(value, dict) else value):
@@ -70,22 +78,25 @@ class Interner:
     def pack(self, value: Any) -> Any:
         """``value`` with long strings and repeated lists and dicts as references into ``values``."""
         if isinstance(value, str):
-            return self._ref(value, _key(value)) if len(value) > _SHORT or value.startswith(MARK) else value
+            if len(value) <= _SHORT and not value.startswith(MARK):
+                return value
+            at = self._strings.get(value)
+            if at is None:
+                at = self._strings[value] = len(self.values)
+                self.values.append(value)
+            return MARK + str(at)
         if isinstance(value, (dict, list, tuple)):
-            key = _key(value)
+            key = self._keys.get(id(value)) or _key(value)
             if key in self._at:
                 return MARK + str(self._at[key])
             inner: Any = ({str(k): self.pack(v) for k, v in value.items()} if isinstance(value, dict)
                           else [self.pack(v) for v in value])
-            return self._ref(inner, key) if self._counts[key] > 1 and len(key) > _SMALL else inner
+            if self._counts[key] > 1 and len(key) > _SMALL:
+                self._at[key] = len(self.values)
+                self.values.append(inner)
+                return MARK + str(self._at[key])
+            return inner
         return value
-
-    def _ref(self, value: Any, key: str) -> str:
-        at = self._at.get(key)
-        if at is None:
-            at = self._at[key] = len(self.values)
-            self.values.append(value)
-        return MARK + str(at)
 
 
 def intern(value: Any, table: Interner) -> Any:
@@ -119,9 +130,39 @@ def _graph_names(frame: Frame) -> dict[int, str]:
     return names
 
 
-def report_info(frames: list[Frame]) -> str:
+def _facts_key(frames: list[Frame]) -> Optional[bytes]:
+    """A digest of everything node_info reads of ``frames`` (graphs, bodies' inputs, symbols and their
+    specializations, kernels, saved values), not their ids or times: equal for a repeated frame."""
+    parts = []
+    for f in frames:
+        aot = f.aot
+        parts.append([[g.name for _, _, g, _ in frame_graphs(f)], [g.nodes for _, _, g, _ in frame_graphs(f)],
+                      {k: [sg.parent, sg.hop, sg.inputs] for k, sg in f.subgraphs.items()}, f.symbols,
+                      f.specializations, [[g.aot_id, [[k.name, k.dynamo_nodes] for k in g.kernels]] for g in f.inductor],
+                      aot.saved if aot is not None else None])
+    try:
+        return hashlib.blake2b(msgspec.json.encode(parts, enc_hook=repr), digest_size=20).digest()
+    except (TypeError, msgspec.EncodeError):  # a value JSON cannot hold: computed without the cache
+        return None
+
+
+def report_info(frames: list[Frame], cache: Optional[dict[bytes, str]] = None) -> str:
     """The JSON block of every drawn node's facts: ``{"values": [...], "graphs": [{node: facts}]}``,
-    one entry per graph in :func:`viz.report_graphs.report_data`'s numbering."""
+    one entry per graph in :func:`viz.report_graphs.report_data`'s numbering. ``cache``: the last few
+    blocks by :func:`_facts_key`, so a repeated frame (the same graph on every rank, a log repeated)
+    costs one digest (as Note [Drawings of equal graphs] in viz/report_graphs.py does for drawings)."""
+    key = _facts_key(frames) if cache is not None else None
+    if key is not None and key in cache:
+        return cache[key]
+    block = _report_info(frames)
+    if key is not None:
+        cache[key] = block
+        while len(cache) > 4:
+            cache.pop(next(iter(cache)))
+    return block
+
+
+def _report_info(frames: list[Frame]) -> str:
     table = Interner()
     graphs: list[dict[str, Any]] = []
     for frame in frames:
