@@ -39,20 +39,22 @@ __all__ = ["MARK", "Interner", "intern", "report_info", "unintern"]
 # a node refers to it as MARK + its index: every string longer than ``_SHORT`` characters, every list
 # or dict that occurs more than once and whose JSON is longer than ``_SMALL`` (its own parts referred
 # to the same way; a value met once stays in place), and any string that starts with MARK itself, so
-# that decoding is exact whatever the string (a stored string is taken as written, never followed). Dict keys are
-# kept as they are (node_info's and meta's own names, short). On a 4-layer T5 training step this
-# takes the facts from 6.4 MB of JSON (0.44 MB in the page) to a fraction of that.
+# that decoding is exact whatever the string (a stored string is taken as written, never followed).
+# Dict keys are kept as they are (node_info's and meta's own names, short). zlib (the page's payloads)
+# finds most repeats itself; storing repeated lists and dicts once still took a 4-layer T5 training
+# step's report from 756,111 to 706,658 bytes (bench/RESULTS.md).
 
 MARK = "\u0001"
 _SHORT = 12
 _SMALL = 16
 
 
+_encode = msgspec.json.Encoder(enc_hook=str).encode
+
+
 def _key(value: Any) -> bytes:
+    """A value's identity: its JSON (msgspec: C speed, dict order kept)."""
     return _encode(value)
-
-
-_encode = msgspec.json.Encoder(enc_hook=str).encode  # a value's identity: its JSON (C speed, order kept)
 
 
 class Interner:
