@@ -29,6 +29,7 @@ from bench import (
     memory,
     models,
     pause_latency,
+    report_bytes,
     report_size,
     report_vs_tlparse,
     saved_split,
@@ -57,6 +58,8 @@ TARGETS: list[tuple[str, str, str, Optional[Any]]] = [
     ("big_report_frame_ms", "  a deep frame asked for -> its graph drawn (ms)", "<= 1000",
      lambda v: v is not None and v <= 1000),
     ("report_bytes", "static report of transformer12 training (bytes)", "<= 1000000", lambda v: v <= 1_000_000),
+    ("report_bytes_max", "largest report of the zoo, live capture or log (bytes)", "<= 1000000",
+     lambda v: v <= report_bytes.LIMIT),
     ("explorer_first_paint_seconds", "explorer first paint, transformer12 (s)", "<= 0.5", lambda v: v <= 0.5),
     ("load_mb_per_s", "load_trace throughput on a synthetic log (MB/s)", ">= 50", lambda v: v >= 50),
     ("load_mb_per_s_all_read", "  same, then every graph, guard and problem read (MB/s)", "", None),
@@ -123,7 +126,14 @@ def _steps(quick: bool, out: dict[str, Any], held: dict[str, Any]) -> list[Step]
          lambda: inductor_overhead.run(("mlp", "cnn") if quick else inductor_overhead.NAMES, size=size)),
         ("report size, write time and first paint vs tlparse",
          lambda: report_size.run(repeat=repeat, size=size, browser=True, tlparse=not quick)),
+        ("report bytes of the zoo" + ("" if quick else ", live capture and log"), lambda: _zoo_bytes(quick, size)),
     ]
+
+
+def _zoo_bytes(quick: bool, size: str) -> dict[str, Any]:
+    res = report_bytes.run(size=size, log=not quick, names=["cnn"] if quick else None)
+    return {"report_bytes_zoo": res["models"], "report_bytes_max": res["report_bytes_max"],
+            **({"report_bytes_skipped": res["skipped"]} if res["skipped"] else {})}
 
 
 def run(quick: bool = False, figures: Optional[Callable[[dict[str, Any]], None]] = None) -> dict[str, Any]:
@@ -177,6 +187,8 @@ def rows(res: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         mb = {k: f"{split[k] / 2**20:.2f}" for k in ("saved_bytes", "activation_bytes", "param_bytes")}
         out.append((f"saved for backward ({name}), MB: all / activations / params+buffers",
                     f"{mb['saved_bytes']} / {mb['activation_bytes']} / {mb['param_bytes']}", "", ""))
+    for name, m in res.get("report_bytes_zoo", {}).items():
+        out.append((f"report bytes ({name}): live capture / log", f"{m['live']} / {m.get('log', '-')}", "", ""))
     if res.get("joint_dot_cap_hit"):
         out.append(("  (dot was killed at the cap)", f"{res['joint_dot_cap_seconds']:g}", "", ""))
     return out

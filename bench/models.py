@@ -15,7 +15,7 @@ from torch.nn.attention.flex_attention import flex_attention
 
 from tracer._torch.bench_support import wrap_hop
 
-__all__ = ["MODELS", "SIZES", "big_mlp", "make", "resnet18"]
+__all__ = ["MODELS", "SIZES", "ZOO", "big_mlp", "make", "resnet18"]
 
 SIZES = ("full", "tiny")
 
@@ -220,6 +220,17 @@ def resnet18(size: str = "full") -> tuple[torch.nn.Module, tuple]:
     return ResNet18(widths), (torch.randn(2, 3, hw, hw),)
 
 
+class HFLoss(torch.nn.Module):
+    """A ``transformers`` causal LM whose forward returns its own loss on the input ids (a training step's graph)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.model(ids, labels=ids).loss
+
+
 def _mlp(size: str) -> tuple[torch.nn.Module, tuple]:
     w = 64 if size == "full" else 8
     return MLP(w), (torch.randn(8, w),)
@@ -252,6 +263,19 @@ def _cnn(size: str) -> tuple[torch.nn.Module, tuple]:
     return SmallCNN(width), (torch.randn(4, 3, hw, hw),)
 
 
+def _resnet18(size: str) -> tuple[torch.nn.Module, tuple]:
+    return resnet18(size)
+
+
+def _gpt2_hf(size: str) -> tuple[torch.nn.Module, tuple]:
+    # transformers' own GPT-2 from its config, random weights (no download); its graph breaks are real
+    import transformers
+
+    layers, hidden, seq = (4, 256, 64) if size == "full" else (1, 32, 8)
+    cfg = transformers.GPT2Config(n_layer=layers, n_embd=hidden, n_head=4, vocab_size=1000, n_positions=128)
+    return HFLoss(transformers.GPT2LMHeadModel(cfg)), (torch.randint(0, 1000, (2, seq)),)
+
+
 MODELS: dict[str, Callable[[str], tuple[torch.nn.Module, tuple]]] = {
     "mlp": _mlp,
     "transformer12": _transformer12,
@@ -260,16 +284,21 @@ MODELS: dict[str, Callable[[str], tuple[torch.nn.Module, tuple]]] = {
     "flex_attention": _flex,
     "cnn": _cnn,
 }
+# Models only the report-size benchmark builds (bench/report_bytes.py): real architectures at their size.
+ZOO: dict[str, Callable[[str], tuple[torch.nn.Module, tuple]]] = {
+    "resnet18": _resnet18,
+    "gpt2_hf": _gpt2_hf,  # needs transformers
+}
 
 
 def make(name: str, size: str = "full") -> tuple[torch.nn.Module, tuple[Any, ...]]:
     """``(model, args)`` for a benchmark model, seeded; ``size="tiny"`` for smoke tests."""
-    if name not in MODELS:
-        raise ValueError(f"unknown benchmark model {name!r} (must be one of {list(MODELS)})")
+    if name not in MODELS and name not in ZOO:
+        raise ValueError(f"unknown benchmark model {name!r} (must be one of {[*MODELS, *ZOO]})")
     if size not in SIZES:
         raise ValueError(f"unknown size {size!r} (must be one of {list(SIZES)})")
     torch.manual_seed(0)
-    return MODELS[name](size)
+    return {**MODELS, **ZOO}[name](size)
 
 
 def big_mlp(param_bytes: int, width: int = 2048) -> tuple[torch.nn.Module, tuple]:

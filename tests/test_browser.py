@@ -192,10 +192,11 @@ def watch_kernel(page) -> list[bool]:
     return kernel_ready
 
 
-def lab_page(browser) -> tuple[object, list[str], list[bool]]:
-    """A 1500x1000 page for a JupyterLab test: (page, page errors as they come, ``watch_kernel``'s list)."""
+def lab_page(browser, width: int = 1500, height: int = 1000) -> tuple[object, list[str], list[bool]]:
+    """A page for a JupyterLab test (1500x1000 unless told): (page, page errors as they come,
+    ``watch_kernel``'s list)."""
     ARTIFACTS.mkdir(exist_ok=True)
-    page = browser.new_page(viewport={"width": 1500, "height": 1000})
+    page = browser.new_page(viewport={"width": width, "height": height})
     page.set_default_timeout(60_000)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))

@@ -15,6 +15,7 @@ from viz import browser_code
 from viz.browser_code import BUNDLES, CONSTANTS, Bundle, bundle, join, module_parts
 from viz.canvas import GraphCanvas
 from viz.drawing import PACKED_BOX_KEYS, PACKED_INTERNED
+from viz.inspector import Inspector
 from viz.job_view import JobGrid
 from viz.report_graphs import report_script
 from viz.style import FONT_PX, READABLE_PX
@@ -42,6 +43,7 @@ def _expected_body(name: str) -> str:
 
 def test_the_widgets_and_the_report_run_the_bundles():
     assert GraphCanvas._esm == bundle("canvas")
+    assert Inspector._esm == bundle("inspector")
     assert JobGrid._esm == bundle("job_grid")
     assert report_script() == bundle("report")
 
@@ -50,7 +52,8 @@ def test_the_widgets_and_the_report_run_the_bundles():
 def test_a_bundle_is_its_files_in_order_and_nothing_else(name):
     spec = BUNDLES[name]
     code = bundle(name)
-    files = (CONSTANTS, *spec.files)  # constants.js first: every bundle reads it
+    # constants.js first when a file reads it (the inspector's bundle reads none)
+    files = ((CONSTANTS,) if "// viz/constants.js" in code else ()) + spec.files
     at = 0
     for f in files:  # every file's own text, in the listed order
         body = _expected_body(f)
@@ -123,11 +126,42 @@ def test_the_files_are_real_es_modules(tmp_path):
     (tmp_path / CONSTANTS).write_text(browser_code._constants_source(), encoding="utf-8")
     (tmp_path / "package.json").write_text('{"type": "module"}', encoding="utf-8")
     script = ("const out = {};\n"
-              "for (const f of ['canvas.js', 'job_grid.js', 'report.js', 'view.js', 'svg_draw.js']) {\n"
+              "for (const f of ['canvas.js', 'job_grid.js', 'report.js', 'view.js', 'svg_draw.js', 'inspector.js',"
+              " 'inspector_widget.js']) {\n"
               "  const m = await import('./' + f); out[f] = Object.keys(m).sort(); }\n"
               "console.log(JSON.stringify(out));\n")
     (tmp_path / "main.mjs").write_text(script, encoding="utf-8")
     got = subprocess.run(["node", "main.mjs"], cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(got.stdout) == {"canvas.js": ["default"], "job_grid.js": ["default"],
                                       "report.js": ["setUpReports"], "view.js": ["dsView"],
-                                      "svg_draw.js": ["buildSvg", "fmt", "svgEl"]}
+                                      "svg_draw.js": ["buildSvg", "fmt", "svgEl"],
+                                      "inspector.js": ["drawInspector", "inspectorRows"], "inspector_widget.js": ["default"]}
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node not installed")
+def test_the_inspector_rows_of_a_lifted_input(tmp_path):
+    """viz/inspector.js inspectorRows (what the widget and the report draw, Note [One inspector]) on the
+    facts of a placeholder lifted two bodies deep: the chain reads as steps up to the binding node; the
+    user stack is a row of its own; meta comes last; a nested value is sorted JSON."""
+    from explorer_capture import make_capture
+
+    from viz.explorer import Explorer
+
+    ex = Explorer(make_capture())
+    ex.select("wrap_body_0.wrap_body_0")
+    ex.select_node("y")
+    info = dict(ex._inspector.info, meta={"stack_trace": "  File x.py, line 1\n    y = f()\n", "b": {"z": 1, "a": 2}})
+    (tmp_path / "inspector.js").write_text((VIZ / "inspector.js").read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "package.json").write_text('{"type": "module"}', encoding="utf-8")
+    (tmp_path / "main.mjs").write_text(
+        "import { inspectorRows } from './inspector.js';\n"
+        f"console.log(JSON.stringify(inspectorRows({json.dumps(info)})));\n", encoding="utf-8")
+    got = subprocess.run(["node", "main.mjs"], cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True)
+    rows = json.loads(got.stdout)
+    by_key = {k: (kind, v) for k, kind, v in rows}
+    assert by_key["lifted_chain"] == ("chain", ["y in wrap_body_0.wrap_body_0 (lifted_freevar)",
+                                                 "y in wrap_body_0 (lifted_freevar)", "y in root (call_method)"])
+    assert by_key["graph"] == ("text", "wrap_body_0.wrap_body_0") and by_key["name"] == ("text", "y")
+    assert by_key["stack"] == ("pre", "  File x.py, line 1\n    y = f()")
+    assert by_key["meta"] == ("pre", '{\n "b": {\n  "a": 2,\n  "z": 1\n }\n}')
+    assert [k for k, _, _ in rows][:3] == ["name", "graph", "op"] and [k for k, _, _ in rows][-2:] == ["stack", "meta"]

@@ -50,6 +50,7 @@ MODULES = [
     "viz.panels",
     "viz.report_file",
     "viz.report_graphs",
+    "viz.report_info",
     "viz.style",
     "viz.svg",
     "viz.synthetic",

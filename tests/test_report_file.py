@@ -26,6 +26,7 @@ from viz.report_file import (
     write_report,
 )
 from viz.report_graphs import DrawingCache, frame_graphs, graph_drawing, report_data
+from viz.report_info import report_info
 
 HOSTILE = "</script><script>alert(1)</script><!--<img src=x onerror=alert(2)>&amp;"
 
@@ -65,7 +66,7 @@ def test_hostile_names_stay_text_in_page_and_payloads(tmp_path):
     for html in payloads(page).values():
         assert HOSTILE not in html and "<img src" not in html
         assert "&lt;/script&gt;&lt;script&gt;alert(1)" in html  # shown, escaped, in the frame's tables
-        assert len(re.findall(r"<script", html)) <= 2  # the frame's drawings block and its guards' data block
+        assert len(re.findall(r"<script", html)) <= 3  # the frame's drawings, its nodes' facts, its guards' data
         for block in re.findall(r'<script type="application/json" class="ds-[a-z-]+">([^<]*)</script>', html):
             drawn.append(json.loads(block))  # a JSON block that parses whole: no string ended it early
     assert len(drawn) >= len(cap.frames) and HOSTILE in json.dumps(drawn, ensure_ascii=False)
@@ -76,7 +77,8 @@ def test_the_payload_is_the_eager_frame_section_with_its_drawings():
     html = frame_payload(cap, cap.frames[0])
     data, (graphs,) = report_data(cap.frames[:1])
     assert html == ('<div class="ds-report">' + frame_html(cap.frames[0], graphs, frame_code_html(cap, cap.frames[0]))
-                    + f'\n<script type="application/json" class="ds-drawings">{data}</script></div>')
+                    + f'\n<script type="application/json" class="ds-drawings">{data}</script>'
+                    + f'\n<script type="application/json" class="ds-node-info">{report_info(cap.frames[:1])}</script></div>')
 
 
 def test_overview_lists_every_frame_and_frames_wait_in_payloads(tmp_path):

@@ -15,6 +15,7 @@ from viz_fixtures import EVIL, graph, wrap_capture
 
 import viz
 from viz.report_file import expand
+from viz.report_info import unintern
 
 SVG = "{http://www.w3.org/2000/svg}"
 ATTR = '" onmouseover="alert(2)'
@@ -135,7 +136,7 @@ def test_new_fields_are_escaped_in_html_svg_and_dot(tmp_path):
     for name, html in pages.items():
         assert QUOTES not in html and "q'\"&" not in html, name
         assert "<script" not in _without_own_scripts(html).lower(), name
-    report, everything = pages["report"], "".join(pages.values())
+    report = pages["report"]
     # each user string of the new fields is shown, escaped, in the report
     for text in (f"Unsupported: print() {shown}", f"no tensor ops {shown}", f"user.py:12 in torch_dynamo_resume_in_f_at_9 {shown}",
                  f"frame 2/0 was compiled before the capture started {shown}",
@@ -143,7 +144,11 @@ def test_new_fields_are_escaped_in_html_svg_and_dot(tmp_path):
                  f"Unsupported: input() {shown}", f"user.py:11 {shown}", f"input() {shown}", f"score {shown}",
                  f"primals_2{shown}"):
         assert text in report, text
-    assert f"supplied</th><td>by wrap: score {shown}</td>" in everything  # the inspector
+    # the inspector: the widget's and the report's get the text as data, and viz/inspector.js sets it as text
+    assert ex._inspector.info["supplied"] == f"by wrap: score {QUOTES}"
+    facts = [json.loads(b) for b in re.findall(r'class="ds-node-info">([^<]*)</script>', pages["export"])]
+    supplied = {unintern(i, f["values"]).get("supplied") for f in facts for g in f["graphs"] for i in g.values()}
+    assert f"by wrap: score {QUOTES}" in supplied
     fw = cap.frames[1].aot.forward
     dot = viz.to_dot(fw)
     assert QUOTES not in dot and '"primals_2<script>q\'\\"&</script>"' in dot  # a quoted DOT id, quote escaped

@@ -95,7 +95,9 @@ def test_explorer_partition_of_a_real_training_capture():
     assert f"Saved for backward: {len(a.saved)} value(s), {human_bytes(a.saved_bytes)}" in view.tables.value
     assert f"activations {human_bytes(a.activation_bytes)}" in view.tables.value
     view.canvases["right"].selected = saved[0]
-    assert view.info["name"] == saved[0] and "saved for backward" in view.inspector.value
+    first = a.saved[0]
+    assert view.info["name"] == saved[0] and view.inspector.info == view.info
+    assert view.info["saved_for_backward"] == f"{human_bytes(first.nbytes)}, {first.origin}"
     if a.joint is not None:
         view.choice.value = "joint"
         assert view.sides() == {"left": "joint"} and view.canvases["left"].box_ids()

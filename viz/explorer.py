@@ -21,7 +21,7 @@ from viz.canvas import GraphCanvas
 from viz.diff_widget import recompiles_tab
 from viz.graph_layout import opening
 from viz.info import node_info
-from viz.inspector import inspector_html
+from viz.inspector import Inspector
 from viz.layout_cache import Layouts
 from viz.markup import render
 from viz.module_view import module_html
@@ -210,9 +210,9 @@ class Explorer:
         cap = self.capture
         self._header = W.HTML(render("explorer_header.html.j2", summary=repr(cap)))
         self._overview = W.HTML(panels.overview_html(cap))
-        self._frame_choice = W.Dropdown(
+        self._frame_choice = W.Dropdown(  # across the whole page: a frame's label is long (Note [Fits its panel])
             options=[(frame_label(f), f.compile_id) for f in cap.frames],  # text, never HTML
-            description="frame", layout=W.Layout(width="98%"),
+            description="frame", layout=W.Layout(width="99%"), style={"description_width": "initial"},
         )
         self._frame_choice.observe(self._on_frame_choice, "value")
         self._tree = W.Select(options=[], rows=10, layout=W.Layout(width="98%"))
@@ -225,17 +225,18 @@ class Explorer:
         self.canvas = GraphCanvas(height=height, layout=W.Layout(width="100%"))
         self.canvas.observe(self._on_canvas_selected, "selected")
         self.canvas.observe(self._on_canvas_expanded, "expanded")
-        self._inspector = W.HTML(inspector_html(None))
+        self._inspector = Inspector()
         self._code = W.HTML()
         self._lifted = W.HTML()
-        self._side = W.Tab(children=[self._inspector, self._code, self._lifted])
+        self._side = W.Tab(children=[self._inspector, self._code, self._lifted], _dom_classes=["ds-side-tabs"])
         for i, title in enumerate(["Inspector", "Code", "Lifted inputs"]):
             self._side.set_title(i, title)
-        left = W.VBox([W.HTML("<b>Subgraphs</b>"), self._frame_choice, self._tree, self._speculations],
-                      layout=W.Layout(width="18%", min_width="160px", overflow="auto"))
-        center = W.VBox([W.HBox([self._up, self._crumbs]), self.canvas], layout=W.Layout(width="56%", min_width="0"))
-        right = W.Box([self._side], layout=W.Layout(width="26%", min_width="0", overflow="auto", max_height=f"{height + 80}px"))
-        graphs = W.HBox([left, center, right], layout=W.Layout(width="100%"))
+        left = W.VBox([W.HTML("<b>Subgraphs</b>"), self._tree, self._speculations],
+                      layout=W.Layout(width="17%", min_width="150px", overflow="auto"))
+        center = W.VBox([W.HBox([self._up, self._crumbs]), self.canvas], layout=W.Layout(width="54%", min_width="0"))
+        right = W.Box([self._side], layout=W.Layout(width="29%", min_width="0", overflow_x="hidden", overflow_y="auto",
+                                                    max_height=f"{height + 80}px"), _dom_classes=["ds-side"])
+        graphs = W.VBox([self._frame_choice, W.HBox([left, center, right], layout=W.Layout(width="100%"))])
         self._guard_filter = W.Text(placeholder="filter guards (kind, source, code)", description="filter",
                                     continuous_update=True)
         self._guard_filter.observe(lambda _: self._show_guards(), "value")
@@ -248,7 +249,7 @@ class Explorer:
             self._partition_box = W.VBox([W.HTML("<i>opening the partition...</i>")])
             pages.append(("Partition", self._partition_box))
         pages += [("Recompiles", tab)] if (tab := recompiles_tab(cap)) is not None else []
-        self._tabs = W.Tab(children=[p for _, p in pages])
+        self._tabs = W.Tab(children=[p for _, p in pages], _dom_classes=["ds-main-tabs"])
         for i, (title, _) in enumerate(pages):
             self._tabs.set_title(i, title)
         self._tabs.observe(self._on_tab, "selected_index")
@@ -327,7 +328,7 @@ class Explorer:
             self.canvas.draw(lay, highlight=[*self._highlight, *boxes], graph=graph)
 
     def _show_node(self) -> None:
-        self._inspector.value = inspector_html(self._info, note=self._note)
+        self._inspector.show(self._info, note=self._note)
         graph = self.graph
         self._code.value = panels.code_html(graph, highlight=self._node) if graph is not None else ""
 

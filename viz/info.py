@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from tracer.model import Frame, Graph, format_meta
+from viz.markup import human_bytes
 
 __all__ = ["AOT_GRAPHS", "frame_graph", "lifted_chain", "node_info"]
 
@@ -85,7 +86,8 @@ def node_info(frame: Frame, graph_name: str, node_name: str) -> dict[str, Any]:
     (HOP bodies), source ("file:line in fn") and code_line, nn_module (innermost path) and
     nn_module_type, nn_module_stack (paths), and for a body placeholder: input_kind, lifted_from
     ({graph, node} in the parent) and lifted_chain (Note [Lifted chain]); for a root node compiled by
-    Inductor, kernels ("name (aot id)" of each kernel that computes it); finally meta (all of it).
+    Inductor, kernels ("name (aot id)" of each kernel that computes it); for a value the forward saves
+    for the backward, in an AOT graph, saved_for_backward (its size and origin); finally meta (all of it).
     Raises KeyError naming the valid graphs or nodes.
     """
     graph = frame_graph(frame, graph_name)
@@ -139,6 +141,10 @@ def node_info(frame: Frame, graph_name: str, node_name: str) -> dict[str, Any]:
         kernels = [f"{k.name} ({g.aot_id})" for g in frame.inductor for k in g.kernels if n.name in k.dynamo_nodes]
         if kernels:
             info["kernels"] = kernels
+    if graph_name in ("aot.forward", "aot.backward", "aot.joint") and frame.aot is not None:
+        saved = next((s for s in frame.aot.saved if s.name == n.name), None)
+        if saved is not None:  # the partitioner names the backward's placeholder after the forward value
+            info["saved_for_backward"] = f"{human_bytes(saved.nbytes)}, {saved.origin}"
     info["meta"] = dict(n.meta)
     return info
 

@@ -15,8 +15,8 @@ from tracer.model import Aot, Frame, Graph
 from viz import panels
 from viz.canvas import GraphCanvas
 from viz.info import node_info
-from viz.inspector import inspector_html
-from viz.markup import human_bytes, render
+from viz.inspector import Inspector
+from viz.markup import render
 
 __all__ = ["PartitionView"]
 
@@ -39,7 +39,7 @@ class PartitionView:
         for side, canvas in self.canvases.items():
             canvas.observe(lambda ch, side=side: self._on_click(side, ch["new"]), "selected")
             canvas.observe(lambda ch, side=side: self._on_expand(side, ch["new"]), "expanded")
-        self.inspector = W.HTML(inspector_html(None))
+        self.inspector = Inspector()
         self.info: dict[str, Any] = {}
         self.tables = W.HTML()
         self._pair = W.HBox([
@@ -55,7 +55,7 @@ class PartitionView:
         self._aot = frame.aot if frame is not None else None
         self._expanded = {}
         self.info = {}
-        self.inspector.value = inspector_html(None)
+        self.inspector.show(None)
         a = self._aot
         if a is None:
             self.tables.value = panels.panel("<i>AOTAutograd did not run on this frame.</i>")  # no user text
@@ -123,11 +123,8 @@ class PartitionView:
         which = self.sides().get(side)
         if self._drawing or not name or which is None or name not in {n.name for n in self._graphs[which].nodes}:
             return
-        self.info = node_info(self._frame, f"aot.{which}", name)
-        saved = {s.name: s for s in self._aot.saved} if self._aot is not None else {}
-        note = (f"saved for backward ({human_bytes(saved[name].nbytes)}, {saved[name].origin})"
-                if name in saved else "")
-        self.inspector.value = inspector_html(self.info, note=note)
+        self.info = node_info(self._frame, f"aot.{which}", name)  # saved_for_backward among its keys
+        self.inspector.show(self.info)
 
     def _on_expand(self, side: str, paths: list[str]) -> None:
         which = self.sides().get(side)

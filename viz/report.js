@@ -1,11 +1,13 @@
 // The static report's graphs (viz/report_graphs.py): draws every `.ds-graphbox` of a `.ds-report`
 // from the report's JSON block with the same view as the explorer's canvas (dsView: pan, zoom, fit,
 // search, minimap). A click on a module box opens the layout of what it holds, one level down (Note
-// [Folding in the report]); a click on a node shows its label lines as text. No kernel, no network. Also the report's
+// [Folding in the report]); a click on a node shows its facts in the inspector the widget draws too
+// (inspector.js, Note [One inspector] in viz/inspector.py). No kernel, no network. Also the report's
 // guards view and module links. setUpReports() is what a page (report_page.js) or the job widget
 // (job_grid.js) calls on an element holding reports.
 import { BOX_KEYS, INTERNED_KEYS } from "./constants.js";
 import { dsView } from "./view.js";
+import { drawInspector } from "./inspector.js";
 
 const INTERNED = new Set(INTERNED_KEYS);
 
@@ -56,10 +58,28 @@ function openIn(d, boxId, strings) {
   return d.opened[boxId];
 }
 
+// The facts of node `name` of graph `index` from the report's node-info block (viz/report_info.py),
+// its stored-once values restored (Note [Interned node facts]); null when the block has none.
+function nodeFacts(facts, index, name) {
+  const g = facts && facts.graphs[index];
+  if (!g || !Object.prototype.hasOwnProperty.call(g, name)) return null;
+  const stored = (x) => (typeof x === "string" ? x : back(x));  // a stored string is as written
+  const back = (v) => (typeof v === "string" ? (v.startsWith("\u0001") ? stored(facts.values[Number(v.slice(1))]) : v)
+    : Array.isArray(v) ? v.map(back)
+      : v && typeof v === "object" ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, back(x)])) : v);
+  return back(g[name]);
+}
+
 function dsReport(root) {
   const block = root.querySelector("script.ds-drawings");
   if (!block) return;
   const data = JSON.parse(block.textContent);
+  const factsBlock = root.querySelector("script.ds-node-info");
+  let facts;  // parsed when a node is first clicked
+  const factsOf = (index, name) => {
+    if (facts === undefined) facts = factsBlock ? JSON.parse(factsBlock.textContent) : null;
+    return nodeFacts(facts, index, name);
+  };
   // Note [Drawing on sight]: a graph is drawn when it comes near the window (IntersectionObserver), so
   // a report with eight big graphs paints its first one without waiting for the others.
   const near = typeof IntersectionObserver === "undefined" ? null : new IntersectionObserver((seen) => {
@@ -81,7 +101,7 @@ function dsReport(root) {
     const crumbs = document.createElement("div");
     crumbs.className = "ds-crumbs";
     const canvasEl = document.createElement("div");
-    const info = document.createElement("pre");
+    const info = document.createElement("div");
     info.className = "ds-nodeinfo";
     host.replaceChildren(crumbs, canvasEl, info);
     let current = entry;
@@ -102,7 +122,9 @@ function dsReport(root) {
     v = dsView(canvasEl, {
       height: Number(host.dataset.height) || 520, roleCss: data.css, uid: `dsr${globalThis.__dynascopeCanvases}`,
       onNode(name) {
-        const b = (current.boxes || []).find((x) => x.id === name);
+        const got = factsOf(Number(host.dataset.graph), name);
+        if (got) { drawInspector(info, got, ""); return; }
+        const b = (current.boxes || []).find((x) => x.id === name);  // a report without the facts block
         info.textContent = b ? [b.label, b.sub, b.src].filter(Boolean).join("\n") : name;
       },
       onGroup(path, boxId) { if (down(boxId)) show(current, crumbs.textContent); },

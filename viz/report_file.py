@@ -36,6 +36,7 @@ from viz.diff_view import diff_html, frame_of
 from viz.html import frame_html
 from viz.markup import fragment, render
 from viz.report_graphs import DrawingCache, canvas_css, frame_graphs, report_data
+from viz.report_info import report_info
 
 __all__ = ["OPEN_ALL_BYTES", "ReportStats", "decode_payload", "encode_payload", "expand", "export_html",
            "frame_payload", "payloads", "write_report"]
@@ -79,12 +80,15 @@ def decode_payload(payload: str) -> str:
         raise ValueError(f"not a report payload: {e}") from e
 
 
-def frame_payload(cap: Capture, frame: Frame, cache: Optional[DrawingCache] = None) -> str:
+def frame_payload(cap: Capture, frame: Frame, cache: Optional[DrawingCache] = None,
+                  facts: Optional[dict[bytes, str]] = None) -> str:
     """The HTML a frame's payload holds: its section as the eager report shows it (Code tab
-    included) inside a ``.ds-report`` of its own with its drawings block."""
+    included) inside a ``.ds-report`` of its own with its drawings block and its nodes' facts for
+    the inspector (viz/report_info.py, Note [One inspector] in viz/inspector.py)."""
     data, (graphs,) = report_data([frame], cache)
     body = frame_html(frame, graphs, frame_code_html(cap, frame))
-    return render("report_frame.html.j2", body=fragment(body), data=fragment(data))
+    return render("report_frame.html.j2", body=fragment(body), data=fragment(data),
+                  info=fragment(report_info([frame], facts)))
 
 
 def payloads(page: str) -> dict[str, str]:
@@ -146,7 +150,7 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
     caps = list(caps)
     one = len(caps) == 1 and not headings
     stats = ReportStats(pathlib.Path(path), headings=list(headings or []))
-    cache = DrawingCache()
+    cache, facts = DrawingCache(), {}  # facts: viz/report_info.py's blocks of repeated frames
     sections, blocks = [], []
     for ci, cap in enumerate(caps):
         recompiles = []  # rendered before any frame is let go: a diff draws both frames' graphs
@@ -159,7 +163,7 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
         entries, counts = [], []
         for fi, f in enumerate(cap.frames):
             entry = _entry(f, str(fi) if one else f"{ci}-{fi}")
-            html = frame_payload(cap, f, cache)
+            html = frame_payload(cap, f, cache, facts)
             p = encode_payload(html)
             stats.frames += 1
             stats.html_bytes += len(html)

@@ -163,16 +163,22 @@ function searchBox(parts, st, centreOn, reveal, searchIn, beforeFind) {
 }
 
 // Note [Minimap]: graphs of more than MINIMAP_FROM boxes-or-nodes get a small overview in the corner;
-// a click on it centres the view there. It draws boxes as plain rects (no text).
+// a click on it centres the view there. It draws boxes as plain rects (no text). It takes at most
+// MINIMAP_SHARE of the view's width and height (160 x 200 px at most), so in a narrow canvas (the
+// Partition tab's two side by side) it covers at most a fifth of the width and a quarter of the
+// height; it is drawn again when the view's size changes.
+const MINIMAP_SHARE = [0.2, 0.25];
 function drawMinimap(parts, st, apply) {
   const { view, mini } = parts;
   mini.replaceChildren();
   st.miniView = null;
   const d = st.d;
   const n = d.nodes || (d.boxes || []).length;
-  if (!d.boxes || n <= MINIMAP_FROM) { mini.style.display = "none"; return; }
+  st.miniFor = [view.clientWidth, view.clientHeight];
+  if (!d.boxes || n <= MINIMAP_FROM || !view.clientWidth) { mini.style.display = "none"; return; }
   mini.style.display = "block";
-  const W = 160, s = Math.min(W / (d.w || 1), 200 / (d.h || 1));
+  const W = Math.min(160, MINIMAP_SHARE[0] * view.clientWidth), H = Math.min(200, MINIMAP_SHARE[1] * view.clientHeight);
+  const s = Math.min(W / (d.w || 1), H / (d.h || 1));
   const svg = svgEl("svg", { width: fmt((d.w || 1) * s), height: fmt((d.h || 1) * s) });
   for (const b of d.boxes) svg.appendChild(svgEl("rect", { x: fmt(b.x * s), y: fmt(b.y * s), width: fmt(Math.max(1, b.w * s)),
     height: fmt(Math.max(1, b.h * s)), class: typeof b.group === "string" ? "g" : "n" }));
@@ -180,7 +186,7 @@ function drawMinimap(parts, st, apply) {
   svg.appendChild(rect);
   mini.appendChild(svg);
   st.miniView = { s, rect };
-  mini.addEventListener("pointerdown", (ev) => ev.stopPropagation());
+  mini.onpointerdown = (ev) => ev.stopPropagation();
   mini.onclick = (ev) => {
     ev.stopPropagation();
     const r = svg.getBoundingClientRect();
@@ -233,7 +239,13 @@ function pointer(parts, st, vp, onClick) {
     vp.zoomAt(ev.deltaY < 0 ? 1.15 : 1 / 1.15, ev.clientX - r.left, ev.clientY - r.top);
   }, { passive: false });
   // The view's height follows a drag of its bottom edge (CSS resize), and the minimap follows it.
-  if (typeof ResizeObserver !== "undefined") new ResizeObserver(() => vp.apply()).observe(view);
+  if (typeof ResizeObserver !== "undefined") {
+    new ResizeObserver(() => {
+      const [w, h] = st.miniFor || [];
+      if (w !== view.clientWidth || h !== view.clientHeight) drawMinimap(parts, st, vp.apply);  // Note [Minimap]
+      vp.apply();
+    }).observe(view);
+  }
   return () => {
     window.removeEventListener("pointermove", onMove);
     window.removeEventListener("pointerup", onUp);

@@ -1,0 +1,179 @@
+"""The static report's inspector data: ``viz.node_info`` of every drawn node, per graph, for the
+browser code that draws the widget's inspector too (viz/inspector.js, Note [One inspector]).
+
+Invariant: the block holds exactly ``node_info``'s dicts (the same function the explorer calls), in the
+order :func:`viz.report_graphs.report_data` numbers the graphs, so the report's ``data-graph`` index
+finds them; strings are stored once (Note [Interned node facts]) and come back equal; the block is
+:func:`viz.markup.json_block` JSON, read with ``JSON.parse`` and shown as text only.
+
+>>> import json
+>>> from tracer.model import Frame
+>>> from viz.synthetic import chain_graph
+>>> block = json.loads(report_info([Frame("0/0", "f.py:1 in f", graph=chain_graph(3, layers=1))]))
+>>> info = unintern(block["graphs"][0]["l_x_"], block["values"])
+>>> info["name"], info["graph"], info["users"]
+('l_x_', '', ['linear_0'])
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+from typing import Any, Optional
+
+import msgspec
+
+from tracer.model import Frame, Graph
+from viz.info import node_info
+from viz.markup import json_block
+from viz.report_graphs import frame_graphs
+
+__all__ = ["MARK", "Interner", "intern", "report_info", "unintern"]
+
+# Note [Interned node facts]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A node's facts repeat what its neighbours say: the recorded user stack (``meta["stack_trace"]``,
+# often 2-4 kB) is the same for every node made by one source line; module stacks, source records and
+# an AOT node's ``from`` (twice: as a fact and in its meta) repeat along a layer and across the joint,
+# forward and backward graphs. So the block stores each such value once, in its ``values`` table, and
+# a node refers to it as MARK + its index: every string longer than ``_SHORT`` characters, every list
+# or dict that occurs more than once and whose JSON is longer than ``_SMALL`` (its own parts referred
+# to the same way; a value met once stays in place), and any string that starts with MARK itself, so
+# that decoding is exact whatever the string (a stored string is taken as written, never followed).
+# Dict keys are kept as they are (node_info's and meta's own names, short). zlib (the page's payloads)
+# finds most repeats itself; storing repeated lists and dicts once still took a 4-layer T5 training
+# step's report from 756,111 to 706,658 bytes (bench/RESULTS.md).
+
+MARK = "\u0001"
+_SHORT = 12
+_SMALL = 16
+
+
+_encode = msgspec.json.Encoder(enc_hook=str).encode
+
+
+def _key(value: Any) -> bytes:
+    """A value's identity: its JSON (msgspec: C speed, dict order kept)."""
+    return _encode(value)
+
+
+class Interner:
+    """Two passes over the same facts: :meth:`count` every one of them, then :meth:`pack` each; ``values``
+    is then the block's table. A list or dict is stored once when it occurs more than once (a child
+    counted only inside its first parent: the parent's one copy holds it)."""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+        self._strings: dict[str, int] = {}
+        self._at: dict[bytes, int] = {}
+        self._counts: collections.Counter[bytes] = collections.Counter()
+        self._keys: dict[int, bytes] = {}  # id of a counted list or dict -> its key (alive until packed)
+
+    def count(self, value: Any) -> None:
+        if isinstance(value, (dict, list, tuple)):
+            key = self._keys[id(value)] = _key(value)
+            self._counts[key] += 1
+            if self._counts[key] == 1:
+                for v in (value.values() if isinstance(value, dict) else value):
+                    self.count(v)
+
+    def pack(self, value: Any) -> Any:
+        """``value`` with long strings and repeated lists and dicts as references into ``values``."""
+        if isinstance(value, str):
+            if len(value) <= _SHORT and not value.startswith(MARK):
+                return value
+            at = self._strings.get(value)
+            if at is None:
+                at = self._strings[value] = len(self.values)
+                self.values.append(value)
+            return MARK + str(at)
+        if isinstance(value, (dict, list, tuple)):
+            key = self._keys.get(id(value)) or _key(value)
+            if key in self._at:
+                return MARK + str(self._at[key])
+            inner: Any = ({str(k): self.pack(v) for k, v in value.items()} if isinstance(value, dict)
+                          else [self.pack(v) for v in value])
+            if self._counts[key] > 1 and len(key) > _SMALL:
+                self._at[key] = len(self.values)
+                self.values.append(inner)
+                return MARK + str(self._at[key])
+            return inner
+        return value
+
+
+def intern(value: Any, table: Interner) -> Any:
+    """``value`` packed by ``table`` after counting it (one value's own repeats; see :class:`Interner`)."""
+    table.count(value)
+    return table.pack(value)
+
+
+def unintern(value: Any, values: list[Any]) -> Any:
+    """:func:`intern`'s inverse, given its ``values`` (what report.js does in the browser)."""
+    if isinstance(value, str):
+        if not value.startswith(MARK):
+            return value
+        stored = values[int(value[1:])]
+        return stored if isinstance(stored, str) else unintern(stored, values)  # a stored string is as written
+    if isinstance(value, dict):
+        return {k: unintern(v, values) for k, v in value.items()}
+    if isinstance(value, list):
+        return [unintern(v, values) for v in value]
+    return value
+
+
+def _graph_names(frame: Frame) -> dict[int, str]:
+    """id(graph) -> the name node_info knows it by ("" root, a body's qualified name, "aot.<kind>")."""
+    names = {id(g): name for name, g in frame.graphs().items()}
+    if frame.aot is not None:
+        for kind in ("joint", "forward", "backward", "inference"):
+            g = getattr(frame.aot, kind)
+            if isinstance(g, Graph):
+                names.setdefault(id(g), f"aot.{kind}")
+    return names
+
+
+def _facts_key(frames: list[Frame]) -> Optional[bytes]:
+    """A digest of everything node_info reads of ``frames`` (graphs, bodies' inputs, symbols and their
+    specializations, kernels, saved values), not their ids or times: equal for a repeated frame."""
+    parts = []
+    for f in frames:
+        aot = f.aot
+        parts.append([[g.name for _, _, g, _ in frame_graphs(f)], [g.nodes for _, _, g, _ in frame_graphs(f)],
+                      {k: [sg.parent, sg.hop, sg.inputs] for k, sg in f.subgraphs.items()}, f.symbols,
+                      f.specializations, [[g.aot_id, [[k.name, k.dynamo_nodes] for k in g.kernels]] for g in f.inductor],
+                      aot.saved if aot is not None else None])
+    try:
+        return hashlib.blake2b(msgspec.json.encode(parts, enc_hook=repr), digest_size=20).digest()
+    except (TypeError, msgspec.EncodeError):  # a value JSON cannot hold: computed without the cache
+        return None
+
+
+def report_info(frames: list[Frame], cache: Optional[dict[bytes, str]] = None) -> str:
+    """The JSON block of every drawn node's facts: ``{"values": [...], "graphs": [{node: facts}]}``,
+    one entry per graph in :func:`viz.report_graphs.report_data`'s numbering. ``cache``: the last few
+    blocks by :func:`_facts_key`, so a repeated frame (the same graph on every rank, a log repeated)
+    costs one digest (as Note [Drawings of equal graphs] in viz/report_graphs.py does for drawings)."""
+    key = _facts_key(frames) if cache is not None else None
+    if key is not None and key in cache:
+        return cache[key]
+    block = _report_info(frames)
+    if key is not None:
+        cache[key] = block
+        while len(cache) > 4:
+            cache.pop(next(iter(cache)))
+    return block
+
+
+def _report_info(frames: list[Frame]) -> str:
+    table = Interner()
+    graphs: list[dict[str, Any]] = []
+    for frame in frames:
+        names = _graph_names(frame)
+        for _kind, _title, g, _hi in frame_graphs(frame):
+            name = names.get(id(g))  # None: not a graph node_info can name, drawn without facts
+            graphs.append({} if name is None else {n.name: node_info(frame, name, n.name) for n in g.nodes})
+    for facts in graphs:
+        for info in facts.values():
+            table.count(info)
+    packed = [{k: table.pack(info) for k, info in facts.items()} for facts in graphs]
+    return json_block({"values": table.values, "graphs": packed})
