@@ -25,7 +25,8 @@ def _line(fn, text: str) -> int:
 @pytest.fixture(scope="module")
 def profiled(tmp_path_factory):
     torch.manual_seed(0)
-    x, w = torch.randn(64, 512, requires_grad=True), torch.randn(512, 768, requires_grad=True)
+    # the matmul: 64*512*2048 multiply-adds, against elementwise work on 64*512 values
+    x, w = torch.randn(64, 512, requires_grad=True), torch.randn(512, 2048, requires_grad=True)
     trace = tmp_path_factory.mktemp("prof") / "trace.json"
     return tracer.profile(model, x, w, steps=3, trace_file=str(trace)), trace
 

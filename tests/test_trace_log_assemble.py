@@ -10,6 +10,8 @@ step, a frame with no tensor op, a recompile on a new size); file paths shortene
 
 from __future__ import annotations
 
+from test_trace_log_feeds import AUTOGRAD  # tests/ is on sys.path (conftest imports cases.py the same way)
+
 from tracer.model.attempts import AttemptInfo
 from tracer.model.guards import GraphBreak
 from tracer.trace_log.assemble import LOG_LIMITS, assemble
@@ -327,27 +329,7 @@ def test_hop_calls_are_the_calls_that_read_a_body():
 def test_each_body_of_a_call_is_fed_as_that_body():
     """autograd_function_apply(fwd, bwd, *args): the forward gets the call's operands, the backward the
     gradients of the outputs and the values the forward saved (hop_supplied, as live)."""
-    text = '''class GraphModule(torch.nn.Module):
-    def forward(self, L_w_: "f32[3][1]cpu", L_x_: "f32[3][1]cpu"):
-        l_w_ = L_w_
-        l_x_ = L_x_
-        arg: "f32[3][1]cpu" = l_w_.cos();  l_w_ = None
-        fwd_body_0 = self.fwd_body_0
-        bwd_body_0 = self.bwd_body_0
-        autograd_function_apply = torch.ops.higher_order.autograd_function_apply(fwd_body_0, bwd_body_0, l_x_, arg, non_differentiable_idx = [], saved_for_backward_idx = [0, 1]);  fwd_body_0 = bwd_body_0 = l_x_ = arg = None
-        getitem: "f32[3][1]cpu" = autograd_function_apply[0];  autograd_function_apply = None
-        return (getitem,)
-
-    class fwd_body_0(torch.nn.Module):
-        def forward(self, l_x_: "f32[3][1]cpu", cos: "f32[3][1]cpu"):
-            outs: "f32[3][1]cpu" = l_x_ * cos
-            return ((outs,), (cos, l_x_))
-
-    class bwd_body_0(torch.nn.Module):
-        def forward(self, g: "f32[3][1]cpu", arg: "f32[3][1]cpu", l_x_: "f32[3][1]cpu"):
-            mul: "f32[3][1]cpu" = g * arg
-            return (mul, mul)
-'''
+    text = AUTOGRAD  # the logged graph of tests/test_trace_log_feeds.py
     f = _one(AttemptLog(texts={"dynamo": (text, 1)}))
     assert {k: [(i.name, i.kind, i.source, i.supplied) for i in b.inputs] for k, b in f.subgraphs.items()} == {
         "fwd_body_0": [("l_x_", "unknown", "l_x_", ""), ("cos", "unknown", "arg", "")],
