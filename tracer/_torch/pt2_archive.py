@@ -21,8 +21,8 @@ __all__ = ["archive_without_pickles"]
 # Note [No pickle in a loaded .pt2]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # torch.export.load (torch/export/pt2_archive/_package.py load_pt2) unpickles three things: weights
-# and constants whose payload config says ``use_pickle`` (``torch.load(weights_only=False)``),
-# custom and opaque objects (``_pickle_load_obj``, ``pickle.loads``), and the sample inputs
+# and constants whose payload config says ``use_pickle`` (torch.load with weights_only=False),
+# custom and opaque objects (``_pickle_load_obj``, pickle.loads), and the sample inputs
 # (torch/_export/serde/serialize.py deserialize_torch_artifact: ``weights_only=True``, then
 # ``weights_only=False`` if that fails). dynascope never loads a pickle from a file, and needs
 # none of these to show the program: its graph, signature and tensor metadata are JSON
