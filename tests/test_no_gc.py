@@ -50,7 +50,8 @@ def test_objects_someone_froze_stay_frozen_and_cycles_are_still_collected():
     assert frozen > 0
     with no_cyclic_gc():
         pass
-    assert gc.get_freeze_count() == frozen
+    # not thawed (an unfreeze would leave 0); frozen objects may still be freed meanwhile, so not == frozen
+    assert gc.get_freeze_count() > frozen // 2
     gc.unfreeze()
 
     class Cycle:

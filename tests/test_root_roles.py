@@ -49,7 +49,7 @@ def test_a_log_reads_sources_from_described_tensors_and_created_symbols():
     sources = _graph_input_sources(a, st)
     g = Graph(nodes=[_ph("s77", "symint"), _ph("L_x_"), _ph("L_n_", "symint"), _ph("G_w_"), _ph("G_p_"),
                      _ph("L_self_modules_lin_parameters_weight_"), _ph("L_z_")])
-    _root_roles(g, sources)
+    _root_roles(g, sources, set())  # no tied sources in this log
     assert [(n.target, n.role, n.meta.get("graph_arg_source")) for n in g.nodes] == [
         ("s77", "lifted_symbol", "L['x'].size()[0]"),
         ("L_x_", "unknown", "L['x']"),
@@ -67,7 +67,7 @@ def test_a_name_two_sources_would_give_is_unknown():
     sources = _graph_input_sources(a, LogState({}))
     assert "L_a_b_" not in sources and sources["G_a_b_"] == ("G['a_b']", False)
     g = Graph(nodes=[_ph("L_a_b_"), _ph("G_a_b_")])
-    _root_roles(g, sources)
+    _root_roles(g, sources, set())  # no tied sources in this log
     assert [n.role for n in g.nodes] == ["unknown", "lifted_freevar"]
 
 

@@ -2,24 +2,8 @@
 
 Owns the one switch (``torch.fx.experimental._config.enrich_profiler_metadata``, patched for one
 profiled capture) and the map from each marked GraphModule's generated file to the Frame and graph
-it is; ``node_times`` turns a ``torch.profiler`` run's events into self time per node.
-
-Note [Profiler time per FX node]
-~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-With ``enrich_profiler_metadata`` on, FX generates each GraphModule's code with two kinds of
-record-function markers (torch/fx/graph.py, ``python_code(record_func=True)``): the whole graph runs
-inside ``## fx_generated_<hash>.py ##`` (the file name of its generated code, which is also its
-``forward.__code__.co_filename``) and each call node inside ``## <index> ##``, its position in
-``graph.nodes``. torch's own ``map_recorded_events_to_aten_ops_with_stack_trace``
-(torch/profiler/_utils.py) reads the same markers. So every profiler event that runs inside a node
-has that node's marker as its nearest marker ancestor, under the graph's file marker: the
-attribution is exact, never by name or order. An event with no node marker above it (autograd's
-engine, AccumulateGrad, the compiled-function wrappers, the markers' own graph-level time) is not
-attributed to a node: it is kept by name, with its time, as unattributed.
-
-The GraphModules AOTAutograd hands to ``aot_eager``'s compilers are lazy: their code, and so the
-file name, exists only after the first call. ``Marks`` keeps the modules while the profiled capture
-runs and reads the names after its first call.
+it is; ``node_times`` turns a ``torch.profiler`` run's events into self time per node
+(Note [Profiler time per FX node], below).
 """
 
 from __future__ import annotations
@@ -29,6 +13,23 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
 __all__ = ["Marks", "marking", "note_graph", "node_times"]
+
+# Note [Profiler time per FX node]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# With ``enrich_profiler_metadata`` on, FX generates each GraphModule's code with two kinds of
+# record-function markers (torch/fx/graph.py, ``python_code(record_func=True)``): the whole graph runs
+# inside ``## fx_generated_<hash>.py ##`` (the file name of its generated code, which is also its
+# ``forward.__code__.co_filename``) and each call node inside ``## <index> ##``, its position in
+# ``graph.nodes``. torch's own ``map_recorded_events_to_aten_ops_with_stack_trace``
+# (torch/profiler/_utils.py) reads the same markers. So every profiler event that runs inside a node
+# has that node's marker as its nearest marker ancestor, under the graph's file marker: the
+# attribution is exact, never by name or order. An event with no node marker above it (autograd's
+# engine, AccumulateGrad, the compiled-function wrappers, the markers' own graph-level time) is not
+# attributed to a node: it is kept by name, with its time, as unattributed.
+#
+# The GraphModules AOTAutograd hands to ``aot_eager``'s compilers are lazy: their code, and so the
+# file name, exists only after the first call. ``Marks`` keeps the modules while the profiled capture
+# runs and reads the names after its first call.
 
 _ACTIVE: Optional["Marks"] = None  # the Marks of the profiled capture running now, else None
 
