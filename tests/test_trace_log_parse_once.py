@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import glob
 import os
-import re
 
 import pytest
+from test_trace_log_lazy import _records  # the same record cutter (tests/ is on sys.path)
 
 from tracer.model.graph import Graph
 from tracer.trace_log import deferred, load_trace
@@ -38,16 +38,6 @@ def texts(child_trace_dir) -> list[tuple[str, str]]:
                 out[(g.code, g.name)] = None
     assert len(out) >= 6  # the log's Dynamo graphs, a body and the AOT graphs
     return list(out)
-
-
-def _records(text: str, event: str) -> list[tuple[int, int, int]]:
-    """(line, start, end of the payload in ``text``) for each record of ``event`` (as test_trace_log_lazy.py)."""
-    out = []
-    for m in re.finditer('{"%s"' % event, text):
-        start = text.index("\n", m.start()) + 1
-        end = re.compile(r"\n(?!\t)").search(text, start).start()
-        out.append((text.count("\n", 0, m.start()) + 1, start, end))
-    return out
 
 
 def _same(a: ParsedModule, b: ParsedModule) -> None:
