@@ -220,6 +220,11 @@ def test_report_draws_forward_and_backward_with_saved_values_marked():
     hi = {k: block["graphs"][int(i)]["hi"] for i, k in kinds}
     assert hi == {"root": [], "forward": ["cos"], "backward": ["cos"]}
     assert GROUP_THRESHOLD == 300
+    # the saved ``cos`` read by the backward is a dashed edge kind (Note [Saved values as their own edge kind])
+    (bi,) = [int(i) for i, k in kinds if k == "backward"]
+    edges = block["graphs"][bi]["e"]
+    assert [e[3:] for e in edges] == [["saved"], []]  # cos -> neg is saved, neg -> output is the gradient
+    assert viz.to_svg(layout(bwd, engine="linear")).count('class="edge saved"') == 1  # the static SVG too
 
 
 def test_module_rows_count_nodes_params_and_saved_bytes():
