@@ -62,30 +62,25 @@ def edge_kind(graph: Graph, src: Node, dst: Node) -> str:
     return SAVED_EDGE if _forward_value(graph, src) else ""
 
 
-def _writes_back(n: Node, by_name: dict[str, Node]) -> bool:
-    if not n.target.startswith("aten.copy_") or not n.inputs:
-        return False
-    dst = by_name.get(n.inputs[0])
-    return dst is not None and dst.op == "placeholder"
-
-
 def place_unmoduled(graph: Graph, chains: list[list[tuple[str, str]]]) -> list[list[tuple[str, str]]]:
     """``chains`` (one per node) with Note [Backward nodes without a forward node] applied; a graph
     no node of which has a module chain is returned as it is."""
     if not any(chains):
         return chains
     nodes = graph.nodes
-    index = {n.name: i for i, n in enumerate(nodes)}
+    index: dict[str, int] = {}  # built at the first epilogue copy_ (most graphs have none)
     out = list(chains)
     for i, n in enumerate(nodes):
         if out[i] or n.op in ("placeholder", "output", "get_attr"):
             continue
-        if _writes_back(n, {nodes[index[x]].name: nodes[index[x]] for x in n.inputs[:1] if x in index}):
-            readers = {tuple(out[index[u]]) for u in nodes[index[n.inputs[0]]].users
-                       if u in index and u != n.name and out[index[u]]}
-            if len(readers) == 1:
-                out[i] = list(readers.pop())
-                continue
+        if n.target.startswith("aten.copy_") and n.inputs:
+            index = index or {m.name: k for k, m in enumerate(nodes)}
+            dst = index.get(n.inputs[0])
+            if dst is not None and nodes[dst].op == "placeholder":
+                readers = {tuple(out[index[u]]) for u in nodes[dst].users if u in index and u != n.name and out[index[u]]}
+                if len(readers) == 1:
+                    out[i] = list(readers.pop())
+                    continue
         if _backward(graph, n):
             out[i] = [(NO_MODULE, NO_MODULE_TYPE)]
     return out
