@@ -28,6 +28,30 @@ class TiedReused(torch.nn.Module):
         return self.head(x)
 
 
+class Scale(torch.nn.Module):
+    """A user module run once: its line is traced in it only (Note [Backward groups from a log])."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(8))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.weight
+
+
+class Lines(torch.nn.Module):
+    """Each user line runs in one module: the log places backward nodes by the line they differentiate."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = Scale()
+        self.out = torch.nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.scale(x).tanh()
+        return self.out(y)
+
+
 def program(name: str):
     torch.manual_seed(0)
     if name == "gpt2":
@@ -37,6 +61,8 @@ def program(name: str):
         model = transformers.GPT2LMHeadModel(cfg)
         ids = torch.randint(0, 100, (2, 16))
         return (lambda ids: model(ids, labels=ids).loss), (ids,)
+    if name == "lines":
+        return Lines(), (torch.randn(3, 8, requires_grad=True),)
     if name == "tied_reused":
         return TiedReused(), (torch.randint(0, 16, (2, 5)),)
     from bench import models

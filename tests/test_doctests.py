@@ -32,6 +32,7 @@ MODULES = [
     "tracer.session",
     "tracer.trace_log.body_feeds",
     "tracer.trace_log.graph_text",
+    "tracer.trace_log.line_modules",
     "tracer.trace_log.modules",
     "viz",
     "viz.browser_code",

@@ -26,7 +26,7 @@ from viz.grouping import INFERRED, first_expanded, module_chain
 HERE = os.path.dirname(os.path.abspath(__file__))
 _GPT2 = pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="transformers not installed")
 CASES = [pytest.param("resnet18", marks=pytest.mark.slow), pytest.param("gpt2", marks=[pytest.mark.slow, _GPT2]),
-         "transformer12", "tied_reused"]
+         "transformer12", "tied_reused", "lines"]
 _RUNS: dict[str, tuple[tracer.Capture, tracer.Capture]] = {}
 
 
@@ -75,7 +75,7 @@ def test_log_modules_agree_with_live_stacks(name, out):
                     placed += lm is not None
                 if lm is None:
                     continue
-                assert lm["via"] in ("parameter", "between")
+                assert lm["via"] in ("parameter", "between", "line")
                 assert ("reads" in lm) == (lm["via"] == "parameter")
                 if not live_paths and kind != "root" and _writes_back(n, gg):
                     continue  # it writes that module's buffer; torch gives the epilogue no stack
@@ -94,6 +94,38 @@ def test_log_groups_are_marked_inferred(name, out):
                 chain = module_chain(n)
                 assert all(typ == INFERRED for _, typ in chain)
                 assert bool(chain) == ("log_module" in n.meta)
+
+
+def test_backward_nodes_placed_by_the_line_they_differentiate(out):
+    """Note [Backward groups from a log]: each user line of ``Lines`` runs in one module, so every AOT
+    backward node torch gives a ``fwd_nn_module_stack`` is placed by the log, in that module."""
+    live, loaded = run("lines", out)
+    by_line = 0
+    for lf, gf in zip(live.frames, loaded.frames, strict=True):
+        if lf.aot is None or lf.aot.backward is None:
+            continue
+        for n in gf.aot.backward.nodes:
+            ln = lf.aot.backward.node(n.name)
+            fwd = [p for p, _ in ln.meta.get("fwd_nn_module_stack") or []]
+            if n.op == "placeholder" or not fwd:
+                continue
+            lm = n.meta["log_module"]
+            assert lm["path"] == fwd[-1], (n.name, lm, fwd)
+            if lm["via"] == "line":
+                by_line += 1
+                assert lm["line"].endswith(f":{ln.meta['source']['line']}") and lm["nodes"]
+                dyn = [lf.graph.node(d) for d in lm["nodes"]]
+                assert all(lm["path"] in [p for p, _ in module_chain(d)] for d in dyn)  # torch's own stacks
+    assert by_line >= 4, by_line  # the mm/sum of Linear's backward and Scale's weight gradient read no parameter
+
+
+def test_a_line_run_in_two_modules_places_nothing(out):
+    _, loaded = run("tied_reused", out)
+    (f,) = [f for f in loaded.frames if f.aot is not None and f.aot.backward is not None]
+    assert not [n for n in f.aot.backward.nodes if (n.meta.get("log_module") or {}).get("via") == "line"]
+    norm_bw = f.aot.backward.find(target="native_layer_norm_backward")[0]  # line 27 runs lin and norm
+    assert norm_bw.meta["log_module"]["via"] == "parameter"
+    assert all("log_module" not in n.meta for n in f.aot.backward.find(target="mm"))
 
 
 def test_tied_weights_and_a_module_run_twice_stay_unplaced(out):

@@ -5,6 +5,7 @@ synthetic and real transformer graphs)."""
 from __future__ import annotations
 
 from tracer.model import Graph, Node
+from viz.backward_groups import NO_MODULE, NO_MODULE_TYPE
 from viz.grouping import (
     BACKWARD_SUFFIX,
     GROUP_PREFIX,
@@ -234,26 +235,55 @@ def test_boxes_come_in_topological_order_of_their_edges():
     assert [it.id for it in visible(g, [], threshold=0).items] == ["x", "module:L['self'].a", "module:L['self'].b", "output"]
 
 
-def test_a_backward_node_without_stack_joins_the_box_of_the_first_node_it_feeds():
+def test_a_backward_node_without_stack_goes_to_the_one_no_module_box():
+    """Note [Backward nodes without a forward node]: never guessed into a neighbour's box."""
     fwd = [[S, "Net"], [HEAD, "Linear"]]
     g = graph(node("t", op="placeholder"), node("w", op="get_attr"), node("add", "t", "w"), node("add_1", "add"),
               node("mm", "add_1", fwd_nn_module_stack=fwd), node("lone", "t"),
               node("mm2", "lone", fwd_nn_module_stack=[[S, "Net"], ["L['self'].t", "T"]]),
               node("output", "mm", "mm2", op="output"))
+    g.name = "backward"
     chains = graph_chains(g)
     head = [(S, "Net"), (HEAD, "Linear")]
     tee = [(S, "Net"), ("L['self'].t", "T")]
-    # add_1 feeds mm, add feeds add_1 (followed in reverse graph order); lone feeds mm2;
-    # placeholders, get_attr and the output keep no module
-    assert chains == [[], [], head, head, head, tee, tee, []]
-    # a node that feeds only module-less nodes stays module-less
-    g = graph(node("t", op="placeholder"), node("add", "t"), node("output", "add", op="output"),
-              node("mm", "t", fwd_nn_module_stack=fwd))
-    assert graph_chains(g) == [[], [], [], head]
-    # the first user with a module wins, in the order of users
-    g = graph(node("t", op="placeholder"), node("add", "t"), node("u1", "add"),
-              node("u2", "add", fwd_nn_module_stack=fwd), node("u3", "add", fwd_nn_module_stack=[[S, "Net"], ["L['self'].t", "T"]]))
-    assert graph_chains(g)[1] == head
+    loose = [(NO_MODULE, NO_MODULE_TYPE)]
+    # placeholders, get_attr and the output keep no module; add, add_1 and lone have none from torch
+    assert chains == [[], [], loose, loose, head, loose, tee, []]
+    vis = visible(g, threshold=0)
+    assert {it.id for it in vis.items if it.group} == {group_id(S), group_id(NO_MODULE)}
+    assert vis.item_of["add"] == vis.item_of["lone"] == group_id(NO_MODULE)
+    # in a joint graph only the backward half moves; a forward node torch left loose is top-level code
+    g = graph(node("x", op="placeholder"), node("relu", "x", partition="forward"),
+              node("mm", "relu", stack=head, partition="forward"),
+              node("relu_bw", "mm", partition="backward"), node("mm_bw", "relu_bw", fwd_nn_module_stack=fwd, partition="backward"))
+    g.name = "joint"
+    assert graph_chains(g) == [[], [], head, loose, head]
+
+
+def test_a_running_stat_copy_goes_with_the_module_reading_that_input():
+    bn = [(S, "Net"), ("L['self'].bn", "BatchNorm2d")]
+    g = graph(node("x", op="placeholder"), node("running_mean", op="placeholder"),
+              node("bn_out", "x", "running_mean", stack=bn), node("add", "running_mean", stack=bn),
+              node("copy_", "running_mean", "add"), node("output", "bn_out", op="output"))
+    g.nodes[4].target = "aten.copy_.default"
+    g.name = "forward"
+    assert graph_chains(g)[4] == bn
+    g.nodes[3].meta["nn_module_stack"] = [[S, "Net"], ["L['self'].other", "Linear"]]  # two modules read it: loose
+    assert graph_chains(g)[4] == []
+
+
+def test_saved_values_are_their_own_edge_kind():
+    """Note [Saved values as their own edge kind]: a forward value read by the backward is dashed."""
+    g = graph(node("primals_1", op="placeholder", desc="PlainAOTInput(idx=0)"), node("relu", op="placeholder"),
+              node("tangents_1", op="placeholder", desc="TangentAOTInput(output=PlainAOTOutput(idx=0))"),
+              node("mul", "tangents_1", "relu"), node("mm", "mul", "primals_1"), node("output", "mm", op="output"))
+    g.name = "backward"
+    vis = visible(g, threshold=99)
+    kinds = dict(zip(vis.edges, vis.kinds, strict=True))
+    assert kinds == {("relu", "mul"): "saved", ("tangents_1", "mul"): "", ("primals_1", "mm"): "saved",
+                     ("mul", "mm"): "", ("mm", "output"): ""}
+    g.name = "forward"
+    assert not any(visible(g, threshold=99).kinds)
 
 
 def test_without_forward_metadata_module_less_nodes_stay_alone():

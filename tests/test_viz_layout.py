@@ -14,6 +14,7 @@ import viz
 import viz.graph_layout as LAYOUT
 from tracer.model import Graph
 from viz import layout_dot, layout_linear
+from viz.backward_groups import NO_MODULE
 from viz.grouping import (
     GROUP_THRESHOLD,
     INPUTS_GROUP,
@@ -270,7 +271,7 @@ def test_real_12_layer_transformer_joint_graph_opens():
     check_geometry(lay)
     groups = {b.id: b for b in lay.boxes if b.group}
     assert groups[f"module:{INPUTS_GROUP}"].count > 100  # primals and tangents fold (Note [Folded inputs])
-    layer_paths = sorted({b.group for b in groups.values() if b.group != INPUTS_GROUP},
+    layer_paths = sorted({b.group for b in groups.values() if b.group not in (INPUTS_GROUP, NO_MODULE)},
                          key=lambda p: int(p.rsplit(".", 1)[-1]))
     assert len(layer_paths) == 12 and all(".layers." in p for p in layer_paths)
     # each layer shows as a forward box and a backward box (Note [Joint graph groups])

@@ -10,6 +10,7 @@ from viz_fixtures import graph, t, wrap_capture
 
 import viz
 from tracer.model import Aot, Capture, Frame, GraphBreak, Guard, SavedValue
+from viz.backward_groups import NO_MODULE
 from viz.canvas import drawing
 from viz.graph_layout import layout
 from viz.grouping import GROUP_THRESHOLD, first_expanded, graph_chains, threshold_for, visible
@@ -192,13 +193,13 @@ def _backward_like():
     ])
 
 
-def test_backward_boxes_follow_the_gradient_and_hold_their_accumulation_adds():
+def test_backward_boxes_follow_the_gradient_and_accumulation_adds_show_as_no_module():
     g = _backward_like()
     chains = graph_chains(g)
     assert [c[-1][0] if c else "" for c in chains] == ["", "", "L['self'].l0", "L['self'].l1", "L['self'].l1",
-                                                        "L['self'].l0", "L['self'].l0", ""]  # add_9 joins the box it feeds
+                                                        NO_MODULE, "L['self'].l0", ""]  # add_9: torch gives it no module
     assert g.node("add_9").meta.get("fwd_nn_module_stack") is None  # the record is untouched
-    vis = visible(g, (), 0)
+    vis = visible(g, {"L['self']"}, 0)  # (add_9 left it 4 of 8 nodes: not auto-opened)
     order = [it.id for it in vis.items]
     # topological, not first-node order (Note [Group boxes in topological order]); backward halves have their own box
     assert order.index("module:L['self'].l1 [backward]") < order.index("module:L['self'].l0 [backward]")
@@ -219,6 +220,12 @@ def test_report_draws_forward_and_backward_with_saved_values_marked():
     hi = {k: block["graphs"][int(i)]["hi"] for i, k in kinds}
     assert hi == {"root": [], "forward": ["cos"], "backward": ["cos"]}
     assert GROUP_THRESHOLD == 300
+    # the saved ``cos`` read by the backward is a dashed edge kind (Note [Saved values as their own edge kind])
+    (bi,) = [int(i) for i, k in kinds if k == "backward"]
+    edges = block["graphs"][bi]["e"]
+    assert [e[3:] for e in edges] == [["saved"], []]  # cos -> neg is saved, neg -> output is the gradient
+    assert viz.to_svg(layout(bwd, engine="linear")).count('class="edge saved"') == 1  # the static SVG too
+    assert viz.to_dot(bwd).count("[style=dashed]") == 1  # and the DOT
 
 
 def test_module_rows_count_nodes_params_and_saved_bytes():

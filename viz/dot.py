@@ -69,7 +69,7 @@ def to_dot(graph: Graph, *, rankdir: str = "TB", expanded: Iterable[str] = (), m
         extra = ' style="rounded,filled,dashed"' if b.group is not None else ""
         lines.append(f"\t{_id(b.id)} [label={_label(b.label, b.sublabel)} class={_id('role-' + b.role)} "
                      f'color="{st.stroke}" fillcolor="{st.fill}"{extra}]')
-    for s, d in vis.edges:
-        lines.append(f"\t{_id(s)} -> {_id(d)}")
+    for (s, d), kind in zip(vis.edges, vis.kinds, strict=True):  # a saved value: Note [Saved values as their own edge kind]
+        lines.append(f"\t{_id(s)} -> {_id(d)}" + (" [style=dashed]" if kind else ""))
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -64,7 +64,8 @@ def drawing(layout: Layout, *, highlight: Iterable[str] = ()) -> dict[str, Any]:
         if b.source:
             box["src"] = b.source
         boxes.append(box)
-    edges = [{"src": e.src, "dst": e.dst, "pts": [num(c) for p in e.points for c in p]} for e in layout.edges]
+    edges = [{"src": e.src, "dst": e.dst, "pts": [num(c) for p in e.points for c in p], **({"kind": e.kind} if e.kind else {})}
+             for e in layout.edges]
     ids = {b.id for b in layout.boxes}
     found = {b.id: b.members for b in layout.boxes if b.members}
     return {"w": _num(max(layout.width, 1.0)), "h": _num(max(layout.height, 1.0)), "engine": layout.engine,

@@ -14,6 +14,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from tracer._no_gc import no_cyclic_gc
 from tracer._text import headline
 from tracer.model import TIME_PHASES, Capture, Frame, Graph
 from viz import code_view, panels
@@ -85,8 +86,9 @@ class Explorer:
         self._layouts = Layouts()
         self._quiet_depth = 0
         self._partition = None
-        self._build(height)
-        self._show_frame()
+        with no_cyclic_gc():  # Note [No cyclic GC while the explorer builds] in tracer/_no_gc.py
+            self._build(height)
+            self._show_frame()
 
     # -- public API ------------------------------------------------------------------------------
     @property
@@ -198,11 +200,9 @@ class Explorer:
         lines = [str(self.capture)]
         if self._frame is not None:
             g = self.graph
-            lines.append(
-                f"showing frame {self._frame.compile_id}, graph {self._graph_name or 'root'!r} ({len(g.nodes)} nodes)"
-                + (f", node {self._node!r}" if self._node else "")
-                + (f", opened {sorted(self.expanded)}" if self.expanded else "")
-            )
+            lines.append(f"showing frame {self._frame.compile_id}, graph {self._graph_name or 'root'!r} ({len(g.nodes)} nodes)"
+                         + (f", node {self._node!r}" if self._node else "")
+                         + (f", opened {sorted(self.expanded)}" if self.expanded else ""))
         return "\n".join(lines)
 
     # -- building --------------------------------------------------------------------------------

@@ -53,6 +53,7 @@ class Edge:
     src: str
     dst: str
     points: list[tuple[float, float]] = field(default_factory=list)
+    kind: str = ""  # "" or "saved": a forward value read by the backward (Note [Saved values as their own edge kind])
 
 
 @dataclass
@@ -185,17 +186,17 @@ def layout(graph: Graph, *, expanded: Iterable[str] = frozenset(), engine: str =
         elif engine == "auto" and (v := virtual_nodes(boxes, vis.edges)) > DOT_MAX_VIRTUAL:
             note = f"long edges ({v} virtual nodes > {DOT_MAX_VIRTUAL}): linear layout"
         else:
-            got = _dot(boxes, vis.edges, deadline, capped=len(boxes) + virtual_nodes(boxes, vis.edges)
+            got = _dot(boxes, vis.edges, vis.kinds, deadline, capped=len(boxes) + virtual_nodes(boxes, vis.edges)
                        >= layout_dot.NSLIMIT_FROM)
             if got is not None:
                 return Layout(boxes, got[0], got[1], got[2], "dot", vis.grouped, nodes=len(graph.nodes))
             note = f"dot did not finish within {deadline:g} s (or is not installed): linear layout"
     paths, width, height = layout_linear.place(boxes, vis.edges)
-    edges = [Edge(s, d, p) for (s, d), p in zip(vis.edges, paths, strict=True)]
+    edges = [Edge(s, d, p, k) for (s, d), p, k in zip(vis.edges, paths, vis.kinds, strict=True)]
     return Layout(boxes, edges, width, height, "linear", vis.grouped, note, nodes=len(graph.nodes))
 
 
-def _dot(boxes: list[Box], edges: list[tuple[str, str]], deadline: float, *, capped: bool):
+def _dot(boxes: list[Box], edges: list[tuple[str, str]], kinds: list[str], deadline: float, *, capped: bool):
     source = layout_dot.layout_source(boxes, edges)
     res = layout_dot.run_dot(source, deadline, capped=capped)
     if res is None or any(f"n{i}" not in res.centers for i in range(len(boxes))):
@@ -206,7 +207,7 @@ def _dot(boxes: list[Box], edges: list[tuple[str, str]], deadline: float, *, cap
         cx, cy = res.centers[name[b.id]]
         b.x, b.y = round(cx - b.w / 2 + m, 1), round(cy - b.h / 2 + m, 1)
     out = []
-    for s, d in edges:
+    for (s, d), kind in zip(edges, kinds, strict=True):
         pts = res.edges.get((name[s], name[d]))
         if pts is None:  # dot dropped it (should not happen): draw a straight segment
             bs, bd = next(b for b in boxes if b.id == s), next(b for b in boxes if b.id == d)
@@ -214,5 +215,5 @@ def _dot(boxes: list[Box], edges: list[tuple[str, str]], deadline: float, *, cap
             pts = [p, p, q, q]
         else:
             pts = [(round(x + m, 1), round(y + m, 1)) for x, y in pts]
-        out.append(Edge(s, d, pts))
+        out.append(Edge(s, d, pts, kind))
     return out, round(res.width + 2 * m, 1), round(res.height + 2 * m, 1)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from tracer.model import Graph, Node
+from viz.backward_groups import NO_MODULE, edge_kind, place_unmoduled
 
 __all__ = [
     "BACKWARD_SUFFIX",
@@ -100,6 +101,7 @@ class Visible:
     edges: list[tuple[str, str]]  # (src item id, dst item id), in graph order, no self loops
     grouped: bool  # True when grouping was applied (the graph is above the threshold)
     item_of: dict[str, str]  # node name -> id of the item that shows it
+    kinds: list[str] = field(default_factory=list)  # per edge: "" or SAVED_EDGE (Note [Saved values as their own edge kind])
 
 
 # Note [Module paths nest by prefix]
@@ -180,34 +182,13 @@ def _chain(stack: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
     return tuple(chain)
 
 
-# Note [Backward nodes without a forward node]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# AOTAutograd copies a forward node's metadata onto the backward nodes it differentiates (matched by
-# ``seq_nr``, torch/fx/traceback.py and torch/_functorch/_aot_autograd/graph_capture_wrappers.py), but the
-# adds that accumulate a gradient used twice have no forward op: they carry no module stack. Drawn on
-# their own they make one wide row of loose ``add_N`` boxes beside the module boxes (GPT-2's backward:
-# 27 of them, 4,000 px). In a graph that has such forward metadata, a stack-less computation node is
-# drawn in the box of the first node it feeds that has one (users followed in reverse graph order).
-# This only places the box: the node's own ``meta`` (what the inspector shows) is untouched.
 def graph_chains(graph: Graph) -> list[list[tuple[str, str]]]:
     """:func:`module_chain` of every node of ``graph`` in order, with Note [Backward nodes without a
-    forward node] applied."""
+    forward node] (viz/backward_groups.py) applied."""
     chains = [module_chain(n) for n in graph.nodes]
     if _sparse_log_groups(graph, chains):  # Note [Groups inferred from a log]
         return [[] for _ in chains]
-    if not any("fwd_nn_module_stack" in n.meta for n in graph.nodes):
-        return chains
-    index = {n.name: i for i, n in enumerate(graph.nodes)}
-    for i in reversed(range(len(graph.nodes))):
-        n = graph.nodes[i]
-        if chains[i] or n.op in ("placeholder", "get_attr"):  # (the output feeds nothing: it never moves)
-            continue
-        for u in n.users:
-            j = index.get(u)
-            if j is not None and chains[j]:
-                chains[i] = chains[j]
-                break
-    return chains
+    return place_unmoduled(graph, chains)
 
 
 def _sparse_log_groups(graph: Graph, chains: list[list[tuple[str, str]]]) -> bool:
@@ -250,6 +231,7 @@ def _auto_open(graph: Graph) -> set[str]:
     half = len(graph.nodes) / 2
     opened = {p for p, c in counts.items() if c <= 1}
     for path, kids in tree.items():
+        kids = [k for k in kids if k != NO_MODULE]  # a box beside the modules, not one of them
         if path and path not in owns and len(kids) == 1:
             opened.add(path)
         if len(kids) == 1 and counts[kids[0]] > half:
@@ -288,9 +270,17 @@ def visible(graph: Graph, expanded: Iterable[str] = (), threshold: int = GROUP_T
         if target[1]:  # the module's class: one per path, but a member may hold the path only as a prefix ("")
             it.module_type = target[1]
         item_of[n.name] = gid
-    edges = list(dict.fromkeys((item_of[i], item_of[n.name]) for n in nodes for i in n.inputs
-                               if i in item_of and item_of[i] != item_of[n.name]))  # in order, once, no self loops
-    return Visible(items=_topological(items, edges), edges=edges, grouped=grouped, item_of=item_of)
+    aot = graph.name in ("backward", "joint")
+    saved: dict[tuple[str, str], bool] = {}  # in order, once, no self loops; True while every node edge is saved
+    for n in nodes:
+        for i in n.inputs:
+            if i in item_of and item_of[i] != item_of[n.name]:
+                key = (item_of[i], item_of[n.name])
+                kind = edge_kind(graph, graph.node(i), n) if aot else ""
+                saved[key] = saved.get(key, True) and bool(kind)
+    edges = list(saved)
+    kinds = ["saved" if saved[e] else "" for e in edges]
+    return Visible(items=_topological(items, edges), edges=edges, grouped=grouped, item_of=item_of, kinds=kinds)
 
 
 def _targets(graph: Graph, expanded: Iterable[str]) -> list[Optional[tuple[str, str]]]:
@@ -322,7 +312,10 @@ def _topological(items: list[Item], edges: list[tuple[str, str]]) -> list[Item]:
     pos = {it.id: k for k, it in enumerate(items)}
     indeg = [0] * len(items)
     succ: list[list[int]] = [[] for _ in items]
+    loose = group_id(NO_MODULE)  # it sits on the gradient path between modules: no order through it
     for s, d in edges:
+        if s == loose or d == loose:
+            continue
         succ[pos[s]].append(pos[d])
         indeg[pos[d]] += 1
     ready = [k for k, n in enumerate(indeg) if n == 0]

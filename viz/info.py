@@ -117,6 +117,7 @@ def node_info(frame: Frame, graph_name: str, node_name: str) -> dict[str, Any]:
         lm = n.meta["log_module"]
         info["nn_module"] = str(lm.get("path", ""))
         how = (f"reads {', '.join(map(str, lm.get('reads', [])))}" if lm.get("via") == "parameter"
+               else f"line {lm.get('line')} ran in it only" if lm.get("via") == "line"
                else f"traced between {lm.get('after')} and {lm.get('before')}")
         info["nn_module_type"] = f"inferred from log: {how}"
     if n.op == "placeholder" and graph_name in frame.subgraphs:

@@ -20,13 +20,13 @@ function unpack(p, strings) {
     if (b.sub === undefined) b.sub = "";
     return b;
   });
-  const edges = p.e.map(([si, di, pts]) => {
+  const edges = p.e.map(([si, di, pts, kind]) => {
     const s = boxes[si], t = boxes[di];
     if (!pts) {
       const x0 = s.x + s.w / 2, y0 = s.y + s.h, x1 = t.x + t.w / 2, y1 = t.y, mid = (y0 + y1) / 2;
       pts = [x0, y0, x0, mid, x1, mid, x1, y1];
     }
-    return { src: s.id, dst: t.id, pts };
+    return kind ? { src: s.id, dst: t.id, pts, kind } : { src: s.id, dst: t.id, pts };
   });
   const find = { ...(p.find || {}) };  // a module box's nodes: those of its own drawing, at any depth
   for (const [id, sub] of Object.entries(p.open || {})) find[id] = folded(sub, strings, [id]);

@@ -75,7 +75,8 @@ def frame_graphs(frame: Frame) -> list[tuple[str, str, Graph, list[str]]]:
 # report's one string table (a layer's nodes share their source line and many their op line), a
 # module box's ``find`` list is left out when the box's own drawing (``open``) names its nodes, an edge is [src box index, dst box index] when its path is the
 # linear layout's plain S-curve between the two boxes (viz/layout_linear.py place) and
-# [src, dst, points] otherwise (an edge routed through a lane). report.js's unpack() rebuilds the
+# [src, dst, points] otherwise (an edge routed through a lane); a saved-value edge adds its kind,
+# [src, dst, points or 0, "saved"]. report.js's unpack() rebuilds the
 # drawing view.js draws. Coordinates keep viz.canvas's 0.1 px. The box keys and interned positions
 # are viz.drawing's PACKED_BOX_KEYS and PACKED_INTERNED, which report.js reads from constants.js.
 _BOX_KEYS = PACKED_BOX_KEYS
@@ -112,7 +113,8 @@ def pack(d: dict[str, Any], strings: dict[str, int]) -> dict[str, Any]:
         plain = [x0, y0, x0, mid, x1, mid, x1, y1]
         pts = e["pts"]
         same = len(pts) == 8 and all(abs(a - b) <= 0.11 for a, b in zip(pts, plain, strict=True))
-        edges.append([index[e["src"]], index[e["dst"]]] + ([] if same else [pts]))
+        tail = [0 if same else pts, e["kind"]] if e.get("kind") else [] if same else [pts]
+        edges.append([index[e["src"]], index[e["dst"]]] + tail)
     out = {k: v for k, v in d.items() if k not in ("boxes", "edges")}
     out["b"], out["e"] = boxes, edges
     return out

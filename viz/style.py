@@ -129,6 +129,7 @@ def css(scope: str = ".ds-graph") -> str:
         f"{scope} text.sub {{ fill: #4b5563; font-size: {FONT_PX - 1}px; }}",
         f"{scope} .edge path {{ fill: none; stroke: #94a3b8; stroke-width: 1.2; }}",
         f"{scope} .edge.highlight path {{ stroke: #f97316; stroke-width: 2; }}",
+        f"{scope} .edge.saved path {{ stroke: #a78bfa; stroke-dasharray: 5 3; }}",
         f"{scope} .node rect, {scope} .group rect {{ stroke-width: 1.3; }}",
         f"{scope} .node.selected rect, {scope} .group.selected rect {{ stroke: #dc2626; stroke-width: 3; }}",
         f"{scope} .node.highlight rect, {scope} .group.highlight rect {{ stroke: #f97316; stroke-width: 2.5; }}",

@@ -75,7 +75,7 @@ def _path(points: list[tuple[float, float]]) -> str:
 
 
 def _edge(e: Edge, hi: bool) -> str:
-    cls = "edge highlight" if hi else "edge"
+    cls = ("edge highlight" if hi else "edge") + (f" {_attr(e.kind)}" if e.kind else "")
     return (f'<g class="{cls}" data-src="{_attr(e.src)}" data-dst="{_attr(e.dst)}">'
             f'<path d="{_path(e.points)}" marker-end="url(#{_ARROW})"/></g>')
 

@@ -50,7 +50,8 @@ function svgRoot(d, roleCss, arrow) {
 }
 
 function edgeEl(e, hi, arrow) {
-  const g = svgEl("g", { class: hi.has(e.src) && hi.has(e.dst) ? "edge highlight" : "edge" });
+  const cls = hi.has(e.src) && hi.has(e.dst) ? "edge highlight" : "edge";
+  const g = svgEl("g", { class: e.kind ? `${cls} ${e.kind}` : cls });
   g.setAttribute("data-src", e.src);
   g.setAttribute("data-dst", e.dst);
   g.appendChild(svgEl("path", { d: pathD(e.pts || []), "marker-end": `url(#${arrow})` }));

@@ -32,7 +32,9 @@ __all__ = ["Graph", "Node", "format_meta"]
 #   "fwd_nn_module_stack" AOT backward nodes: the nn_module_stack of the forward op they differentiate
 #   "log_module"      graphs loaded from a log only: {"path": module path, "via": "parameter" (+ "reads":
 #                     the Sources read) | "between" (+ "after", "before": the nodes it was traced
-#                     between)}, the module the log proves the node ran in (tracer/trace_log/modules.py)
+#                     between) | "line" (+ "line": "file:line", "nodes": the Dynamo nodes traced there;
+#                     AOT graphs, tracer/trace_log/line_modules.py)}, the module the log proves the node
+#                     ran in (tracer/trace_log/modules.py)
 #   "from"            AOT graphs only: {"node": dynamo node name, "graph": qualified graph name,
 #                     "file", "line", "code"}: the Dynamo node this aten node came from
 #                     (+ "via": "from_node" | "seq_nr" | "stack_trace" | "desc", how it was found)

@@ -32,6 +32,7 @@ from tracer.trace_log.deferred import deferred_graph, has_bodies, parse_logged, 
 from tracer.trace_log.events import AttemptLog, LogState
 from tracer.trace_log.graph_text import ParsedModule
 from tracer.trace_log.guards import fill_guards
+from tracer.trace_log.line_modules import infer_line_modules
 from tracer.trace_log.modules import (
     LOG_MODULE_RULE,
     aot_owners,
@@ -230,6 +231,7 @@ def _aot_modules(frame: Frame, g: Graph, tied: set[str]) -> None:
     frame.graph.nodes  # noqa: B018 (parsed first: its Sources and modules are set when it is)
     owners = aot_owners(g, frame.graph, root_owners(frame.graph, tied))
     infer_modules(g, owners, None)  # not in traced order: the partitioner moves nodes (parameter rule only)
+    infer_line_modules(g, [frame.graph, *(s.graph for s in frame.subgraphs.values() if s.graph is not None)])
 
 
 # Note [Body input sources from a log]

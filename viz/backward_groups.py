@@ -1,0 +1,86 @@
+"""Where the nodes of a backward graph (or a joint graph's backward half) show when torch gave them no module.
+
+Invariant: display only, never the record: a node's ``meta`` is untouched; a backward computing node
+with no module chain goes to the one NO_MODULE box, except an epilogue ``copy_`` into an input,
+which goes with the module that reads that input; edges carrying a saved or recomputed forward
+value are of kind SAVED_EDGE. Torch-free and linear in the graph.
+"""
+
+from __future__ import annotations
+
+from tracer.model import Graph, Node
+
+__all__ = ["NO_MODULE", "NO_MODULE_TYPE", "SAVED_EDGE", "edge_kind", "place_unmoduled"]
+
+# Note [Backward nodes without a forward node]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# AOTAutograd copies a forward op's ``nn_module_stack`` onto the backward nodes sharing its ``seq_nr``
+# (``fwd_nn_module_stack``, torch/_functorch/_aot_autograd/utils.py copy_fwd_metadata_to_bw_nodes);
+# a log gives the same where its printed user line proves it (Note [Backward groups from a log] in
+# tracer/trace_log/line_modules.py). Torch 2.13 records nothing else: the gradient-accumulation
+# ``add`` (``is_gradient_acc``) and the backward of an op run outside any module (GPT-2's residual
+# adds, a top-level ``relu``) have no module. They are not guessed into a neighbour's box: they all
+# show in one NO_MODULE box, which says so. That box sits on the gradient path between the module
+# boxes, so it would make every box order a cycle; Note [Group boxes in topological order] orders
+# the other boxes without its edges.
+# Two exceptions, both display only:
+#   * AOTAutograd's epilogue ``aten.copy_`` of a mutated input back into it (BatchNorm's running
+#     stats, ``copy_(primals_k, add_3)``) has no stack either, live or logged; it shows in the module
+#     of the nodes that read that input (the BatchNorm's own forward reads its running stats), when
+#     they are all in one module, so ResNet's joint graph is not crowded with loose ``copy_`` boxes;
+#   * in a forward graph nothing moves: a node torch left loose there is top-level code.
+NO_MODULE = "(no module)"
+NO_MODULE_TYPE = "no module recorded"
+
+# Note [Saved values as their own edge kind]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A backward graph reads two kinds of values: gradients (the tangents and what is computed from them:
+# the main direction) and forward values kept for it -- saved activations and parameters (backward
+# placeholders that are not ``TangentAOTInput``) or, in a joint graph, forward-half nodes (including
+# those the partitioner recomputes, ``meta["recomputed"]``). Drawn alike, a saved ``h.0`` output
+# feeding ``h.0``'s backward read as if ``h.0`` fed ``h.1``. An edge leaving such a value into the
+# backward is of kind SAVED_EDGE, drawn dashed; a folded edge is SAVED_EDGE only when every node
+# edge it stands for is.
+SAVED_EDGE = "saved"
+
+
+def _backward(graph: Graph, n: Node) -> bool:
+    return n.meta.get("partition") == "backward" or (graph.name == "backward" and n.op not in ("placeholder", "output"))
+
+
+def _forward_value(graph: Graph, n: Node) -> bool:
+    """A value the backward reads that the forward computed or was given (Note [Saved values as their own edge kind])."""
+    if graph.name == "backward":
+        return n.op == "placeholder" and not str(n.meta.get("desc", "")).startswith("TangentAOTInput")
+    return n.meta.get("partition") == "forward" or bool(n.meta.get("recomputed"))
+
+
+def edge_kind(graph: Graph, src: Node, dst: Node) -> str:
+    """SAVED_EDGE for a forward value read by a backward node, else ""."""
+    if graph.name not in ("backward", "joint") or not _backward(graph, dst) or dst.op == "output":
+        return ""
+    return SAVED_EDGE if _forward_value(graph, src) else ""
+
+
+def place_unmoduled(graph: Graph, chains: list[list[tuple[str, str]]]) -> list[list[tuple[str, str]]]:
+    """``chains`` (one per node) with Note [Backward nodes without a forward node] applied; a graph
+    no node of which has a module chain is returned as it is."""
+    if not any(chains):
+        return chains
+    nodes = graph.nodes
+    index: dict[str, int] = {}  # built at the first epilogue copy_ (most graphs have none)
+    out = list(chains)
+    for i, n in enumerate(nodes):
+        if out[i] or n.op in ("placeholder", "output", "get_attr"):
+            continue
+        if n.target.startswith("aten.copy_") and n.inputs:
+            index = index or {m.name: k for k, m in enumerate(nodes)}
+            dst = index.get(n.inputs[0])
+            if dst is not None and nodes[dst].op == "placeholder":
+                readers = {tuple(out[index[u]]) for u in nodes[dst].users if u in index and u != n.name and out[index[u]]}
+                if len(readers) == 1:
+                    out[i] = list(readers.pop())
+                    continue
+        if _backward(graph, n):
+            out[i] = [(NO_MODULE, NO_MODULE_TYPE)]
+    return out
