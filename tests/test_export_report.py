@@ -79,9 +79,9 @@ def test_the_explorer_signature_tab_is_the_reports_signature_and_follows_the_fra
 
 
 def test_range_constraints_beside_the_shape_guards_with_their_user_lines():
-    from tests.export_models import ShapeChecks
     from torch.export import Dim
 
+    from tests.export_models import ShapeChecks
     from viz.export_view import signature_html
 
     args, shapes = (torch.ones(8), torch.ones(3)), ({0: Dim.AUTO}, {0: Dim.AUTO})
