@@ -56,7 +56,7 @@ def _tree_checks(tree: str) -> dict[str, set[str]]:
         m = _LEAF.match(line)
         if m is None:
             continue
-        text = re.sub(r" \(HINT: [^)]*\)$", "", m.group(2))
+        text = re.sub(r" \(HINT: .*$", "", m.group(2))  # torch's hint ends the line (it may hold parentheses)
         check, *notes = [p.strip() for p in text.split("  # ")]
         where = notes[-1] if notes and re.search(r":\d+ in ", notes[-1]) else ""
         out.setdefault(check, set()).add(os.path.basename(where))
