@@ -230,3 +230,38 @@ assert f"[{', '.join(repr(s) for s in sorted(program.subgraphs))}]" in run.stdou
 # > `InputKind` and `OutputKind`; a data-dependent guard is raised in
 # > `torch/fx/experimental/symbolic_shapes.py` (`GuardOnDataDependentSymNode`), where `torch._check`
 # > adds its fact too.
+
+# %% [markdown]
+# ## Recap
+#
+# - A Python decision on a value read from a tensor (`k.item()`) fails export with a data-dependent
+#   guard at that line; `torch._check` states the fact that decides it, and `dynamic_shapes` makes a
+#   size a symbol with a range the program carries as a range constraint.
+# - The graph signature names every input's and output's role; after `run_decompositions()` a buffer
+#   written in `forward` is a `BUFFER_MUTATION` output, and a `.pt2` reopens without the model's code.
+#
+# **Try this.** A module counts its calls in a buffer and also doubles its input in place
+# (`x.mul_(2)`) before returning `x.sum()`. Without running it, write down the kinds and targets of the
+# decomposed program's outputs, in order. The next cell holds the answer (collapsed); the cell after
+# it exports the module and checks yours.
+
+# %% tags=["hide-input"]
+# One solution (try your own first): mutations come first, in the order of the inputs they write
+# (the buffer is an input before `x`), then the user's output.
+predicted = [("buffer_mutation", "calls"), ("user_input_mutation", "x"), ("user_output", "")]
+
+# %% tags=["remove-input"]
+class Scale(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("calls", torch.zeros(()))
+
+    def forward(self, x):
+        self.calls.add_(1)
+        x.mul_(2)
+        return x.sum()
+
+
+outputs = tracer.export(Scale(), (torch.ones(3),), decompose=True).frames[1].export.outputs
+assert predicted == [(o.kind, o.target) for o in outputs], [(o.kind, o.target) for o in outputs]
+print("check passed:", predicted)
