@@ -53,3 +53,43 @@ def test_user_text_is_escaped(tmp_path):
     cap.frames[0].export.inputs[0].target = "<script>alert(1)</script>"
     page = expand(export_html(cap, tmp_path / "r.html").read_text())
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_the_explorer_signature_tab_is_the_reports_signature_and_follows_the_frame(decomposed, tmp_path):
+    """The widget's Signature tab shows the same HTML the static report shows for the chosen frame."""
+    from viz.explorer import Explorer
+    from viz.export_view import signature_html
+
+    ex = Explorer(decomposed)
+    titles = [ex._tabs.get_title(i) for i in range(len(ex._tabs.children))]
+    assert "Signature" in titles
+    for f in decomposed.frames:
+        ex.select(frame=f.compile_id)
+        shown = ex.signature_tab.value
+        assert signature_html(f) in shown and f"Frame {f.compile_id}: graph signature" in shown
+    before, after = decomposed.frames
+    assert _rows(ex.signature_tab.value, "Outputs by role (2)") == [[o.name, o.kind, o.target] for o in after.export.outputs]
+    kinds = ", ".join(f"{k} {[o.kind for o in after.export.outputs].count(k)}" for k in dict.fromkeys(o.kind for o in after.export.outputs))
+    assert f"&rarr; outputs: {kinds}" in ex.signature_tab.value
+    page = expand(export_html(decomposed, tmp_path / "r.html").read_text())
+    assert signature_html(after) in page  # one source of truth: the report embeds the same fragment
+    # a capture has no exported program, so no Signature tab
+    plain = Explorer(tracer.capture(lambda x: x.sin(), torch.randn(3)))
+    assert "Signature" not in [plain._tabs.get_title(i) for i in range(len(plain._tabs.children))]
+
+
+def test_range_constraints_beside_the_shape_guards_with_their_user_lines():
+    from torch.export import Dim
+
+    from tests.export_models import ShapeChecks
+    from viz.export_view import signature_html
+
+    args, shapes = (torch.ones(8), torch.ones(3)), ({0: Dim.AUTO}, {0: Dim.AUTO})
+    cap = tracer.export(ShapeChecks(), args, dynamic_shapes=shapes, strict=True)
+    f = cap.frames[0]
+    assert f.shape_guards and f.export.range_constraints
+    page = signature_html(f)
+    shapes = page[page.index('class="ds-export-shapes"'):]
+    assert _rows(shapes, "Range constraints") == [[r.symbol, f"[{r.lower}, {r.upper}]"] for r in f.export.range_constraints]
+    assert _rows(shapes, "Shape guards") == [[g.expr, str(g.user_stack[-1])] for g in f.shape_guards]
+    assert any("the divisibility guard" in row[1] for row in _rows(shapes, "Shape guards"))

@@ -49,6 +49,7 @@ TORCH_TEXT_ROOTS = [
     "_ops.py",
     "compiler",
     "_library",
+    "export",  # notebook 11: torch.export's graph signature kinds and entry points
 ]
 
 _BACKTICK = re.compile(r"`([^`\n]+)`")

@@ -8,6 +8,7 @@ Note [Exported programs as frames] in tracer/model/export.py.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 from typing import Any, Optional
@@ -39,6 +40,8 @@ def export(mod: Any, args: tuple[Any, ...], kwargs: Optional[dict[str, Any]] = N
     like a compile: frame "0/0" is the program (graph, HOP bodies, ``frame.export`` its graph
     signature, range constraints and module call signatures; ``frame.shape_guards`` and
     ``frame.specializations`` with the user line torch logged for each), ``cap.export`` what the run did.
+    With ``strict=True`` torch traces with Dynamo: ``frame.guards`` are the guards Dynamo built for the
+    program, and a graph break (an error under strict export) is in ``cap.graph_breaks`` with its user line.
 
     ``decompose=True`` adds frame "0/1", ``ep.run_decompositions()`` of it (``tracer.diff(cap.frames[0],
     cap.frames[1])`` shows what changed). When the export fails, ``cap.export.failure`` says why
@@ -57,6 +60,7 @@ def export(mod: Any, args: tuple[Any, ...], kwargs: Optional[dict[str, Any]] = N
     from tracer.active_session import raise_if_tracing
 
     raise_if_tracing("tracer.export()")  # Dynamo's compile lock is held by a paused trace: fail fast, never hang
+    from tracer._torch.export_dynamo import recording_dynamo
     from tracer._torch.export_program import EXPORT_LIMIT, frame_of_program
     from tracer._torch.export_shapes import fill_shapes, recording_shapes
 
@@ -67,7 +71,9 @@ def export(mod: Any, args: tuple[Any, ...], kwargs: Optional[dict[str, Any]] = N
     cap = Capture(fn=type(mod).__qualname__ if not inspect.isfunction(mod) else mod.__qualname__,
                   limits=[EXPORT_LIMIT], meta={"torch": torch.__version__}, export=run)
     error: Optional[Exception] = None
-    with recording_shapes(cap.problems) as shapes:
+    with contextlib.ExitStack() as stack:
+        shapes = stack.enter_context(recording_shapes(cap.problems))
+        dynamo = stack.enter_context(recording_dynamo(cap.problems)) if strict else None  # Note [Strict export's Dynamo frame]
         try:
             ep = torch.export.export(mod, tuple(args), kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
         except Exception as e:  # except: records a problem (kept as error: the failure is the record)
@@ -76,6 +82,8 @@ def export(mod: Any, args: tuple[Any, ...], kwargs: Optional[dict[str, Any]] = N
         run.status, run.failure = "failed", failure_of(error, strict=strict)
         cap.frames.append(_failed_frame(code, error))
         fill_shapes(cap.frames[0], shapes)  # the guards that led to it, e.g. a constraint violation's
+        if dynamo is not None:
+            _fill_dynamo(cap, dynamo, error)
         if raise_on_failure:
             error.capture = cap  # type: ignore[attr-defined]
             raise error
@@ -84,6 +92,8 @@ def export(mod: Any, args: tuple[Any, ...], kwargs: Optional[dict[str, Any]] = N
         return cap
     cap.frames.append(frame_of_program(ep, compile_id="0/0", code=code, stage="exported"))
     fill_shapes(cap.frames[0], shapes)
+    if dynamo is not None:
+        _fill_dynamo(cap, dynamo, None)
     if decompose:
         try:
             decomposed = ep.run_decompositions()
@@ -94,6 +104,20 @@ def export(mod: Any, args: tuple[Any, ...], kwargs: Optional[dict[str, Any]] = N
         else:
             cap.frames.append(frame_of_program(decomposed, compile_id="0/1", code=code, stage="decomposed"))
     return cap
+
+
+def _fill_dynamo(cap: Capture, dynamo: Any, error: Optional[Exception]) -> None:
+    """Strict export's Dynamo frame: its guards on frame "0/0", the break it stopped at in ``cap.graph_breaks``."""
+    from tracer._torch.export_dynamo import stopping_break
+
+    frame = cap.frames[0]
+    if dynamo.guards is not None:
+        frame.guards = dynamo.guards
+    elif error is None:  # an exported program always had its guards built: torch did not say which they were
+        cap.problems.append("strict export's Dynamo guards are unknown: torch built them without the hook seeing it")
+    brk = stopping_break(error) if error is not None else None
+    if brk is not None:
+        cap.graph_breaks.append(brk)
 
 
 def _draft(cap: Capture, mod: Any, args: Any, kwargs: dict[str, Any], dynamic_shapes: Any, strict: bool, code: str,

@@ -17,7 +17,7 @@ import ipywidgets as W
 from tracer._no_gc import no_cyclic_gc
 from tracer._text import headline
 from tracer.model import TIME_PHASES, Capture, Frame, Graph
-from viz import code_view, panels
+from viz import code_view, export_tab, panels
 from viz.canvas import GraphCanvas
 from viz.diff_widget import recompiles_tab
 from viz.graph_layout import opening
@@ -244,7 +244,7 @@ class Explorer:
         self._modules = W.HTML()  # the nn_module_stack tree of the shown frame (viz.module_view)
         pages = [("Graphs", graphs), ("Overview", self._overview),
                  ("Guards", W.VBox([self._guard_filter, self._guards])), ("Modules", self._modules),
-                 *code_view.pages(self)]
+                 *code_view.pages(self), *export_tab.pages(self)]
         if any(f.aot is not None for f in cap.frames):
             self._partition_box = W.VBox([W.HTML("<i>opening the partition...</i>")])
             pages.append(("Partition", self._partition_box))
