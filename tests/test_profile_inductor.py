@@ -30,7 +30,10 @@ def profiled(tmp_path_factory):
     # the matmul: 64*512*2048 multiply-adds, against elementwise work on 64*512 values
     x, w = torch.randn(64, 512, requires_grad=True), torch.randn(512, 2048, requires_grad=True)
     trace = tmp_path_factory.mktemp("prof") / "trace.json"
-    return tracer.profile(fused, x, w, backend="inductor", steps=3, trace_file=str(trace)), trace
+    tracer.capture(lambda t: t.cos() + 1, torch.randn(3))  # so torch's compile ids differ from the capture's own
+    prof = tracer.profile(fused, x, w, backend="inductor", steps=3, trace_file=str(trace))
+    assert prof.capture.frames[0].dynamo_id != prof.capture.frames[0].compile_id == "0/0"
+    return prof, trace
 
 
 def _trace_cpu_time(data: dict) -> float:

@@ -22,7 +22,8 @@ KernelKey = tuple[int, str, str]
 #   * each call of the compiled graph runs inside ``## Call CompiledFxGraph <cache key> ##``
 #     (torch/_inductor/output_code.py, ``CompiledFxGraph.__call__``), under ``Torch-Compiled Region:
 #     <compile id>`` (torch/_dynamo/convert_frame.py) for a forward or inference graph, under
-#     ``CompiledFunctionBackward`` (autograd's node for AOTAutograd's function) for a backward graph;
+#     ``CompiledFunctionBackward`` (autograd's node for AOTAutograd's function) for a backward graph
+#     (torch's compile id in this process: ``Frame.dynamo_id``, not the capture-local ``compile_id``);
 #   * with ``cpp.enable_kernel_profile`` each generated C++ kernel opens a record function named
 #     ``graph_<graph id>_<kernel name>`` (torch/_inductor/codegen/cpp.py ``codegen_group``), so its
 #     time is exact by name; the graph id is shared by a frame's forward and backward compile;
@@ -155,8 +156,9 @@ def _match_call(call: Any, frames: list[Any], gids: dict[str, Any], owner: dict[
 
 def _frame(call: Any, kind: str, gid: str, frames: list[Any], gids: dict[str, Any]) -> Any:
     if kind == "forward":
-        cid = _region(call)
-        frame = next((f for f in frames if f.compile_id == cid), None)
+        cid = _region(call)  # torch's own compile id in this process: the Frame's dynamo_id, less its attempt
+        found = [f for f in frames if (f.dynamo_id or f.compile_id).partition("_")[0] == cid and f.inductor]
+        frame = found[0] if len(found) == 1 else None
         if frame is not None and gid:
             gids.setdefault(gid, frame)
         return frame
