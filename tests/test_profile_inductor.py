@@ -113,3 +113,23 @@ def test_modes_other_than_default_are_refused_and_the_kernel_markers_are_switche
     with pytest.raises(KeyError):
         tracer.profile(_raises_after_a_graph, torch.randn(4), backend="inductor")
     assert config.cpp.enable_kernel_profile == before
+
+
+def _two_graphs(x):
+    y = x.sin()
+    torch._dynamo.graph_break()
+    return y.cos() @ x.T
+
+
+def test_two_frames_each_backward_kernel_on_its_own_frame():
+    """After a graph break each frame has its own forward and backward compile; a backward call is
+    tied to its frame by the graph id its kernel markers carry (Note [Profiler time per Inductor kernel])."""
+    prof = tracer.profile(_two_graphs, torch.randn(128, 128, requires_grad=True), backend="inductor", steps=1)
+    compiled = [f for f in prof.capture.frames if f.inductor]  # the first frame restarts once at the break
+    assert not prof.problems and len(compiled) == 2
+    first, second = (f.compile_id for f in compiled)
+    kinds = {(n.compile_id, n.graph): set() for n in prof.nodes}
+    for n in prof.nodes:
+        kinds[(n.compile_id, n.graph)].update(n.dynamo_nodes)
+    assert set(kinds) == {(first, "forward"), (first, "backward"), (second, "forward"), (second, "backward")}
+    assert kinds[(first, "backward")] == {"y"} and "matmul" in kinds[(second, "backward")]
