@@ -29,6 +29,7 @@ from bench import (
     memory,
     models,
     pause_latency,
+    profile_cost,
     report_bytes,
     report_size,
     report_vs_tlparse,
@@ -40,6 +41,7 @@ OVERHEAD_TARGET = 1.10  # capture (and inductor capture) / plain torch.compile, 
 
 # (key, what, target as text, check) for the table; check(value) -> bool, None when there is no target.
 TARGETS: list[tuple[str, str, str, Optional[Any]]] = [
+    ("profile_cost_max_share", "tracer.profile attribution / profiled run (worst model)", "<= 0.1", lambda v: v <= 0.1),
     ("explorer_scaling_16k_over_4k", "explorer build 16k / 4k nodes", "<= 4.5", lambda v: v <= 4.5),
     ("explorer_over_capture_transformer12", "explorer build / capture (transformer12)", "<= 0.25",
      lambda v: v <= 0.25),
@@ -128,6 +130,7 @@ def _steps(quick: bool, out: dict[str, Any], held: dict[str, Any]) -> list[Step]
          lambda: inductor_overhead.run(("mlp", "cnn") if quick else inductor_overhead.NAMES, size=size)),
         ("report size, write time and first paint vs tlparse",
          lambda: report_size.run(repeat=repeat, size=size, browser=True, tlparse=not quick)),
+        ("tracer.profile attribution cost", lambda: profile_cost.run(("mlp",) if quick else profile_cost.NAMES, size=size)),
         ("report bytes of the zoo" + ("" if quick else ", live capture and log"), lambda: _zoo_bytes(quick, size)),
     ]
 

@@ -15,7 +15,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root: `import bench`
 
 import bench.__main__ as bench_main  # noqa: E402
-from bench import capture_overhead, explorer_scaling, memory, models, pause_latency, saved_split  # noqa: E402
+from bench import capture_overhead, explorer_scaling, memory, models, pause_latency, profile_cost, saved_split  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -135,3 +135,12 @@ def test_zoo_models_build_and_train_eagerly(name):
     zoo._step(out)
     assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())
     assert set(zoo.INDUCTOR_MODELS) <= set(zoo.ZOO) and len(zoo.ZOO) >= 9
+
+
+def test_profile_cost_measures_both_parts_and_leaves_nothing_wrapped():
+    import tracer._torch.fx_marks as fx_marks
+
+    before = fx_marks.node_times
+    res = profile_cost.measure("mlp", "tiny", "aot_eager", steps=1)
+    assert res["profiled_run_s"] > 0 and res["attribution_s"] > 0 and res["nodes"] > 0
+    assert fx_marks.node_times is before and "events" not in __import__("torch").profiler.profile.__dict__

@@ -77,8 +77,8 @@ def test_bad_options_and_nothing_left_patched():
     import torch.fx.experimental._config as fx_config
 
     x = torch.randn(4)
-    with pytest.raises(ValueError, match="backend='aot_eager'"):
-        tracer.profile(torch.sin, x, backend="inductor")
+    with pytest.raises(ValueError, match="unknown backend 'eager'"):
+        tracer.profile(torch.sin, x, backend="eager")
     with pytest.raises(ValueError, match="steps must be an int >= 1"):
         tracer.profile(torch.sin, x, steps=0)
 

@@ -25,7 +25,7 @@ _PUBLIC = {
     "Edge": "viz.graph_layout", "Layout": "viz.graph_layout", "layout": "viz.graph_layout",
     "capture_html": "viz.html", "export_html": "viz.report_file", "node_info": "viz.info", "JobView": "viz.job_view",
     "export_job_html": "viz.job_view", "job_html": "viz.job_view", "mimebundle": "viz.mimebundle",
-    "to_svg": "viz.svg",
+    "to_svg": "viz.svg", "ProfileExplorer": "viz.profile_explorer",
 }
 
 
@@ -73,6 +73,7 @@ __all__ = [
     "Explorer",
     "JobView",
     "Layout",
+    "ProfileExplorer",
     "capture_html",
     "export_html",
     "export_job_html",

@@ -29,12 +29,14 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional, Union
 
 from tracer.model import Capture, Frame
+from tracer.model.profile import Profile
 from viz import panels
 from viz.browser_code import bundle
 from viz.code_view import frame_code_html
 from viz.diff_view import diff_html, frame_of
 from viz.html import frame_html
 from viz.markup import fragment, render
+from viz.profile_view import graph_times, profile_html, time_facts
 from viz.report_graphs import DrawingCache, canvas_css, frame_graphs, report_data
 from viz.report_info import report_info
 
@@ -81,14 +83,17 @@ def decode_payload(payload: str) -> str:
 
 
 def frame_payload(cap: Capture, frame: Frame, cache: Optional[DrawingCache] = None,
-                  facts: Optional[dict[bytes, str]] = None) -> str:
+                  facts: Optional[dict[bytes, str]] = None, profile: Optional[Profile] = None) -> str:
     """The HTML a frame's payload holds: its section as the eager report shows it (Code tab
     included) inside a ``.ds-report`` of its own with its drawings block and its nodes' facts for
-    the inspector (viz/report_info.py, Note [One inspector] in viz/inspector.py)."""
-    data, (graphs,) = report_data([frame], cache)
+    the inspector (viz/report_info.py, Note [One inspector] in viz/inspector.py); with ``profile``,
+    graphs coloured by time and each node's time in the inspector (viz/profile_view.py)."""
+    times = [graph_times(profile, frame)] if profile is not None else None
+    data, (graphs,) = report_data([frame], cache, times)
     body = frame_html(frame, graphs, frame_code_html(cap, frame))
+    extra = (lambda f, kind, node: time_facts(profile, f, kind, node)) if profile is not None else None
     return render("report_frame.html.j2", body=fragment(body), data=fragment(data),
-                  info=fragment(report_info([frame], facts)))
+                  info=fragment(report_info([frame], facts, extra)))
 
 
 def payloads(page: str) -> dict[str, str]:
@@ -142,11 +147,13 @@ def _let_go(frame: Frame) -> None:
 
 
 def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, title: str,
-                 headings: Optional[list[str]] = None, release: bool = False) -> ReportStats:
+                 headings: Optional[list[str]] = None, release: bool = False,
+                 profile: Optional[Profile] = None) -> ReportStats:
     """Write ``caps`` as one report file at ``path`` (Note [One file, frames on demand]); ``headings``:
     one ``<h1>`` per capture (a directory of per-rank logs), none for one capture. ``release``: empty
     each frame's graphs and guards once its payload is built (Note [Letting a frame go]): only for
-    captures nobody reads afterwards."""
+    captures nobody reads afterwards. ``profile``: the Profile of the one capture, shown before its
+    overview and on its graphs."""
     caps = list(caps)
     one = len(caps) == 1 and not headings
     stats = ReportStats(pathlib.Path(path), headings=list(headings or []))
@@ -163,7 +170,7 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
         entries, counts = [], []
         for fi, f in enumerate(cap.frames):
             entry = _entry(f, str(fi) if one else f"{ci}-{fi}")
-            html = frame_payload(cap, f, cache, facts)
+            html = frame_payload(cap, f, cache, facts, profile)
             p = encode_payload(html)
             stats.frames += 1
             stats.html_bytes += len(html)
@@ -174,7 +181,8 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
             if release:
                 _let_go(f)
         sections.append({"heading": headings[ci] if headings else "", "recompiles": recompiles, "frames": entries,
-                         "overview": fragment(panels.overview_html(cap, counts, [e["key"] for e in entries]))})
+                         "overview": fragment((profile_html(profile) if profile is not None else "")
+                                              + panels.overview_html(cap, counts, [e["key"] for e in entries]))})
     tmp = stats.path.with_name(stats.path.name + ".part")  # never a half-written report at ``path``
     try:
         with open(tmp, "w", encoding="utf-8") as out:
@@ -193,8 +201,14 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
     return stats
 
 
-def export_html(cap: Capture, path: Union[str, pathlib.Path]) -> pathlib.Path:
+def export_html(cap: Union[Capture, Profile], path: Union[str, pathlib.Path]) -> pathlib.Path:
     """Write ``cap`` as one standalone HTML file that opens in any browser, no kernel, with each frame's
     Code tab; return its path. The overview is up front, each frame stored compressed and shown when
-    opened (all of them at load when the report is small); the capture is left as it is."""
+    opened (all of them at load when the report is small); the capture is left as it is. A
+    :class:`tracer.Profile` writes its capture's report with the profile's tables first, each graph
+    coloured by time and each node's time in the inspector."""
+    if isinstance(cap, Profile):
+        if cap.capture is None:
+            raise ValueError("this Profile holds no capture (nothing to draw)")
+        return write_report(path, [cap.capture], title=cap.fn or "profile", profile=cap).path
     return write_report(path, [cap], title=cap.fn or "capture").path

@@ -228,10 +228,15 @@ def _graph_drawing(graph: Graph, highlight: list[str], strings: dict[str, int], 
     return _packed(d, opened, strings)
 
 
-def report_data(frames: list[Frame], cache: Optional[DrawingCache] = None
+def report_data(frames: list[Frame], cache: Optional[DrawingCache] = None,
+                times: Optional[list[dict[str, dict[str, float]]]] = None
                 ) -> tuple[str, list[list[tuple[str, str, int, int]]]]:
     """The JSON block of a report (role CSS and every graph's drawing) and, per frame, its graphs as
-    (kind, title, index into the block's ``graphs``, node count); ``cache``: see :func:`graph_drawing`."""
+    (kind, title, index into the block's ``graphs``, node count); ``cache``: see :func:`graph_drawing`.
+    ``times``: per frame, graph kind -> node -> µs (:func:`viz.profile_view.graph_times`): each drawing
+    gets ``"heat"`` (Note [Time on the drawing]); such graphs are drawn without the cache."""
+    if times is not None:
+        cache = None
     todo = [[(kind, title, g, hi, DrawingCache.key(g, hi) if cache is not None else None)
              for kind, title, g, hi in frame_graphs(f)] for f in frames]
     block_key = None
@@ -246,11 +251,13 @@ def report_data(frames: list[Frame], cache: Optional[DrawingCache] = None
     graphs: list[dict[str, Any]] = []
     strings: dict[str, int] = {"": 0}
     per_frame = []
-    for entries in todo:
+    for fi, entries in enumerate(todo):
         rows = []
         for kind, title, g, hi, key in entries:
             rows.append((kind, title, len(graphs), len(g.nodes)))
             graphs.append(_graph_drawing(g, hi, strings, cache, key))
+            if times is not None and times[fi].get(kind):
+                _heat(graphs[-1], times[fi][kind], max(times[fi][kind].values()))
         per_frame.append(rows)
     out = json_block({"css": css(".ds-graph"), "strings": list(strings), "graphs": graphs}), per_frame
     if block_key is not None:
@@ -258,3 +265,23 @@ def report_data(frames: list[Frame], cache: Optional[DrawingCache] = None
         while len(cache.blocks) > 4:
             cache.blocks.popitem(last=False)
     return out
+
+
+# Note [Time on the drawing]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A profiled report colours each graph by time: a packed drawing gets ``"heat"``: box id -> [share of
+# the graph's busiest node (0..1], µs], for every node box with time and every module box whose nodes
+# (in its own drawings, at any depth) have some; viz/svg_draw.js fills the box by the share and puts the
+# time in its tooltip. Only the Profile's own numbers (viz/profile_view.py graph_times), never estimated.
+def _heat(packed: dict[str, Any], times: dict[str, float], top: float) -> float:
+    """Add ``"heat"`` to ``packed`` and the drawings nested in it; the total µs of its node boxes."""
+    heat: dict[str, list[float]] = {}
+    total = 0.0
+    for row in packed["b"]:
+        box = row[0]
+        us = _heat(packed["open"][box], times, top) if box in packed.get("open", {}) else times.get(box, 0.0)
+        if us > 0 and top > 0:
+            heat[box] = [round(min(us / top, 1.0), 3), round(us, 1)]
+            total += us
+    packed["heat"] = heat
+    return total

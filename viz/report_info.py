@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import collections
 import hashlib
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import msgspec
 
@@ -148,15 +148,17 @@ def _facts_key(frames: list[Frame]) -> Optional[bytes]:
         return None
 
 
-def report_info(frames: list[Frame], cache: Optional[dict[bytes, str]] = None) -> str:
+def report_info(frames: list[Frame], cache: Optional[dict[bytes, str]] = None,
+                extra: Optional[Callable[[Frame, str, str], dict[str, Any]]] = None) -> str:
     """The JSON block of every drawn node's facts: ``{"values": [...], "graphs": [{node: facts}]}``,
-    one entry per graph in :func:`viz.report_graphs.report_data`'s numbering. ``cache``: the last few
+    one entry per graph in :func:`viz.report_graphs.report_data`'s numbering; ``extra(frame, graph kind,
+    node)``: more facts for a node (a profile's time, :func:`viz.profile_view.time_facts`). ``cache``: the last few
     blocks by :func:`_facts_key`, so a repeated frame (the same graph on every rank, a log repeated)
     costs one digest (as Note [Drawings of equal graphs] in viz/report_graphs.py does for drawings)."""
-    key = _facts_key(frames) if cache is not None else None
+    key = _facts_key(frames) if cache is not None and extra is None else None
     if key is not None and key in cache:
         return cache[key]
-    block = _report_info(frames)
+    block = _report_info(frames, extra)
     if key is not None:
         cache[key] = block
         while len(cache) > 4:
@@ -164,14 +166,15 @@ def report_info(frames: list[Frame], cache: Optional[dict[bytes, str]] = None) -
     return block
 
 
-def _report_info(frames: list[Frame]) -> str:
+def _report_info(frames: list[Frame], extra: Optional[Callable[[Frame, str, str], dict[str, Any]]] = None) -> str:
     table = Interner()
     graphs: list[dict[str, Any]] = []
     for frame in frames:
         names = _graph_names(frame)
-        for _kind, _title, g, _hi in frame_graphs(frame):
+        for kind, _title, g, _hi in frame_graphs(frame):
             name = names.get(id(g))  # None: not a graph node_info can name, drawn without facts
-            graphs.append({} if name is None else {n.name: node_info(frame, name, n.name) for n in g.nodes})
+            graphs.append({} if name is None else {n.name: node_info(frame, name, n.name)
+                                                   | (extra(frame, kind, n.name) if extra else {}) for n in g.nodes})
     for facts in graphs:
         for info in facts.values():
             table.count(info)

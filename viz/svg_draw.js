@@ -58,7 +58,13 @@ function edgeEl(e, hi, arrow) {
   return g;
 }
 
-function boxEl(b, hi) {
+// A profiled drawing's time (Note [Time on the drawing] in viz/report_graphs.py): [share 0..1, µs].
+function heatOf(heat, id) {
+  const h = heat && Object.prototype.hasOwnProperty.call(heat, id) ? heat[id] : null;
+  return Array.isArray(h) && h.length === 2 ? h.map(Number) : null;
+}
+
+function boxEl(b, hi, heat) {
   const isGroup = typeof b.group === "string";
   const cls = [isGroup ? "group" : "node"];
   if (TOKEN.test(b.role)) cls.push(`role-${b.role}`);
@@ -70,8 +76,15 @@ function boxEl(b, hi) {
   const title = document.createElementNS(SVG_NS, "title");
   title.textContent = isGroup ? `${b.group}\n${b.sub}\n(click to expand)` : (b.sub ? `${b.label}\n${b.sub}` : b.label);
   g.appendChild(title);
-  g.appendChild(svgEl("rect", { x: fmt(b.x), y: fmt(b.y), width: fmt(b.w), height: fmt(b.h),
-    rx: isGroup ? SVG.group_rx : SVG.node_rx }));
+  const rect = svgEl("rect", { x: fmt(b.x), y: fmt(b.y), width: fmt(b.w), height: fmt(b.h),
+    rx: isGroup ? SVG.group_rx : SVG.node_rx });
+  const h = heatOf(heat, b.id);
+  if (h) {
+    g.setAttribute("data-time-us", String(h[1]));
+    rect.style.fill = `hsl(8, 85%, ${Math.round(96 - 46 * Math.max(0, Math.min(1, h[0])))}%)`;
+    title.textContent += `\n${(h[1] / 1000).toFixed(3)} ms (all profiled steps)`;
+  }
+  g.appendChild(rect);
   const cx = b.x + b.w / 2, line1 = b.y + b.h / 2 + (b.sub ? SVG.label_dy_two_lines : SVG.label_dy_one_line);
   const t1 = svgEl("text", { x: fmt(cx), y: fmt(line1), "text-anchor": "middle" });
   t1.textContent = b.label;
@@ -93,7 +106,7 @@ export function buildSvg(d, roleCss, uid) {
   for (const e of d.edges || []) edges.appendChild(edgeEl(e, hi, arrow));
   svg.appendChild(edges);
   const boxes = svgEl("g", { class: "boxes" });
-  for (const b of d.boxes || []) boxes.appendChild(boxEl(b, hi));
+  for (const b of d.boxes || []) boxes.appendChild(boxEl(b, hi, d.heat));
   svg.appendChild(boxes);
   return svg;
 }

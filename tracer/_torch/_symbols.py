@@ -106,6 +106,8 @@ SYMBOLS: list[Private] = [
     # fx_marks.py: Note [Profiler time per FX node]
     *_names("time per node (tracer.profile)", "torch.fx.experimental._config:enrich_profiler_metadata",
             "torch.fx.experimental._config:patch"),
+    # kernel_marks.py: Note [Profiler time per Inductor kernel]
+    *_names("time per Inductor kernel (tracer.profile)", "torch._inductor.config:cpp.enable_kernel_profile"),
     # bytecode.py: resume functions Dynamo creates
     *_names("bytecode and resume functions (Frame.bytecode)",
             "torch._dynamo.resume_execution:ContinueExecutionCache.lookup"),

@@ -1,10 +1,16 @@
-"""``Profile``: where a compiled function's run time went, per graph node and per user source line.
+"""``Profile``: where a compiled function's run time went, per graph node (or kernel) and per user source line.
 
 Plain data like the rest of the model (what ``tracer.profile`` returns). Times are the profiler's
 self times in microseconds, summed over every profiled step; ``total_us`` is the sum of every
 profiler event's self time, and ``attributed_us + sum(unattributed.values()) == total_us`` always:
 time no node is known to have spent is kept by the profiler event's name, never spread by guess
-(Note [Profiler time per FX node] in tracer/_torch/fx_marks.py).
+(Note [Profiler time per FX node] in tracer/_torch/fx_marks.py, Note [Profiler time per Inductor
+kernel] in tracer/_torch/kernel_marks.py).
+
+A fused Inductor kernel that computes several user lines is *shown as shared*: Inductor's provenance
+says which nodes a kernel computes, not how its time divides among them, so ``by_line`` counts the
+kernel's whole time on each of its lines and says how much of a line's time is shared
+(``LineTime.shared_us``); the rows of ``by_line`` can then add up to more than ``attributed_us``.
 """
 
 from __future__ import annotations
@@ -14,23 +20,30 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
 from tracer.model.capture import Capture
+from tracer.model.shapes import SourceLine
 
 __all__ = ["LineTime", "NodeTime", "Profile"]
 
 
 @dataclass
 class NodeTime:
-    """Self time of one node of an AOT graph (the graph that really ran), with the user line it comes from."""
+    """Self time of one node of an AOT graph, or of one Inductor kernel (what really ran), with its user line(s)."""
 
     compile_id: str  # the Frame
-    graph: str  # "forward", "backward" or "inference": which of frame.aot's graphs
-    node: str  # a node of that graph
+    graph: str  # "forward", "backward" or "inference": which of frame.aot's graphs (or frame.inductor's)
+    node: str  # a node of that graph; for Inductor a kernel as its provenance names it, "cpp_fused_mul_0:1"
     self_us: float  # all profiled steps together
     ops: dict[str, float] = field(default_factory=dict)  # profiler event -> self µs; "(python)": the node's Python
     dynamo_node: str = ""  # the Dynamo node it comes from (meta["from"]); "" when torch did not record it
     file: str = ""  # that node's user line; "" and 0 when unknown
     line: int = 0
     code: str = ""
+    dynamo_nodes: list[str] = field(default_factory=list)  # every Dynamo node it computes (a fused kernel: several)
+    also: list[SourceLine] = field(default_factory=list)  # a fused kernel's other user lines: its time shown on each
+
+    def lines(self) -> list[tuple[str, int, str]]:
+        """Every user line this node's time shows on: (file, line, code); [("", 0, "")] when unknown."""
+        return [(self.file, self.line, self.code)] + [(s.file, s.line, s.code) for s in self.also]
 
 
 @dataclass
@@ -42,6 +55,8 @@ class LineTime:
     code: str
     forward_us: float = 0.0  # forward or inference graphs
     backward_us: float = 0.0
+    shared_us: float = 0.0  # of the total, time of kernels that also compute other lines (counted on each)
+    nodes: list[str] = field(default_factory=list)  # "<compile id> <graph>.<node>" of every node counted here
 
     @property
     def total_us(self) -> float:
@@ -70,11 +85,14 @@ class Profile:
         """User source lines by total self time, largest first (nodes with no known line in one row, file "")."""
         rows: dict[tuple[str, int], LineTime] = {}
         for n in self.nodes:
-            row = rows.setdefault((n.file, n.line), LineTime(n.file, n.line, n.code if n.file else "(line unknown)"))
-            if n.graph == "backward":
-                row.backward_us += n.self_us
-            else:
-                row.forward_us += n.self_us
+            for file, line, code in n.lines():
+                row = rows.setdefault((file, line), LineTime(file, line, code if file else "(line unknown)"))
+                if n.graph == "backward":
+                    row.backward_us += n.self_us
+                else:
+                    row.forward_us += n.self_us
+                row.shared_us += n.self_us if n.also else 0.0
+                row.nodes.append(f"{n.compile_id} {n.graph}.{n.node}")
         return sorted(rows.values(), key=lambda r: -r.total_us)
 
     def by_node(self, graph: str = "") -> dict[str, float]:
@@ -90,7 +108,8 @@ class Profile:
                  f"{'forward ms':>11} {'backward ms':>12}  line"]
         for r in self.by_line()[:top]:
             where = f"{r.file.rsplit('/', 1)[-1]}:{r.line}  {r.code}" if r.file else r.code
-            lines.append(f"{r.forward_us / per / 1000:>11.3f} {r.backward_us / per / 1000:>12.3f}  {where}")
+            shared = f"  (shared: {r.shared_us / per / 1000:.3f} ms)" if r.shared_us else ""
+            lines.append(f"{r.forward_us / per / 1000:>11.3f} {r.backward_us / per / 1000:>12.3f}  {where}{shared}")
         rest = sorted(self.unattributed.items(), key=lambda kv: -kv[1])
         if rest:
             lines.append(f"not on a graph node: {sum(v for _, v in rest) / per / 1000:.3f} ms per step, largest: "
@@ -119,7 +138,8 @@ class Profile:
         try:
             data: dict[str, Any] = json.loads(text)
             cap = data.pop("capture", None)
-            nodes = [NodeTime(**n) for n in data.pop("nodes", [])]
+            nodes = [NodeTime(**(n | {"also": [SourceLine(**s) for s in n.get("also", [])]}))
+                     for n in data.pop("nodes", [])]
             prof = cls(**data, nodes=nodes)
         except (ValueError, TypeError) as e:
             raise ValueError(f"not a dynascope profile: {e}") from None
