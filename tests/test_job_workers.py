@@ -4,9 +4,11 @@ torchrun job's logs and captures, a damaged rank a problem of its own, a dead wo
 from __future__ import annotations
 
 import concurrent.futures as cf
+import gc
 import multiprocessing
 import os
 import shutil
+import weakref
 
 import pytest
 
@@ -26,6 +28,18 @@ def test_workers_give_the_serial_job(ddp_job_dir, sub):
     assert parallel.to_json() == serial.to_json()
     assert [line.split(" ", 2)[:2] for line in lines] == [["rank", "0"], ["rank", "1"]]
     assert all("2 workers" in line for line in lines)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_rank_read_is_not_held_while_the_next_is_read(ddp_job_dir, workers):
+    """What keeps ``dynascope report <dir>`` at one rank's memory: read_ranks holds no capture it handed out."""
+    files = {r: str(p) for r, p in enumerate(sorted((ddp_job_dir / "trace").glob("*rank_*.log")))}
+    before = None
+    for _, cap, err in read_ranks(files, "trace", workers):
+        gc.collect()
+        assert err is None and (before is None or before() is None)
+        before = weakref.ref(cap)
+        del cap
 
 
 def test_a_damaged_rank_log_is_that_ranks_problem(ddp_job_dir, tmp_path):

@@ -85,11 +85,11 @@ def _read_in_worker(kind: str, path: str) -> tuple[bool, str]:
 
 
 def read_ranks(files: dict[int, str], kind: str, workers: Optional[int] = None,
-               progress: Optional[Callable[[str], None]] = None) -> Iterator[RankResult]:
+               progress: Optional[Callable[[str], None]] = None, label: str = "rank") -> Iterator[RankResult]:
     """``(rank, capture, None)`` or ``(rank, None, error line)`` for every rank of ``files`` (rank ->
     path), in rank order, each read by ``kind``'s loader (one of :data:`LOADERS`) in
     :func:`worker_count` processes. ``progress(line)`` after each rank. See Note [Ranks read in
-    worker processes]."""
+    worker processes]. ``label`` names a key in the progress lines ("log" where keys are file order)."""
     load = _loader(kind)
     ranks = sorted(files)
     n = worker_count(len(ranks), workers)
@@ -98,7 +98,7 @@ def read_ranks(files: dict[int, str], kind: str, workers: Optional[int] = None,
     def said(rank: int, cap: Optional[Capture], err: Optional[str]) -> RankResult:
         if progress is not None:
             what = plural(len(cap.frames), "compile attempt") if cap is not None else f"not read: {err}"
-            progress(f"rank {rank} ({os.path.basename(files[rank])}): {what} [{time.perf_counter() - t0:.1f}s, "
+            progress(f"{label} {rank} ({os.path.basename(files[rank])}): {what} [{time.perf_counter() - t0:.1f}s, "
                      f"{n} worker{'s' if n != 1 else ''}]")
         return rank, cap, err
 
@@ -110,6 +110,7 @@ def read_ranks(files: dict[int, str], kind: str, workers: Optional[int] = None,
                 yield said(r, None, str(e))
                 continue
             yield said(r, cap, None)
+            del cap  # the caller may want one rank in memory at a time
         return
     with cf.ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("forkserver")) as pool:
         pending: dict[int, cf.Future] = {}
@@ -130,6 +131,7 @@ def read_ranks(files: dict[int, str], kind: str, workers: Optional[int] = None,
             fut = pending.pop(r)
             submit_next()
             yield said(r, *_result(fut))
+            del fut  # its JSON text is done with
 
 
 def _failed(e: BaseException) -> cf.Future:
