@@ -135,3 +135,14 @@ def test_zoo_models_build_and_train_eagerly(name):
     zoo._step(out)
     assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())
     assert set(zoo.INDUCTOR_MODELS) <= set(zoo.ZOO) and len(zoo.ZOO) >= 9
+
+
+def test_job_scale_keys_and_the_report_of_every_rank():
+    """The job bench on a tiny job: every figure is there, and the cores and load are recorded with them."""
+    from bench import job_scale
+
+    res = job_scale.run(size="tiny", rank_bytes=2 * 2**20, ranks=2, job_ranks=2, job_rank_bytes=2**20, workers=2)
+    keys = {key for key, *_ in bench_main.TARGETS if key.startswith("job_")}
+    assert keys <= set(res) and res["job_workers_n"] == 2 and res["job_cores"] == os.cpu_count()
+    assert set(res["job_loadavg"]) == {"start", "one_rank", "report_1", "report_n", "end"}
+    assert res["job_total_bytes"] == 2 * res["job_rank_log_bytes"] >= 4 * 2**20
