@@ -8,12 +8,13 @@ import gc
 import multiprocessing
 import os
 import shutil
+import threading
 import weakref
 
 import pytest
 
 import tracer
-from tracer.rank_pool import _result, read_ranks, worker_count
+from tracer.rank_pool import _context, _result, read_ranks, worker_count
 
 
 @pytest.mark.parametrize("sub", ["trace", "."])
@@ -40,6 +41,22 @@ def test_a_rank_read_is_not_held_while_the_next_is_read(ddp_job_dir, workers):
         assert err is None and (before is None or before() is None)
         before = weakref.ref(cap)
         del cap
+
+
+def test_workers_started_beside_other_threads_give_the_serial_job(ddp_job_dir):
+    """With another Python thread running (as in a notebook kernel) workers start from a forkserver,
+    not a fork (Note [Ranks read in worker processes]): the same Job."""
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert _context().get_start_method() == "forkserver"
+        parallel = tracer.load_job(str(ddp_job_dir / "trace"), workers=2)
+    finally:
+        stop.set()
+        other.join()
+    assert _context().get_start_method() in {"fork", "forkserver"}
+    assert parallel.to_json() == tracer.load_job(str(ddp_job_dir / "trace"), workers=1).to_json()
 
 
 def test_a_damaged_rank_log_is_that_ranks_problem(ddp_job_dir, tmp_path):

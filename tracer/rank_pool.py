@@ -14,6 +14,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import multiprocessing
 import os
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
@@ -33,10 +34,12 @@ RankResult = tuple[int, Optional[Capture], Optional[str]]  # (rank, its capture 
 # Reading a rank's log is pure Python work (reading lines, parsing each logged graph), so threads
 # would share one core; the standard library's ``ProcessPoolExecutor`` gives each rank a core. The
 # number of workers is ``min(ranks, os.cpu_count())`` unless the caller says otherwise; one worker
-# (or one rank) reads in this process, as the serial load always did, with no pool at all. Workers
-# start from a fresh ``forkserver`` process, not a fork of the caller: a notebook kernel (or torch)
-# runs threads, and a fork copies whatever lock one of them held; a fresh worker also holds none of
-# the caller's memory.
+# (or one rank) reads in this process, as the serial load always did, with no pool at all. How
+# workers start (:func:`_context`): a fork of the caller when it runs one Python thread (a script,
+# the CLI), so a script without an ``if __name__ == "__main__":`` guard still works; from a
+# ``forkserver`` when it runs several (a notebook kernel does), because a fork copies whatever lock
+# another thread held at that moment. A forkserver worker re-imports the main module of a script
+# that has one, so such a script needs the guard; a kernel's main module has no file to re-import.
 # What crosses: the worker reads its rank completely (``to_json`` reads every lazily parsed graph)
 # and returns ``cap.to_json()``, a ``str``; the parent decodes it with ``Capture.from_json``, the
 # same msgspec decoder that reads a saved capture, which checks every field's type. So a worker can
@@ -76,6 +79,13 @@ def _loader(kind: str) -> Callable[[str], Capture]:
     raise ValueError(f"unknown loader {kind!r} (must be one of {list(LOADERS)})")
 
 
+def _context() -> multiprocessing.context.BaseContext:
+    """How workers start: See Note [Ranks read in worker processes]."""
+    if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("forkserver")
+
+
 def _read_in_worker(kind: str, path: str) -> tuple[bool, str]:
     """In a worker: (True, the capture's JSON text) or (False, the loader's error line). Strings only."""
     try:
@@ -112,7 +122,7 @@ def read_ranks(files: dict[int, str], kind: str, workers: Optional[int] = None,
             yield said(r, cap, None)
             del cap  # the caller may want one rank in memory at a time
         return
-    with cf.ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("forkserver")) as pool:
+    with cf.ProcessPoolExecutor(max_workers=n, mp_context=_context()) as pool:
         pending: dict[int, cf.Future] = {}
         todo = iter(ranks)
 

@@ -22,6 +22,7 @@ Escaping: every string from the model reaches the page through the autoescaping 
 from __future__ import annotations
 
 import base64
+import gc
 import pathlib
 import re
 import zlib
@@ -151,7 +152,13 @@ def _let_go(frame: Frame) -> None:
 # object, and no name of the loop still refers to the capture while the next one is read. So with
 # ``caps`` a generator (``dynascope report`` of a directory of rank logs, viz/cli.py) the process
 # holds one rank's capture, the pages' compressed payloads and the sections: a job of many big ranks
-# needs the memory of its largest rank, not of all of them.
+# needs the memory of its largest rank, not of all of them. Dropping the last reference is not enough:
+# rendering leaves reference cycles that name the capture (a jinja2 render ``Context`` holds its
+# variables, ``cap`` among them, and is itself in a cycle), and after a lazy field's first read the
+# loader has moved every object to the oldest generation (Note [No cyclic GC while a log is read] in
+# tracer/_no_gc.py), which only a full collection visits. So with ``release`` (captures nobody else
+# reads) each capture is followed by one ``gc.collect()``: it walks one rank's objects once, a small
+# part of rendering them, and frees the rank before the next is read.
 
 
 def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, title: str,
@@ -176,6 +183,8 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
             stats.headings.append(heading)
         sections.append(_section(cap, "" if one else f"{ci}-", heading, stats, blocks, cache, facts, release))
         del cap  # See Note [One capture at a time]
+        if release:
+            gc.collect()  # the cycles its rendering left (jinja's render contexts name it): See Note [One capture at a time]
     tmp = stats.path.with_name(stats.path.name + ".part")  # never a half-written report at ``path``
     try:
         with open(tmp, "w", encoding="utf-8") as out:
