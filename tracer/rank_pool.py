@@ -138,10 +138,8 @@ def read_ranks(files: dict[int, str], kind: str, workers: Optional[int] = None,
         for _ in range(n):
             submit_next()
         for r in ranks:
-            fut = pending.pop(r)
             submit_next()
-            yield said(r, *_result(fut))
-            del fut  # its JSON text is done with
+            yield said(r, *_result(pending.pop(r)))  # the future and its JSON text are dropped before the yield
 
 
 def _failed(e: BaseException) -> cf.Future:
