@@ -150,12 +150,15 @@ def _failed(e: BaseException) -> cf.Future:
 
 def _result(fut: cf.Future) -> tuple[Optional[Capture], Optional[str]]:
     """A worker's answer decoded (Capture.from_json), or the rank's error line."""
+    error: Optional[BaseException] = None
     try:
         ok, text = fut.result()
     except BrokenProcessPool as e:
         return None, f"its worker process died before it was read ({e or 'killed'})"
-    except Exception as e:  # except: any worker failure becomes this rank's error line (the others still load)
-        return None, f"its worker failed: {type(e).__name__}: {e}"
+    except Exception as e:  # except: records a problem (this rank's error line; the other ranks still load)
+        error = e
+    if error is not None:
+        return None, f"its worker failed: {type(error).__name__}: {error}"
     if not ok:
         return None, text
     return Capture.from_json(text), None
