@@ -75,10 +75,10 @@ def _load_pt2(path: str) -> list[Capture]:
     return [load_export(path)]
 
 
-def write_report(path: str, out: str, workers: Optional[int] = None) -> pathlib.Path:
+def write_report(path: str, out: str, workers: Optional[int] = 1) -> pathlib.Path:
     """Load the log(s) at ``path`` (or the ``.pt2`` archive) and write one self-contained HTML report to
-    ``out``; the logs of a directory are read by ``workers`` processes (default one per core) and
-    rendered one at a time."""
+    ``out``; the logs of a directory are read by ``workers`` processes (1: in this process, lazily;
+    None: one per core) and rendered one at a time."""
     paths = None if path.endswith(".pt2") and os.path.isfile(path) else log_files(path)
     t0 = time.perf_counter()
     if paths is None or len(paths) == 1:
@@ -104,8 +104,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     rep = sub.add_parser("report", help="write one self-contained HTML report of a log or a directory of logs")
     rep.add_argument("log", help="a TORCH_TRACE .log (or .log.gz) file, the TORCH_TRACE directory, or a .pt2 archive")
     rep.add_argument("-o", "--output", default="report.html", help="HTML file to write (default: report.html)")
-    rep.add_argument("-j", "--workers", type=int, default=None,
-                     help="processes that read a directory's logs (default: one per core, at most one per log; 1: none)")
+    rep.add_argument("-j", "--workers", type=int, default=1,
+                     help="processes that read a directory's logs (default 1: read here, lazily, one log in memory at a "
+                          "time; N: N worker processes, each sending its log fully read, which costs the memory of "
+                          "N fully read logs and helps only where the cores are free)")
     show = sub.add_parser("show", help="write the report to a temporary file and open it in the browser")
     show.add_argument("log", help="a TORCH_TRACE .log (or .log.gz) file, or the TORCH_TRACE directory")
     a = p.parse_args(argv)
