@@ -26,6 +26,7 @@ from bench import (
     diff_speed,
     explorer_scaling,
     inductor_overhead,
+    job_scale,
     memory,
     models,
     pause_latency,
@@ -67,6 +68,15 @@ TARGETS: list[tuple[str, str, str, Optional[Any]]] = [
     ("load_mb_per_s_all_read", "  same, then every graph, guard and problem read (MB/s)", "", None),
     ("capture_bytes_over_log", "bytes held by the loaded Capture / log bytes", "<= 2", lambda v: v <= 2),
     ("capture_bytes_over_log_all_read", "  same, every graph, guard and problem read", "", None),
+    ("job_report_rss_over_one_rank", "dynascope report <dir>, N rank logs (>= 1 GB), peak RSS / one rank fully read",
+     "<= 1.0", lambda v: v <= 1.0),
+    ("job_report_rss_over_one_rank_n_workers", "  same with N workers (parent process)", "<= 1.0", lambda v: v <= 1.0),
+    ("job_load_seconds_1_worker", "load_job of N rank logs, 1 worker (s)", "", None),
+    ("job_load_seconds_n_workers", "  same, one worker per core (s)", "", None),
+    ("job_load_speedup", "  1 worker / N workers, wall (cores and load: job_cores, job_loadavg)", "", None),
+    ("job_report_seconds_1_worker", "dynascope report <dir> of the >= 1 GB job, 1 worker (s)", "", None),
+    ("job_report_seconds_n_workers", "  same, one worker per core (s)", "", None),
+    ("job_report_speedup", "  1 worker / N workers, wall", "", None),
 ]
 
 
@@ -126,6 +136,9 @@ def _steps(quick: bool, out: dict[str, Any], held: dict[str, Any]) -> list[Step]
         ("diff speed", lambda: diff_speed.run(repeat=repeat, size=size)),
         ("dynascope report vs tlparse, load throughput",
          lambda: report_vs_tlparse.run(repeat=repeat, size=size, big_bytes=(8 if quick else 100) * 2**20)),
+        ("job of many ranks: report memory over one rank, load with 1 and N workers",
+         lambda: job_scale.run(size=size, rank_bytes=(4 if quick else 100) * 2**20, ranks=3 if quick else 10,
+                               job_ranks=2 if quick else 4, job_rank_bytes=(2 if quick else 25) * 2**20)),
         ("inductor capture overhead",
          lambda: inductor_overhead.run(("mlp", "cnn") if quick else inductor_overhead.NAMES, size=size)),
         ("report size, write time and first paint vs tlparse",

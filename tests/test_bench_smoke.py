@@ -144,3 +144,14 @@ def test_profile_cost_measures_both_parts_and_leaves_nothing_wrapped():
     res = profile_cost.measure("mlp", "tiny", "aot_eager", steps=1)
     assert res["profiled_run_s"] > 0 and res["attribution_s"] > 0 and res["nodes"] > 0
     assert fx_marks.node_times is before and "events" not in __import__("torch").profiler.profile.__dict__
+
+
+def test_job_scale_keys_and_the_report_of_every_rank():
+    """The job bench on a tiny job: every figure is there, and the cores and load are recorded with them."""
+    from bench import job_scale
+
+    res = job_scale.run(size="tiny", rank_bytes=2 * 2**20, ranks=2, job_ranks=2, job_rank_bytes=2**20, workers=2)
+    keys = {key for key, *_ in bench_main.TARGETS if key.startswith("job_")}
+    assert keys <= set(res) and res["job_workers_n"] == 2 and res["job_cores"] == os.cpu_count()
+    assert set(res["job_loadavg"]) == {"start", "one_rank", "report_1", "report_n", "end"}
+    assert res["job_total_bytes"] == 2 * res["job_rank_log_bytes"] >= 4 * 2**20

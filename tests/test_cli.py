@@ -53,6 +53,21 @@ def test_report_of_a_directory_has_every_rank(trace_dir, tmp_path):
     assert "rank_0.log" in html and "rank_1.log" in html
 
 
+def test_a_directory_is_read_by_workers_with_the_serial_result(ddp_job_dir, tmp_path):
+    """The real torchrun job's two rank logs: read by two worker processes or in the command's own
+    process, the report is the same file; each rank read is a progress line."""
+    trace = str(ddp_job_dir / "trace")
+    one = _run("report", trace, "-o", str(tmp_path / "one.html"), "--workers", "1")
+    two = _run("report", trace, "-o", str(tmp_path / "two.html"), "-j", "2")
+    assert one.returncode == two.returncode == 0, one.stderr + two.stderr
+    assert (tmp_path / "one.html").read_text() == (tmp_path / "two.html").read_text()
+    assert "with 2 workers" in two.stderr and "with 1 worker\n" in one.stderr
+    assert [line.split(" (")[0] for line in two.stderr.splitlines() if line.startswith("dynascope:   log ")] == \
+        ["dynascope:   log 0", "dynascope:   log 1"]
+    bad = _run("report", trace, "-o", str(tmp_path / "x.html"), "--workers", "0")
+    assert bad.returncode == 2 and "workers must be a positive int" in bad.stderr
+
+
 def test_not_a_trace_is_a_clear_error(tmp_path):
     bad = tmp_path / "notes.log"
     bad.write_text("hello\n")

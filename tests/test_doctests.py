@@ -28,6 +28,7 @@ MODULES = [
     "tracer.model.validate",
     "tracer.options",
     "tracer.profiling",
+    "tracer.rank_pool",
     "tracer.root_roles",
     "tracer.session",
     "tracer.trace_log.body_feeds",

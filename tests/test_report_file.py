@@ -8,6 +8,7 @@ import base64
 import copy
 import json
 import re
+import weakref
 import zlib
 
 import pytest
@@ -107,6 +108,28 @@ def test_a_directory_report_has_a_section_per_capture(tmp_path):
     page = write_report(tmp_path / "r.html", caps, title="job", headings=["rank_0.log", "rank_1.log"]).path.read_text()
     assert "<h1>rank_0.log</h1>" in page and "<h1>rank_1.log</h1>" in page
     assert sorted(payloads(page)) == ["0-0", "0-1", "1-0", "1-1"] and 'id="ds-frame-1-0"' in page
+
+
+def test_captures_are_rendered_one_at_a_time(tmp_path):
+    """Note [One capture at a time]: when the next capture is asked for, nothing holds the previous one
+    (a job of many big ranks needs one rank's memory; no collection by the test: the writer's own), and
+    the page is the one a list gives."""
+    refs: list[weakref.ref] = []
+    alive_when_asked: list[list[bool]] = []
+
+    def caps():
+        for _ in range(3):
+            alive_when_asked.append([r() is not None for r in refs])
+            cap = wrap_capture()
+            refs.append(weakref.ref(cap))
+            yield cap
+            del cap
+
+    streamed = write_report(tmp_path / "a.html", caps(), title="job", headings=lambda c: c.fn, release=True)
+    assert alive_when_asked == [[], [False], [False, False]]
+    listed = write_report(tmp_path / "b.html", [wrap_capture() for _ in range(3)], title="job",
+                          headings=[wrap_capture().fn] * 3, release=True)
+    assert streamed.path.read_text() == listed.path.read_text() and streamed.headings == listed.headings
 
 
 def test_equal_graphs_are_laid_out_once_with_the_same_drawing():

@@ -14,19 +14,20 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from typing import Optional
+from typing import Callable, Optional
 
 from tracer._text import headline, plural
 from tracer.diffing import diff
 from tracer.graph_align import align
 from tracer.model import Capture, Divergence, Frame, FrameDiff, GraphDiff, Job
+from tracer.rank_pool import read_ranks
 
 __all__ = ["compare_frames", "find_divergence", "load_job", "rank_diff"]
 
 _RANK = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
 
 
-def load_job(path: str) -> Job:
+def load_job(path: str, *, workers: Optional[int] = None, progress: Optional[Callable[[str], None]] = None) -> Job:
     """The Job in directory ``path``: one capture per rank, and ``job.divergence``.
 
     ``path`` holds either per-rank capture JSON files (``cap.save(f"{dir}/rank{rank}.json")`` in
@@ -34,7 +35,10 @@ def load_job(path: str) -> Job:
     per rank). The rank is the number after "rank" in the file name. A JSON file that is not a
     capture, a damaged rank file and a gap in the ranks are each a line of ``job.problems`` (the
     other ranks still load); a directory with no rank file at all, or two files for one rank, is a
-    ``ValueError``.
+    ``ValueError``. Ranks are read in ``workers`` processes (default: one per core, at most one per
+    rank; ``workers=1`` reads them here, one after the other), each answering with its capture's
+    JSON (Note [Ranks read in worker processes] in tracer/rank_pool.py): the Job is the same either
+    way. ``progress(line)`` is called after each rank is read.
     """
     if not os.path.isdir(path):
         raise ValueError(f"load_job: {path!r} is not a directory (expected per-rank capture JSON files or a TORCH_TRACE directory)")
@@ -44,19 +48,27 @@ def load_job(path: str) -> Job:
 
     logs = [n for n in names if n.endswith(LOG_SUFFIXES)]
     job = Job(source=path)
+    notes: dict[str, str] = {}  # file name -> its problem, said in file-name order
     if jsons:
         job.meta["loaded_from"] = "capture json"
-        named = _read_ranks(job, path, jsons, _load_capture)
+        files, kind = rank_files(notes, path, jsons), "capture"
     elif logs:
         job.meta["loaded_from"] = "TORCH_TRACE"
-        named = _read_ranks(job, path, logs, _trace_loader())
+        files, kind = rank_files(notes, path, logs), "trace"
     else:
         raise ValueError(f"load_job: no rank files in {path!r} (expected rank<N>.json capture files or "
                          f"TORCH_TRACE logs *rank_<N>*.log or .log.gz; found {names[:10]})")
+    for rank, cap, error in read_ranks(files, kind, workers, progress):
+        if cap is None:  # a damaged rank must not hide the others
+            name = os.path.basename(files[rank])
+            notes[name] = f"{name}: rank {rank} not loaded: {error}"
+        else:
+            job.ranks[rank] = cap
+    job.problems += [notes[n] for n in sorted(notes)]
     if not job.ranks:
         raise ValueError(f"load_job: no rank of {path!r} could be read: " + "; ".join(job.problems))
     present = sorted(job.ranks)
-    missing = [r for r in range(max(named) + 1) if r not in job.ranks]
+    missing = [r for r in range(max(files) + 1) if r not in job.ranks]
     if missing:
         job.problems.append(f"rank(s) {missing} missing: no readable file for them (ranks read: {present})")
     job.ranks = {r: job.ranks[r] for r in present}
@@ -64,34 +76,21 @@ def load_job(path: str) -> Job:
     return job
 
 
-def _read_ranks(job: Job, path: str, names: list[str], load) -> set[int]:
-    """Load every file whose name has a rank number into ``job.ranks``; the rank numbers named."""
+def rank_files(problems: dict[str, str], path: str, names: list[str]) -> dict[int, str]:
+    """Rank -> path of every file in ``names`` (in directory ``path``) whose name has a rank number;
+    a name without one gets its line in ``problems`` (name -> line), two files for one rank are a ``ValueError``."""
     files: dict[int, str] = {}
     for name in names:
         m = _RANK.search(name)
         if m is None:
-            job.problems.append(f"{name}: skipped, no rank number in the file name")
+            problems[name] = f"{name}: skipped, no rank number in the file name"
             continue
         rank = int(m.group(1))
         if rank in files:
-            raise ValueError(f"load_job: two files for rank {rank} in {path!r}: {files[rank]!r} and {name!r}")
-        files[rank] = name
-        try:
-            job.ranks[rank] = load(os.path.join(path, name))
-        except (OSError, ValueError) as e:  # a damaged rank must not hide the others
-            job.problems.append(f"{name}: rank {rank} not loaded: {e}")
-    return set(files)
-
-
-def _load_capture(file: str) -> Capture:
-    return Capture.load(file)
-
-
-def _trace_loader():
-    """``load_trace`` (TORCH_TRACE log -> Capture), imported only when a TORCH_TRACE directory is loaded."""
-    from tracer.trace_log import load_trace
-
-    return load_trace
+            raise ValueError(f"load_job: two files for rank {rank} in {path!r}: "
+                             f"{os.path.basename(files[rank])!r} and {name!r}")
+        files[rank] = os.path.join(path, name)
+    return files
 
 
 # -- divergence ---------------------------------------------------------------------------------

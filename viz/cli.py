@@ -17,10 +17,11 @@ import sys
 import tempfile
 import time
 import webbrowser
-from typing import Optional
+from typing import Iterator, Optional
 
 from tracer._text import plural
 from tracer.model.capture import Capture
+from tracer.rank_pool import read_ranks, worker_count
 from tracer.trace_log import load_trace, log_files
 from viz.report_file import write_report as _write_file
 
@@ -31,29 +32,39 @@ def _progress(msg: str) -> None:
     print(f"dynascope: {msg}", file=sys.stderr, flush=True)
 
 
-def _load(paths: list[str]) -> list[Capture]:
-    """Every log that can be read; one that cannot is a warning while another one could be read."""
-    caps, errors = [], []
-    for p in paths:
-        size = os.path.getsize(p)
-        _progress(f"loading {p} ({size / 2**20:.1f} MB)")
-        t0 = time.perf_counter()
-        try:
-            cap = load_trace(p, progress=lambda n: _progress(f"  {n / 2**20:.0f} MB read"))
-        except ValueError as e:
-            if len(paths) == 1:
-                raise
-            errors.append(str(e))
-            _progress(f"warning: {e}")
+def _load_one(path: str) -> Capture:
+    size = os.path.getsize(path)
+    _progress(f"loading {path} ({size / 2**20:.1f} MB)")
+    t0 = time.perf_counter()
+    cap = load_trace(path, progress=lambda n: _progress(f"  {n / 2**20:.0f} MB read"))
+    _progress(f"  {plural(len(cap.frames), 'compile attempt')}, {plural(len(cap.graph_breaks), 'graph break')} "
+              f"in {time.perf_counter() - t0:.2f}s")
+    if cap.meta.get("not_read"):
+        _progress(f"warning: {cap.meta['not_read']}")
+    return cap
+
+
+def _load_many(paths: list[str], workers: Optional[int]) -> Iterator[Capture]:
+    """Every log that can be read, one at a time in file order, read by ``workers`` processes
+    (tracer/rank_pool.py); one that cannot is a warning while another one could be read. The caller
+    has each capture alone (Note [One capture at a time] in viz/report_file.py)."""
+    total = sum(os.path.getsize(p) for p in paths)
+    n = worker_count(len(paths), workers)
+    _progress(f"loading {plural(len(paths), 'log')} ({total / 2**20:.1f} MB) with {plural(n, 'worker')}")
+    errors, read = [], 0
+    for _, cap, error in read_ranks(dict(enumerate(paths)), "trace", workers, progress=lambda line: _progress(f"  {line}"),
+                                   label="log"):
+        if cap is None:
+            errors.append(error)
+            _progress(f"warning: {error}")
             continue
-        _progress(f"  {plural(len(cap.frames), 'compile attempt')}, {plural(len(cap.graph_breaks), 'graph break')} "
-                  f"in {time.perf_counter() - t0:.2f}s")
         if cap.meta.get("not_read"):
             _progress(f"warning: {cap.meta['not_read']}")
-        caps.append(cap)
-    if not caps:
+        read += 1
+        yield cap
+        del cap  # See Note [One capture at a time] in viz/report_file.py
+    if not read:
         raise ValueError(f"none of the {len(paths)} logs could be read: " + "; ".join(errors))
-    return caps
 
 
 def _load_pt2(path: str) -> list[Capture]:
@@ -64,16 +75,20 @@ def _load_pt2(path: str) -> list[Capture]:
     return [load_export(path)]
 
 
-def write_report(path: str, out: str) -> pathlib.Path:
-    """Load the log(s) at ``path`` (or the ``.pt2`` archive) and write one self-contained HTML report to ``out``."""
-    caps = _load_pt2(path) if path.endswith(".pt2") and os.path.isfile(path) else _load(log_files(path))
-    _progress(f"rendering {out}")
+def write_report(path: str, out: str, workers: Optional[int] = 1) -> pathlib.Path:
+    """Load the log(s) at ``path`` (or the ``.pt2`` archive) and write one self-contained HTML report to
+    ``out``; the logs of a directory are read by ``workers`` processes (1: in this process, lazily;
+    None: one per core) and rendered one at a time."""
+    paths = None if path.endswith(".pt2") and os.path.isfile(path) else log_files(path)
     t0 = time.perf_counter()
-    if len(caps) == 1:
+    if paths is None or len(paths) == 1:
+        caps = _load_pt2(path) if paths is None else [_load_one(paths[0])]
+        _progress(f"rendering {out}")
+        t0 = time.perf_counter()
         stats = _write_file(out, caps, title=caps[0].fn or "capture", release=True)
-    else:  # one section per rank's log, in file order
-        stats = _write_file(out, caps, title=os.path.basename(os.path.normpath(path)), headings=[c.fn for c in caps],
-                            release=True)
+    else:  # one section per rank's log, in file order, each rendered as soon as it is read
+        stats = _write_file(out, _load_many(paths, workers), title=os.path.basename(os.path.normpath(path)),
+                            headings=lambda cap: cap.fn, release=True)
     result = stats.path
     _progress(f"wrote {result} ({result.stat().st_size / 2**20:.1f} MB; {plural(stats.frames, 'frame')} stored "
               f"compressed, {stats.html_bytes / 2**20:.1f} MB of HTML when all are open; "
@@ -89,12 +104,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     rep = sub.add_parser("report", help="write one self-contained HTML report of a log or a directory of logs")
     rep.add_argument("log", help="a TORCH_TRACE .log (or .log.gz) file, the TORCH_TRACE directory, or a .pt2 archive")
     rep.add_argument("-o", "--output", default="report.html", help="HTML file to write (default: report.html)")
+    rep.add_argument("-j", "--workers", type=int, default=1,
+                     help="processes that read a directory's logs (default 1: read here, lazily, one log in memory at a "
+                          "time; N: N worker processes, each sending its log fully read, which costs the memory of "
+                          "N fully read logs and helps only where the cores are free)")
     show = sub.add_parser("show", help="write the report to a temporary file and open it in the browser")
     show.add_argument("log", help="a TORCH_TRACE .log (or .log.gz) file, or the TORCH_TRACE directory")
     a = p.parse_args(argv)
     try:
         if a.command == "report":
-            out = write_report(a.log, a.output)
+            out = write_report(a.log, a.output, a.workers)
         else:
             fd, tmp = tempfile.mkstemp(prefix="dynascope-", suffix=".html")
             os.close(fd)

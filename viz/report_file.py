@@ -22,11 +22,12 @@ Escaping: every string from the model reaches the page through the autoescaping 
 from __future__ import annotations
 
 import base64
+import gc
 import pathlib
 import re
 import zlib
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Union
+from typing import Callable, Iterable, Optional, Union
 
 from tracer.model import Capture, Frame
 from tracer.model.profile import Profile
@@ -90,8 +91,8 @@ def frame_payload(cap: Capture, frame: Frame, cache: Optional[DrawingCache] = No
     graphs coloured by time and each node's time in the inspector (viz/profile_view.py)."""
     times = [graph_times(profile, frame)] if profile is not None else None
     data, (graphs,) = report_data([frame], cache, times)
-    body = frame_html(frame, graphs, frame_code_html(cap, frame))
     extra = (lambda f, kind, node: time_facts(profile, f, kind, node)) if profile is not None else None
+    body = frame_html(frame, graphs, frame_code_html(cap, frame))
     return render("report_frame.html.j2", body=fragment(body), data=fragment(data),
                   info=fragment(report_info([frame], facts, extra)))
 
@@ -120,8 +121,11 @@ class ReportStats:
 
 
 def _entry(frame: Frame, key: str) -> dict[str, object]:
+    """What the page's folded line of a frame shows: plain strings and counts (the section keeps no
+    model object, Note [One capture at a time])."""
     graphs = frame_graphs(frame) if frame.has_graph else []
-    return {"frame": frame, "key": key, "graphs": len(graphs), "nodes": sum(len(g.nodes) for _, _, g, _ in graphs),
+    return {"frame": {"compile_id": frame.compile_id, "code": frame.code, "status": frame.status}, "key": key,
+            "graphs": len(graphs), "nodes": sum(len(g.nodes) for _, _, g, _ in graphs),
             "problems": len(frame.problems), "guards": len(frame.guards)}
 
 
@@ -146,43 +150,48 @@ def _let_go(frame: Frame) -> None:
     frame.guards = []
 
 
+# Note [One capture at a time]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``write_report`` takes its captures from an iterable and is done with each before it asks for the
+# next: what it keeps of a capture (its section) is rendered text, strings and counts, never a model
+# object, and no name of the loop still refers to the capture while the next one is read. So with
+# ``caps`` a generator (``dynascope report`` of a directory of rank logs, viz/cli.py) the process
+# holds one rank's capture, the pages' compressed payloads and the sections: a job of many big ranks
+# needs the memory of its largest rank, not of all of them. Dropping the last reference is not enough:
+# rendering leaves reference cycles that name the capture (a jinja2 render ``Context`` holds its
+# variables, ``cap`` among them, and is itself in a cycle), and after a lazy field's first read the
+# loader has moved every object to the oldest generation (Note [No cyclic GC while a log is read] in
+# tracer/_no_gc.py), which only a full collection visits. So with ``release`` (captures nobody else
+# reads) each capture is followed by one ``gc.collect()``: it walks one rank's objects once, a small
+# part of rendering them, and frees the rank before the next is read.
+
+
 def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, title: str,
-                 headings: Optional[list[str]] = None, release: bool = False,
-                 profile: Optional[Profile] = None) -> ReportStats:
+                 headings: Union[list[str], Callable[[Capture], str], None] = None,
+                 release: bool = False, profile: Optional[Profile] = None) -> ReportStats:
     """Write ``caps`` as one report file at ``path`` (Note [One file, frames on demand]); ``headings``:
-    one ``<h1>`` per capture (a directory of per-rank logs), none for one capture. ``release``: empty
-    each frame's graphs and guards once its payload is built (Note [Letting a frame go]): only for
-    captures nobody reads afterwards. ``profile``: the Profile of the one capture, shown before its
-    overview and on its graphs."""
-    caps = list(caps)
-    one = len(caps) == 1 and not headings
-    stats = ReportStats(pathlib.Path(path), headings=list(headings or []))
+    one ``<h1>`` per capture (a directory of per-rank logs), as a list or made from each capture
+    (``lambda cap: cap.fn``), none for one capture. ``release``: empty each frame's graphs and guards
+    once its payload is built (Note [Letting a frame go]): only for captures nobody reads afterwards.
+    With headings, ``caps`` is read one capture at a time (Note [One capture at a time]). ``profile``:
+    the Profile of the one capture, shown before its overview and on its graphs."""
+    if headings is None:
+        caps = list(caps)
+    one = not headings and len(caps) == 1  # type: ignore[arg-type]
+    stats = ReportStats(pathlib.Path(path), headings=list(headings) if isinstance(headings, list) else [])
     cache, facts = DrawingCache(), {}  # facts: viz/report_info.py's blocks of repeated frames
     sections, blocks = [], []
-    for ci, cap in enumerate(caps):
-        recompiles = []  # rendered before any frame is let go: a diff draws both frames' graphs
-        for ri, r in enumerate(x for x in cap.recompiles if x.diff is not None):
-            key = f"recompile-{ri}" if one else f"{ci}-recompile-{ri}"
-            p = encode_payload(diff_html(r.diff, frame_of(cap, r.diff.a), frame_of(cap, r.diff.b)))
-            stats.payload_bytes += len(p)
-            blocks.append((key, p))
-            recompiles.append((r, key))
-        entries, counts = [], []
-        for fi, f in enumerate(cap.frames):
-            entry = _entry(f, str(fi) if one else f"{ci}-{fi}")
-            html = frame_payload(cap, f, cache, facts, profile)
-            p = encode_payload(html)
-            stats.frames += 1
-            stats.html_bytes += len(html)
-            stats.payload_bytes += len(p)
-            blocks.append((entry["key"], p))
-            entries.append(entry)
-            counts.append((panels.ops(f.graph), entry["guards"]))
-            if release:
-                _let_go(f)
-        sections.append({"heading": headings[ci] if headings else "", "recompiles": recompiles, "frames": entries,
-                         "overview": fragment((profile_html(profile) if profile is not None else "")
-                                              + panels.overview_html(cap, counts, [e["key"] for e in entries]))})
+    ci = -1
+    for cap in caps:  # not enumerate(): its reused result tuple would hold the last capture while the next is read
+        ci += 1
+        heading = "" if not headings else headings[ci] if isinstance(headings, list) else headings(cap)
+        if callable(headings):
+            stats.headings.append(heading)
+        sections.append(_section(cap, "" if one else f"{ci}-", heading, stats, blocks, cache, facts, release,
+                                 profile))
+        del cap  # See Note [One capture at a time]
+        if release:
+            gc.collect()  # the cycles its rendering left (jinja's render contexts name it): See Note [One capture at a time]
     tmp = stats.path.with_name(stats.path.name + ".part")  # never a half-written report at ``path``
     try:
         with open(tmp, "w", encoding="utf-8") as out:
@@ -199,6 +208,36 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
         raise
     stats.layouts_reused = cache.hits
     return stats
+
+
+def _section(cap: Capture, prefix: str, heading: str, stats: ReportStats, blocks: list[tuple[str, str]],
+             cache: DrawingCache, facts: dict[bytes, str], release: bool,
+             profile: Optional[Profile] = None) -> dict[str, object]:
+    """One capture's part of the page: its payloads appended to ``blocks``, its visible section returned
+    (text, strings and counts only: Note [One capture at a time])."""
+    recompiles = []  # rendered before any frame is let go: a diff draws both frames' graphs
+    for ri, r in enumerate(x for x in cap.recompiles if x.diff is not None):
+        key = f"{prefix}recompile-{ri}"
+        p = encode_payload(diff_html(r.diff, frame_of(cap, r.diff.a), frame_of(cap, r.diff.b)))
+        stats.payload_bytes += len(p)
+        blocks.append((key, p))
+        recompiles.append(({"compile_id": r.compile_id, "replaced": r.replaced, "diff": {"summary": r.diff.summary}}, key))
+    entries, counts = [], []
+    for fi, f in enumerate(cap.frames):
+        entry = _entry(f, f"{prefix}{fi}")
+        html = frame_payload(cap, f, cache, facts, profile)
+        p = encode_payload(html)
+        stats.frames += 1
+        stats.html_bytes += len(html)
+        stats.payload_bytes += len(p)
+        blocks.append((entry["key"], p))
+        entries.append(entry)
+        counts.append((panels.ops(f.graph), entry["guards"]))
+        if release:
+            _let_go(f)
+    return {"heading": heading, "recompiles": recompiles, "frames": entries,
+            "overview": fragment((profile_html(profile) if profile is not None else "")
+                                 + panels.overview_html(cap, counts, [e["key"] for e in entries]))}
 
 
 def export_html(cap: Union[Capture, Profile], path: Union[str, pathlib.Path]) -> pathlib.Path:

@@ -1,0 +1,124 @@
+"""Jobs of many ranks: ``load_job`` and ``dynascope report <dir>`` with 1 and N worker processes, and the
+memory of a job report over N copies of a big rank log against one rank's fully read log.
+
+Invariant: every figure is a whole fresh process (start-up included) on the same files, timed by
+itself (``_CHILD`` prints its own wall, CPU and peak RSS: ``ru_maxrss`` of the process itself, the
+parent; each worker process holds one rank and is not counted there). The rank log is the bench's
+synthetic big log (bench/report_vs_tlparse.py ``synthetic_log``: a real transformer12 training log
+repeated with frame ids shifted); the job directory holds N hard links to it named ``rank_<r>.log``,
+so every rank is the same bytes and a job of 1 GB costs no disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+__all__ = ["job_dir", "run"]
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+_CHILD = """
+import json, resource, sys, time
+t0, c0 = time.perf_counter(), time.process_time()
+mode, path, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if mode == "one":  # one rank's log fully read: what a viewer of every frame reads
+    from tracer.trace_log import load_trace
+    from bench.report_vs_tlparse import _read_everything
+    cap = load_trace(path)
+    _read_everything(cap)
+elif mode == "job":
+    import tracer
+    job = tracer.load_job(path, workers=workers)
+else:
+    from viz.cli import write_report
+    write_report(path, sys.argv[4], workers=workers)
+print(json.dumps({"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
+                  "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+"""
+
+
+def _child(mode: str, path: str, workers: int, out: str = "") -> dict[str, float]:
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-c", _CHILD, mode, path, str(workers), out], check=True, capture_output=True,
+                       text=True, env=env, timeout=3600, cwd=ROOT)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def job_dir(log: str, ranks: int, where: str) -> str:
+    """A directory of ``ranks`` hard links (copies where links fail) to ``log``, named ``rank_<r>.log``."""
+    os.makedirs(where, exist_ok=True)
+    for r in range(ranks):
+        dst = os.path.join(where, f"rank_{r}.log")
+        try:
+            os.link(log, dst)
+        except OSError:
+            import shutil
+
+            shutil.copyfile(log, dst)
+    return where
+
+
+def _load() -> str:
+    with open("/proc/loadavg", encoding="ascii") as fh:
+        return " ".join(fh.read().split()[:3])
+
+
+def run(size: str = "full", rank_bytes: int = 100 * 2**20, ranks: int = 10, job_ranks: int = 4,
+        job_rank_bytes: int = 25 * 2**20, workers: int = 0) -> dict[str, Any]:
+    """Keys: ``job_report_rss_over_one_rank`` (peak RSS of ``dynascope report`` over ``ranks`` copies of a
+    ``rank_bytes`` log, one worker, ÷ one rank's log fully read; target <= 1: one rank's memory plus the
+    report's summary), the same with N workers (the parent's RSS); ``job_load_seconds_{1,n}_workers`` and
+    ``job_report_seconds_{1,n}_workers`` with their ratio (``*_speedup``); ``job_load_rss_mb_*`` (load_job
+    keeps every rank's capture in ``job.ranks``: it grows with the ranks). ``workers`` 0 = one per core.
+    The machine's cores and load average are recorded beside the figures."""
+    from bench.report_vs_tlparse import synthetic_log, training_log
+
+    n = workers or (os.cpu_count() or 1)
+    out: dict[str, Any] = {"job_cores": os.cpu_count(), "job_workers_n": n, "job_loadavg": {"start": _load()}}
+    with tempfile.TemporaryDirectory(prefix="dynascope-bench-job-") as tmp:
+        log = training_log(tmp, size)
+        big, small = os.path.join(tmp, "rank_big.log"), os.path.join(tmp, "rank_small.log")
+        nbytes = synthetic_log(log, big, rank_bytes)
+        small_bytes = synthetic_log(log, small, job_rank_bytes)
+        many = job_dir(big, ranks, os.path.join(tmp, "many"))
+        few = job_dir(small, job_ranks, os.path.join(tmp, "few"))
+        html = os.path.join(tmp, "job.html")
+        one = _child("one", big, 1)
+        out["job_loadavg"]["one_rank"] = _load()
+        rep1 = _child("report", many, 1, html)
+        out["job_loadavg"]["report_1"] = _load()
+        repn = _child("report", many, n, html)
+        out["job_loadavg"]["report_n"] = _load()
+        load1 = _child("job", few, 1)
+        loadn = _child("job", few, n)
+        out["job_loadavg"]["end"] = _load()
+    mb = 2**20
+    out.update({
+        "job_rank_log_bytes": nbytes, "job_ranks": ranks, "job_total_bytes": nbytes * ranks,
+        "one_rank_all_read_rss_mb": round(one["rss"] / mb, 1), "one_rank_all_read_seconds": round(one["wall"], 2),
+        "job_report_rss_mb_1_worker": round(rep1["rss"] / mb, 1),
+        "job_report_rss_mb_n_workers": round(repn["rss"] / mb, 1),
+        "job_report_rss_over_one_rank": round(rep1["rss"] / one["rss"], 3),
+        "job_report_rss_over_one_rank_n_workers": round(repn["rss"] / one["rss"], 3),
+        "job_report_seconds_1_worker": round(rep1["wall"], 2), "job_report_seconds_n_workers": round(repn["wall"], 2),
+        "job_report_cpu_seconds_1_worker": round(rep1["cpu"], 2),
+        "job_report_speedup": round(rep1["wall"] / repn["wall"], 2),
+        "job_load_ranks": job_ranks, "job_load_rank_bytes": small_bytes,
+        "job_load_seconds_1_worker": round(load1["wall"], 2), "job_load_seconds_n_workers": round(loadn["wall"], 2),
+        "job_load_speedup": round(load1["wall"] / loadn["wall"], 2),
+        "job_load_rss_mb_1_worker": round(load1["rss"] / mb, 1), "job_load_rss_mb_n_workers": round(loadn["rss"] / mb, 1),
+    })
+    return out
+
+
+if __name__ == "__main__":
+    args = dict(a.split("=", 1) for a in sys.argv[1:])
+    print(json.dumps(run(size=args.get("size", "full"), rank_bytes=int(float(args.get("rank_mb", 100)) * 2**20),
+                         ranks=int(args.get("ranks", 10)), job_ranks=int(args.get("job_ranks", 4)),
+                         job_rank_bytes=int(float(args.get("job_rank_mb", 25)) * 2**20),
+                         workers=int(args.get("workers", 0))), indent=1))
