@@ -27,7 +27,7 @@ __all__ = ["compare_frames", "find_divergence", "load_job", "rank_diff"]
 _RANK = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
 
 
-def load_job(path: str, *, workers: Optional[int] = None, progress: Optional[Callable[[str], None]] = None) -> Job:
+def load_job(path: str, *, workers: Optional[int] = 1, progress: Optional[Callable[[str], None]] = None) -> Job:
     """The Job in directory ``path``: one capture per rank, and ``job.divergence``.
 
     ``path`` holds either per-rank capture JSON files (``cap.save(f"{dir}/rank{rank}.json")`` in
@@ -35,9 +35,10 @@ def load_job(path: str, *, workers: Optional[int] = None, progress: Optional[Cal
     per rank). The rank is the number after "rank" in the file name. A JSON file that is not a
     capture, a damaged rank file and a gap in the ranks are each a line of ``job.problems`` (the
     other ranks still load); a directory with no rank file at all, or two files for one rank, is a
-    ``ValueError``. Ranks are read in ``workers`` processes (default: one per core, at most one per
-    rank; ``workers=1`` reads them here, one after the other), each answering with its capture's
-    JSON (Note [Ranks read in worker processes] in tracer/rank_pool.py): the Job is the same either
+    ``ValueError``. Ranks are read here, one after the other and lazily (``workers=1``, the
+    default), or in ``workers`` processes (``None``: one per core, at most one per rank), each
+    answering with its capture's JSON fully read; on a 2-core machine the processes were slower and
+    held more (bench/RESULTS.md, job_scale), so they are opt-in (Note [Ranks read in worker processes] in tracer/rank_pool.py): the Job is the same either
     way. ``progress(line)`` is called after each rank is read.
     """
     if not os.path.isdir(path):
