@@ -112,3 +112,15 @@ def no_fake(x: torch.Tensor) -> torch.Tensor:
 class NoFakeKernel(torch.nn.Module):
     def forward(self, x):
         return no_fake(x) + 1  # the custom op line
+
+
+class LoopCheck(torch.nn.Module):
+    """Shape guards added inside a while_loop body and a cond branch, where torch logs its own frames too."""
+
+    def forward(self, x, y):
+        def body(i, z):
+            torch._check(z.shape[0] >= 4)  # the loop's check
+            return i + 1, z * 2 + y[: z.shape[0]].sum()  # the loop's slice
+
+        _, z = while_loop(lambda i, z: i < 3, body, (torch.tensor(0), x))
+        return torch.cond(z.sum() > 0, lambda a, b: a + b, lambda a, b: a - b, (z, y))  # the branch's add

@@ -137,3 +137,34 @@ def test_export_while_a_trace_is_paused_fails_fast():
     finally:
         finish(s)
     assert tracer.export(Reshape4(), (torch.ones(8),)).export.status == "exported"
+
+
+def test_shape_guards_in_hop_bodies_show_the_user_line_not_torchs():
+    import os
+
+    from tests.export_models import LoopCheck
+    from viz.export_view import signature_html
+
+    args, shapes = (torch.ones(8), torch.ones(8)), ({0: Dim.AUTO}, {0: Dim.AUTO})
+    cap = tracer.export(LoopCheck(), args, dynamic_shapes=shapes)  # non-strict: torch logs Python stacks
+    tracer.validate(cap)
+    f = cap.frames[0]
+    torch_dir = os.path.dirname(torch.__file__) + os.sep
+    stacked = [g for g in f.shape_guards if g.user_stack]
+    assert stacked and all(any(s.file.startswith(torch_dir) for s in g.user_stack) for g in stacked)
+    assert {g.user_line.line for g in stacked} == {_line_of(LoopCheck, m) for m in
+                                                    ("the loop's check", "the loop's slice", "the branch's add")}
+    assert all(g.user_line.file == inspect_file(LoopCheck) for g in stacked)
+    page = signature_html(f)
+    assert "while_loop.py" not in page and "cond.py" not in page and "non_strict_utils.py" not in page
+    assert "torch._check(z.shape[0] &gt;= 4)" in page
+    # a symbol torch created for a HOP operand has only torch frames: its 0/1 specialization names no line
+    torch_only = {s.name for s in f.symbols if s.user_stack and all(fr.file.startswith(torch_dir) for fr in s.user_stack)}
+    assert torch_only
+    assert all(sp.user_line is None for sp in f.specializations if sp.kind == "zero_one" and sp.symbol in torch_only)
+
+
+def inspect_file(cls) -> str:
+    import inspect
+
+    return inspect.getsourcefile(cls)

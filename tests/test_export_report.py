@@ -91,5 +91,19 @@ def test_range_constraints_beside_the_shape_guards_with_their_user_lines():
     page = signature_html(f)
     shapes = page[page.index('class="ds-export-shapes"'):]
     assert _rows(shapes, "Range constraints") == [[r.symbol, f"[{r.lower}, {r.upper}]"] for r in f.export.range_constraints]
-    assert _rows(shapes, "Shape guards") == [[g.expr, str(g.user_stack[-1])] for g in f.shape_guards]
+    assert _rows(shapes, "Shape guards") == [[g.expr, str(g.user_stack[-1])] for g in f.shape_guards]  # strict: user frames only
     assert any("the divisibility guard" in row[1] for row in _rows(shapes, "Shape guards"))
+
+
+def test_a_shape_guard_whose_stack_has_only_torch_frames_says_so():
+    from tracer.model import ExportProgram, Frame, ShapeGuard, SourceLine
+    from viz.export_view import signature_html
+
+    torch_frame = SourceLine("/venv/torch/_higher_order_ops/while_loop.py", 250, "_while_loop_op_wrapper")
+    user = SourceLine("/home/u/model.py", 7, "body", "torch._check(x)")
+    f = Frame("0/0", "m.py:1", export=ExportProgram("exported", []))
+    f.shape_guards = [ShapeGuard("s0 >= 4", [torch_frame]), ShapeGuard("s1 >= 4", []),
+                      ShapeGuard("s2 >= 4", [torch_frame, user], user)]
+    rows = _rows(signature_html(f)[signature_html(f).index('class="ds-export-shapes"'):], "Shape guards")
+    assert rows == [["s0 >= 4", "unknown (only torch frames)"], ["s1 >= 4", "not logged by torch"],
+                    ["s2 >= 4", "model.py:7 in body: torch._check(x)"]]

@@ -91,7 +91,8 @@ def test_a_guard_and_the_static_specialization_it_caused():
               guard("Eq(s0, 8)", stack=[frame(2, "f"), frame(12, "forward", "if x.shape[0] == 8:")]),
               spec("s0", "8", sources=["L['x'].size()[0]"])]
     _, guards, specs = shape_records(events, FILES)
-    assert guards == [ShapeGuard("Eq(s0, 8)", [line(2, "f"), line(12, code="if x.shape[0] == 8:")])]
+    assert guards == [ShapeGuard("Eq(s0, 8)", [line(2, "f"), line(12, code="if x.shape[0] == 8:")],
+                                 line(12, code="if x.shape[0] == 8:"))]  # no user_file: the innermost frame
     assert specs == [Specialization("static", "s0", ["L['x'].size()[0]"], "8", "range_refined_to_singleton",
                                     "Eq(s0, 8)", line(12, code="if x.shape[0] == 8:"))]
 
@@ -200,3 +201,18 @@ def test_stack_frames_as_torch_logs_them_and_damaged_ones():
     assert symbols[0].user_stack == [line(3), SourceLine("<file #9>", 4, "g"), SourceLine("/a/b.py", 0, ""),
                                      SourceLine("", 0, ""), SourceLine(FILES[2], 0, "h")]
     assert shape_records([sym("s0", "", stack="no list")], FILES)[0][0].user_stack == []
+
+
+def test_with_user_file_a_guard_line_is_the_innermost_user_frame_and_none_without_one():
+    def user(f):  # util.py plays the library here (a live export passes torch's own test)
+        return f != FILES[2]
+
+    lib = [frame(250, "_while_loop_op_wrapper", filename=2), frame(224, "flat_body_fn", filename=2)]
+    events = [guard("Eq(Mod(s0, 2), 0)", stack=[*lib, frame(7, "body", "torch._check(x)"), frame(9, "g", filename=2)]),
+              guard("s0 >= 4", stack=lib), guard("s1 >= 4")]
+    _, guards, specs = shape_records(events, FILES, user)
+    assert [g.user_line for g in guards] == [line(7, "body", "torch._check(x)"), None, None]
+    assert [len(g.user_stack) for g in guards] == [4, 2, 0]  # the stack stays as torch logged it
+    assert [(sp.kind, sp.user_line) for sp in specs] == [("divisibility", line(7, "body", "torch._check(x)"))]
+    only_lib = shape_records([sym("s2", "L['x'].size()[0]", stack=lib)], FILES, user)[2]
+    assert only_lib[0].kind == "zero_one" and only_lib[0].user_line is None

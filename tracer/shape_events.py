@@ -12,7 +12,7 @@ the two cannot read them differently.
 from __future__ import annotations
 
 import ast
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from tracer.model.shapes import ShapeGuard, ShapeSymbol, SourceLine, Specialization
 
@@ -42,13 +42,28 @@ Event = tuple[str, Any, Any]  # (event name, its metadata value, payload or None
 # [2, int_oo] when ShapeEnv specializes 0 and 1 (torch's own comment there: "the guard itself is not
 # due user code but due to 0/1 specialization in the framework"). We record it from that range,
 # with the line where the symbol was created.
-def shape_records(events: list[Event], strings: dict[int, str]
+#
+# Note [The user line of a shape guard]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Dynamo's user stack holds user frames only, so its innermost frame is the user line. A non-strict
+# export logs the Python stack instead, torch's frames included: a guard added in a ``while_loop`` or
+# ``cond`` body has ``while_loop.py`` / ``non_strict_utils.py`` frames around the user's, and a symbol
+# created for a HOP operand has torch frames only. So a caller that can tell a user file (the live
+# export, which knows where torch is installed) passes ``user_file`` and the line is the innermost
+# frame it accepts, None when it accepts none (the stack is kept whole either way); without it (a
+# capture, a log, read torch-free) the innermost frame is the line, as before.
+def shape_records(events: list[Event], strings: dict[int, str], user_file: Optional[Callable[[str], bool]] = None
                   ) -> tuple[list[ShapeSymbol], list[ShapeGuard], list[Specialization]]:
     """(symbols, shape guards, specializations) from the events of one attempt, in trace order.
 
     ``strings`` resolves a stack frame's interned ``filename`` number (torch/_logging/structured.py
-    ``intern_string``); events of other names are skipped.
+    ``intern_string``); events of other names are skipped. ``user_file`` tells a user frame from
+    torch's, see Note [The user line of a shape guard].
     """
+
+    def innermost(stack: list[SourceLine]) -> Optional[SourceLine]:
+        return next((f for f in reversed(stack) if user_file is None or user_file(f.file)), None)
+
     symbols: list[ShapeSymbol] = []
     guards: list[ShapeGuard] = []
     specs: list[Specialization] = []
@@ -65,18 +80,19 @@ def shape_records(events: list[Event], strings: dict[int, str]
             if not unbacked and sym.range.startswith("[2,"):
                 specs.append(Specialization(kind="zero_one", symbol=sym.name, sources=[sym.source] if sym.source else [],
                                             value=sym.range, reason="0/1 specialization",
-                                            user_line=sym.user_stack[-1] if sym.user_stack else None))
+                                            user_line=innermost(sym.user_stack)))
         elif name == "guard_added_fast":
-            last_guard = ShapeGuard(expr=str(meta.get("expr", "")), user_stack=_stack(meta.get("user_stack"), strings))
+            stack = _stack(meta.get("user_stack"), strings)
+            last_guard = ShapeGuard(expr=str(meta.get("expr", "")), user_stack=stack, user_line=innermost(stack))
             guards.append(last_guard)
             for symbol, divisor in _divisibility(last_guard.expr):
                 specs.append(Specialization(kind="divisibility", symbol=symbol, value=divisor, reason=last_guard.expr,
                                             guard=last_guard.expr, sources=_sources(symbol, symbols),
-                                            user_line=last_guard.user_stack[-1] if last_guard.user_stack else None))
+                                            user_line=last_guard.user_line))
         elif name == "symbolic_shape_specialization":
             symbol, reason = str(meta.get("symbol", "")), str(meta.get("reason", ""))
             own = _stack(meta.get("user_stack"), strings)
-            line = own[-1] if own else (last_guard.user_stack[-1] if last_guard and last_guard.user_stack else None)
+            line = innermost(own) if own else (last_guard.user_line if last_guard else None)
             guard = last_guard.expr if last_guard is not None else ""
             tied = _tied_to(symbol, specs, guards) if reason == "find" else None
             if tied is not None:  # Note [Where a specialization came from]: "find" is lazy, its stack is not the cause

@@ -54,7 +54,10 @@ class ShapeGuard:
     """A guard ShapeEnv added on symbols (``guard_added_fast``), with the user line that asked for it."""
 
     expr: str  # sympy text, "Eq(Mod(s0, 4), 0)"
-    user_stack: list[SourceLine] = field(default_factory=list)
+    user_stack: list[SourceLine] = field(default_factory=list)  # as torch logged it, outermost first
+    # the user line that asked for it: the innermost frame of ``user_stack`` outside torch (Note [The user
+    # line of a shape guard] in tracer/shape_events.py); None when torch logged no stack or only torch frames
+    user_line: Optional[SourceLine] = None
 
 
 @dataclass
