@@ -113,7 +113,7 @@ def _fill_dynamo(cap: Capture, dynamo: Any, error: Optional[Exception]) -> None:
     frame = cap.frames[0]
     if dynamo.guards is not None:
         frame.guards = dynamo.guards
-    elif error is None:  # an exported program always had its guards built: torch did not say which they were
+    elif error is None and not dynamo.not_read:  # an exported program always had its guards built: torch did not say which they were
         cap.problems.append("strict export's Dynamo guards are unknown: torch built them without the hook seeing it")
     brk = stopping_break(error) if error is not None else None
     if brk is not None:

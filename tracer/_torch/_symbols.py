@@ -136,9 +136,10 @@ SYMBOLS: list[Private] = [
             releases=_SINCE_2_13),
     # export_failure.py: Note [Where an export failure points]; draft_export's report after a failed export
     *_names(_DRAFT, "torch.export._draft_export:DraftExportReport", "torch.export._draft_export:FailureReport.print"),
-    # export_dynamo.py: Note [Strict export's Dynamo frame] (checked on 2.13-2.15; not on 2.11/2.12)
+    # export_dynamo.py: Note [Strict export's Dynamo frame] (read from 2.13 on: Note [Strict export's guards
+    # before torch 2.13] in since_2_13.py; the names exist on 2.11 too)
     *_names("strict export's Dynamo guards (Frame.guards of an export)",
-            "torch._dynamo.convert_frame:GraphCaptureOutput.build_guards", releases=_SINCE_2_13),
+            "torch._dynamo.convert_frame:GraphCaptureOutput.build_guards"),
     # isolation.py: Note [Automatic-dynamic state is per capture]
     *_names("automatic-dynamic state per capture (recompiles)", "torch._dynamo.pgo:get_code_state"),
     # bench_support.py: Note [TORCH_TRACE without the environment variable]; the wrap HOP for bench models
@@ -186,7 +187,7 @@ ATTRIBUTES: list[Private] = [
     *_attrs("torch.export._draft_export:DraftExportReport", _DRAFT, "failures", "str_to_filename"),
     *_attrs("torch.export._draft_export:FailureReport", _DRAFT, "failure_type", "data"),
     *_attrs("torch._dynamo.convert_frame:GraphCaptureOutput", "strict export's Dynamo guards (Frame.guards of an export)",
-            "output_graph", releases=_SINCE_2_13),
+            "output_graph"),
     *_attrs("torch._dynamo.exc:Unsupported", "strict export's graph break (Capture.graph_breaks)", "msg"),
     *_attrs("torch.utils._sympy.value_ranges:ValueRanges", "range constraints (ExportProgram.range_constraints)",
             "lower", "upper"),

@@ -17,6 +17,7 @@ from tracer._torch.breaks import _user_frames, format_stack
 from tracer._torch.guards import guards_from_set
 from tracer._torch.patching import Patches
 from tracer._torch.releases import hook_point, install_or_note
+from tracer._torch.since_2_13 import strict_export_guards_unread
 from tracer.model import GraphBreak, Guard
 
 __all__ = ["DynamoRecord", "recording_dynamo", "stopping_break"]
@@ -44,6 +45,7 @@ class DynamoRecord:
 
     guards: Optional[list[Guard]] = None
     problems: list[str] = field(default_factory=list)
+    not_read: bool = False  # this torch's guards are not read at all (a problem already says why)
 
     def take(self, guards: Any) -> None:
         try:
@@ -69,6 +71,12 @@ def _tap_guards(patches: Patches, rec: DynamoRecord) -> None:
 def recording_dynamo(problems: list[str]) -> Iterator[DynamoRecord]:
     """Record strict export's Dynamo guards for the ``with`` body; a hook point this torch lacks is a problem."""
     rec = DynamoRecord()
+    unread = strict_export_guards_unread()
+    if unread is not None:  # See Note [Strict export's guards before torch 2.13]
+        problems.append(unread)
+        rec.not_read = True
+        yield rec
+        return
     with Patches() as patches:
         install_or_note(problems, "strict export's Dynamo guards", _tap_guards, patches, rec)
         yield rec

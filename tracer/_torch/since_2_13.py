@@ -13,10 +13,10 @@ import types
 from typing import Any, Callable, Optional
 
 from tracer._torch.patching import Patches
-from tracer._torch.releases import MissingHookPoint, lookup
+from tracer._torch.releases import MissingHookPoint, lookup, release
 from tracer._torch.subtracer import compile_key
 
-__all__ = ["cache_entries", "cache_entry_count", "isolate_recompiles", "tap_skip_log"]
+__all__ = ["cache_entries", "cache_entry_count", "isolate_recompiles", "strict_export_guards_unread", "tap_skip_log"]
 
 _EVAL_FRAME = "torch._C._dynamo.eval_frame"
 
@@ -92,3 +92,23 @@ def tap_skip_log(patches: Patches, sink: Callable[[Optional[tuple[int, int]], st
     module = lookup("torch._dynamo.convert_frame")
     real = lookup("torch._dynamo.convert_frame:log")
     patches.set(module, "log", _SkipLogTap(real, sink))
+
+
+# Note [Strict export's guards before torch 2.13]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The GuardsSet strict export hands ``GraphCaptureOutput.build_guards`` (Note [Strict export's Dynamo
+# frame] in export_dynamo.py) was checked against the guard tree torch logs (``dynamo_cpp_guards_str``)
+# on 2.13-2.15: every check recorded is one the tree holds. On 2.11 the same reading lists the tensor
+# checks of export mode (dtype, device, requires_grad, ndimension: torch/_dynamo/guards.py
+# [Note - On Export Tensor Guards]) that 2.11's logged tree does not hold, and 2.12 was not checked.
+# Which of them 2.11's guard manager runs is not known here, so before 2.13 the frame's guards stay
+# unknown (a problem says so) rather than listing checks torch may not make; the break a strict export
+# stops at is read the same way on every release.
+
+
+def strict_export_guards_unread() -> Optional[str]:
+    """Why strict export's Dynamo guards are not recorded on this torch, or None where they are."""
+    if release().startswith(("2.11.", "2.12.")):  # before 2.13
+        return (f"strict export's Dynamo guards: not recorded on torch {release()} (checked against torch's own "
+                "guard tree from 2.13 on; Note [Strict export's guards before torch 2.13])")
+    return None
