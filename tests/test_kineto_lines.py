@@ -27,7 +27,10 @@ def _stderr_of(code: str) -> str:
 def test_recognises_kineto_progress_lines_only():
     assert is_kineto_progress(b"USDT:2026-11-26 05:00:06 12085:12085 SyncActivityProfilerHandler.cpp:52] profiler_start\n")
     assert is_kineto_progress(b"STAGE:2026-11-26 05:00:22 12211:12211 SyncActivityProfilerHandler.cpp:51] Completed Stage: Warm Up\n")
-    assert not is_kineto_progress(b"ERROR:2026-11-26 05:00:52 12418:12418 DeviceProperties.cpp:56] gpuGetDeviceCount failed\n")
+    # a CUDA build's GPU probe on a machine without a GPU: not about a CPU profile (Note [Kineto's progress lines])
+    assert is_kineto_progress(b"ERROR:2026-11-26 05:00:52 12418:12418 DeviceProperties.cpp:56] gpuGetDeviceCount failed with code 35\n")
+    assert not is_kineto_progress(b"ERROR:2026-11-26 05:00:52 12418:12418 DeviceProperties.cpp:56] other failure\n")
+    assert not is_kineto_progress(b"ERROR:2026-11-26 05:00:52 12418:12418 Foo.cpp:56] profiler_start\n")
     assert not is_kineto_progress(b"WARNING:2026-11-26 05:00:52 1:1 Foo.cpp:1] something\n")
     assert not is_kineto_progress(b"USDT: my own line\n")
 

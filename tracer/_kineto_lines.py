@@ -2,8 +2,8 @@
 
 Invariant: around the one call it wraps, file descriptor 2 goes to a temporary file and is put back
 after, also when the call raises; every line written meanwhile comes back out on fd 2, in order,
-except kineto's own progress lines (``USDT``/``STAGE``/``INFO``/``VERBOSE`` severity), so a warning or
-an error from the profiler or anything else is never lost.
+except kineto's own progress lines (``USDT``/``STAGE``/``INFO``/``VERBOSE`` severity) and its failed
+GPU probe on a machine without one, so any other warning or error is never lost.
 """
 
 from __future__ import annotations
@@ -30,11 +30,16 @@ __all__ = ["kineto_progress_kept_out", "is_kineto_progress"]
 # output, so each profiled cell would show lines that change every run and name kineto's source lines.
 # So ``tracer.profile`` runs the profiler's start and its stop (not the user's steps between them)
 # with fd 2 sent to a temporary file, then writes back every line that is not one of these progress
-# lines: warnings and errors (``WARNING:``/``ERROR:``, e.g. a CUDA build's ``gpuGetDeviceCount
-# failed`` on a machine with no GPU) and anything else still reach stderr. fd 2 is the process's, so a
-# line another thread writes in that moment comes out a little late, never lost.
+# lines: warnings and errors (``WARNING:``/``ERROR:``) and anything else still reach stderr. One error
+# is also kept out: a CUDA build of torch on a machine with no usable GPU driver has kineto write
+# ``ERROR:... DeviceProperties.cpp:NN] gpuGetDeviceCount failed with code 35`` at the first profile
+# (torch 2.14, 2.15), its probe of GPUs for device properties; ``tracer.profile`` asks for CPU
+# activities only, so it says nothing about this profile. fd 2 is the process's, so a line another
+# thread writes in that moment comes out a little late, never lost.
 
-_PROGRESS = re.compile(rb"^(?:USDT|STAGE|INFO|VERBOSE):\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d+:\d+ [\w.]+:\d+\] ")
+_PREFIX = rb"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d+:\d+ "
+_PROGRESS = re.compile(rb"^(?:(?:USDT|STAGE|INFO|VERBOSE):" + _PREFIX + rb"[\w.]+:\d+\] "
+                       rb"|ERROR:" + _PREFIX + rb"DeviceProperties\.cpp:\d+\] gpuGetDeviceCount failed with code \d+$)")
 
 
 def is_kineto_progress(line: bytes) -> bool:
