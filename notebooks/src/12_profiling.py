@@ -34,7 +34,7 @@ _ = torch.manual_seed(0)
 # ## A model whose time is one line
 #
 # `model` computes a feature `h` per row and the mean similarity of every pair of rows,
-# `(h @ h.T).mean()`: a `2048 x 2048` matrix for one number. With `requires_grad` inputs the profile
+# `(h @ h.T).mean()`: a `4096 x 4096` matrix for one number. With `requires_grad` inputs the profile
 # covers the forward and the backward of each step.
 
 # %%
@@ -44,7 +44,7 @@ def model(x, w):
     return h.sum() + sim
 
 
-x, w = torch.randn(2048, 64, requires_grad=True), torch.randn(64, 64, requires_grad=True)
+x, w = torch.randn(4096, 64, requires_grad=True), torch.randn(64, 64, requires_grad=True)
 before = tracer.profile(model, x, w, steps=5)
 top = before.by_line()[0]
 print("first:", top.code)
@@ -94,13 +94,18 @@ def model_fixed(x, w):
 
 
 after = tracer.profile(model_fixed, x, w, steps=5)
-ranking = [row.code for row in after.by_line()]
-print("first:", ranking[0])
-print("the similarity line is first:", ranking[0].startswith("sim ="))
+ranking = after.by_line()
+now = next(row for row in ranking if row.code.startswith("sim ="))
+print("the similarity line is first:", ranking[0] is now)
+print("it takes under a quarter of its time before:", now.total_us < top.total_us / 4)
+
+# %% [markdown]
+# The similarity line is no longer first. The lines left are close to each other (a small matrix
+# product, a sum, their gradients), so which of them leads changes from run to run: print
+# `after.table()` to see them with their milliseconds.
 
 # %% tags=["remove-input"]
-assert not ranking[0].startswith("sim =") and any(code.startswith("sim =") for code in ranking)
-assert ranking[0] == "h = torch.tanh(x @ w)"  # its matrix products, forward and backward, now lead
+assert ranking[0] is not now and now.total_us < top.total_us / 4
 assert torch.allclose(before.capture.result, after.capture.result, rtol=1e-4)
 
 # %% [markdown]
