@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable, Iterator, Optional
 
+from tracer._kineto_lines import kineto_progress_kept_out
 from tracer.model import Capture, Frame
 from tracer.model.profile import NodeTime, Profile
 from tracer.model.shapes import SourceLine
@@ -72,9 +73,15 @@ def profile(fn: Callable[..., Any], *args: Any, steps: int = 5, warmup: int = 1,
 
         for _ in range(warmup):
             step()
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as p:
+        p = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+        with kineto_progress_kept_out():  # Note [Kineto's progress lines] in tracer/_kineto_lines.py
+            p.__enter__()
+        try:
             for _ in range(steps):
                 step()
+        finally:
+            with kineto_progress_kept_out():
+                p.__exit__(None, None, None)  # torch.profiler.profile.__exit__ stops it whatever the exception
         if trace_file:
             p.export_chrome_trace(trace_file)
         if inductor:
