@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections import defaultdict
 
@@ -10,6 +9,7 @@ import pytest
 import torch
 
 import tracer
+from tests.test_profile import _line  # the line of `fn` holding `text`
 
 
 def fused(x, w):
@@ -17,11 +17,6 @@ def fused(x, w):
     h = s * 2
     big = h @ w
     return torch.relu(big) + 1
-
-
-def _line(fn, text: str) -> int:
-    lines, start = inspect.getsourcelines(fn)
-    return start + next(i for i, ln in enumerate(lines) if text in ln)
 
 
 @pytest.fixture(scope="module")
