@@ -113,6 +113,25 @@ def test_dynamo_graph_with_a_hop_body():
     assert named.children["wrap_body_0"].graph.name == "dyn.wrap_body_0" and named.graph.name == "dyn"
 
 
+def test_a_backward_node_reads_the_forward_line_torch_2_15_prints():
+    """torch 2.15 prints an AOT backward node's stack (its forward node's, as 2.13 prints it with "# File:") as
+    "# Backward of forward node: File: ..." (torch/fx/graph.py): those nodes take that line, not the one before
+    (the text is 2.15's joint graph of tests/log_modules_child.py "lines", paths shortened)."""
+    text = '''class inner_f(torch.nn.Module):
+    def forward(self, primals_1: "f32[8][1]cpu", tangents_1: "f32[3, 4][4, 1]cpu"):
+        # File: /t/child.py:52 in forward, code: return self.out(y)
+        t: "f32[8, 4][1, 8]cpu" = torch.ops.aten.t.default(primals_1);  primals_1 = None
+
+        # Backward of forward node: File: /t/child.py:51 in forward, code: y = self.scale(x).tanh()
+        detach_1: "f32[3, 4][4, 1]cpu" = torch.ops.aten.detach.default(tangents_1);  tangents_1 = None
+        return (t, detach_1)
+'''
+    g = parse_readable(text, "joint").graph
+    assert g.node("t").meta["source"]["line"] == 52
+    assert g.node("detach_1").meta["source"] == {"file": "/t/child.py", "line": 51, "fn": "forward",
+                                                 "code": "y = self.scale(x).tanh()"}
+
+
 def test_a_node_after_no_stacktrace_has_no_source():
     """fx writes "# No stacktrace found for following nodes" when the stack changes to none: those nodes have
     no source line, and must not keep the one before."""
