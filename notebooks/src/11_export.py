@@ -26,7 +26,6 @@ import tempfile
 import warnings
 
 import torch
-from torch._higher_order_ops.while_loop import while_loop
 from torch.export import Dim
 
 import tracer
@@ -57,7 +56,7 @@ class Model(torch.nn.Module):
             n = x.shape[0]
         h = self.lin(x[:n]).sum(0)
         h = torch.cond(h.sum() > 0, lambda h: h.relu(), lambda h: -h, (h,))
-        _, h = while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, h * 0.5), (k.new_zeros(()), h))
+        _, h = torch.while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, h * 0.5), (k.new_zeros(()), h))
         return h
 
 
@@ -118,7 +117,7 @@ class Fixed(Model):
             n = x.shape[0]
         h = self.lin(x[:n]).sum(0)
         h = torch.cond(h.sum() > 0, lambda h: h.relu(), lambda h: -h, (h,))
-        _, h = while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, h * 0.5), (k.new_zeros(()), h))
+        _, h = torch.while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, h * 0.5), (k.new_zeros(()), h))
         return h
 
 
