@@ -7,6 +7,7 @@ Invariant: ids, statuses, reasons and times come from the same code a live captu
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Optional
 
 from tracer.diffing import attach_recompile_diffs
@@ -37,6 +38,7 @@ from tracer.trace_log.modules import (
     LOG_MODULE_RULE,
     aot_owners,
     infer_modules,
+    lines_with,
     ran_twice,
     root_owners,
     tied_sources,
@@ -144,14 +146,15 @@ def _fill_graphs(frame: Frame, a: AttemptLog, sources: dict[str, tuple[str, bool
     """The Dynamo and AOT graphs; each waits for its first read unless its bodies are needed now
     (Note [Which logged graphs wait] in deferred.py)."""
     gj, cg = a.guards_json, a.cpp_guards  # the guard text, for module groups (not the whole attempt)
+    tied = functools.cache(lambda: _tied(gj, cg))  # read once for the attempt's graphs, when the first needs it
     if "dynamo" in a.texts:
         text, line = a.texts["dynamo"]
         if not has_bodies(text):
-            frame.graph = deferred_graph(frame, text, line, "", finish=lambda g: _root_roles(g, sources, _tied(gj, cg)))
+            frame.graph = deferred_graph(frame, text, line, "", finish=lambda g: _root_roles(g, sources, tied()))
         else:
             parsed = parse_logged(frame.problems, text, line, "")
             frame.graph = parsed.graph if parsed is not None else Graph(code=text)
-            _root_roles(frame.graph, sources, _tied(gj, cg))
+            _root_roles(frame.graph, sources, tied())
             if parsed is not None:
                 frame.subgraphs = subgraph_tree(_LoggedGraph(parsed), _KINDS, frame.problems)
     graphs: dict[str, Graph] = {}
@@ -161,11 +164,11 @@ def _fill_graphs(frame: Frame, a: AttemptLog, sources: dict[str, tuple[str, bool
             continue
         text, line = a.texts[k]
         if not has_bodies(text):
-            graphs[k] = deferred_graph(frame, text, line, k, finish=lambda g: _aot_modules(frame, g, _tied(gj, cg)))
+            graphs[k] = deferred_graph(frame, text, line, k, finish=lambda g: _aot_modules(frame, g, tied()))
             continue
         parsed = parse_logged(frame.problems, text, line, k)
         graphs[k] = parsed.graph if parsed is not None else Graph(code=text, name=k)
-        _aot_modules(frame, graphs[k], _tied(gj, cg))
+        _aot_modules(frame, graphs[k], tied())
         if parsed is not None:
             children.update(_flat_children(parsed, k))
     if "inference" in graphs:
@@ -282,8 +285,9 @@ def _tied(guards_json: Optional[list[Any]], cpp_guards: Optional[str]) -> set[st
     """Sources an ``A is B`` guard of this attempt ties (Note [Module groups from a log]), read from the
     guard text itself: the Guard list waits for its first read and a graph's parse must not read it.
     The tree when it is logged, else ``dynamo_guards``' code parts (Note [Guards from a log])."""
-    if cpp_guards:
-        return tied_sources(ln.partition("+- ")[2].partition(": ")[2] for ln in cpp_guards.split("\n") if "+- " in ln)
+    if cpp_guards:  # only a line holding " is " can hold an identity check (tied_sources' pattern)
+        return tied_sources(ln.partition("+- ")[2].partition(": ")[2] for ln in lines_with(cpp_guards, " is ")
+                            if "+- " in ln)
     codes: list[str] = []
     for g in guards_json or []:
         code = g.get("code") if isinstance(g, dict) else None
