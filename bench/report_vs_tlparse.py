@@ -11,6 +11,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -245,10 +246,11 @@ def _dir_bytes(path: str) -> int:
 def report_split(log: str) -> dict[str, Any]:
     """Where a report of ``log`` spends its CPU seconds, in this process: the lazy load, parsing every
     graph (what the overview's problems need), the guards, then each frame's payload HTML (layout,
-    tables, code) and its compression; plus one frame's payload without the equal-graph cache (the cost
+    tables, code) and its compression (each frame's head, each distinct part once, as the report file
+    stores them); plus one frame's payload without the equal-graph cache (the cost
     of a frame whose graphs were not seen before)."""
     from tracer.trace_log import load_trace
-    from viz.report_file import encode_payload, frame_payload
+    from viz.report_file import ReportStats, _frame_pieces, _Parts, encode_payload, frame_payload
     from viz.report_graphs import DrawingCache
 
     t = [time.process_time()]
@@ -259,17 +261,20 @@ def report_split(log: str) -> dict[str, Any]:
     for f in cap.frames:
         f.guards  # noqa: B018 (the first read parses)
     t.append(time.process_time())
-    cache = DrawingCache()
-    html = [frame_payload(cap, f, cache) for f in cap.frames]
+    cache, facts = DrawingCache(), {}
+    pieces = [_frame_pieces(cap, f, cache, facts, None) for f in cap.frames]
     t.append(time.process_time())
-    for h in html:
-        encode_payload(h)
+    parts, blocks, stats = _Parts(), [], ReportStats(pathlib.Path(log))  # as write_report compresses them
+    for head, data, rest in pieces:
+        encode_payload(head)
+        parts.add(data, blocks, stats)
+        parts.add(rest, blocks, stats)
     t.append(time.process_time())
     frame_payload(cap, cap.frames[-1])
     t.append(time.process_time())
     d = [round(t[i + 1] - t[i], 3) for i in range(len(t) - 1)]
     return {"frames": len(cap.frames), "load": d[0], "parse_graphs": d[1], "guards": d[2], "payload_html": d[3],
-            "compress": d[4], "one_frame_uncached": d[5], "layouts_reused": cache.hits}
+            "compress": d[4], "one_frame_uncached": d[5], "layouts_reused": cache.hits, "parts_stored": len(parts.known)}
 
 
 if __name__ == "__main__":

@@ -58,9 +58,13 @@ def test_hostile_names_stay_text_in_page_and_payloads(tmp_path):
     page = write_report(tmp_path / "r.html", [cap], title=cap.fn).path.read_text(encoding="utf-8")
     # the page's own script elements: the one drawing script after the overview, then the payloads (base64)
     own = re.findall(r"<script[^>]*>", page)
-    assert own == ["<script>"] + [
-        f'<script type="application/octet-stream" class="ds-payload" data-frame="{i}" data-encoding="deflate">'
-        for i in range(len(cap.frames))]
+    assert own[0] == "<script>" and len(own) == 1 + 3 * len(cap.frames)  # the frames' graphs differ: no part shared
+    assert [t for t in own if "ds-payload" in t] == [
+        f'<script type="application/octet-stream" class="ds-payload" data-frame="{i}" data-encoding="deflate" '
+        f'data-parts="{2 * i} {2 * i + 1}">' for i in range(len(cap.frames))]
+    assert [t for t in own if "ds-part" in t and "ds-payload" not in t] == [
+        f'<script type="application/octet-stream" class="ds-part" data-part="{n}" data-encoding="deflate">'
+        for n in range(2 * len(cap.frames))]
     assert HOSTILE not in page and "<img src" not in page
     assert "&lt;/script&gt;&lt;script&gt;alert(1)" in page  # the function's name in the title and overview, escaped
     drawn = []
@@ -101,6 +105,19 @@ def test_overview_lists_every_frame_and_frames_wait_in_payloads(tmp_path):
     assert full.count('class="ds-graphbox"') == 12 * len(frame_graphs(one.frames[0]))
     assert 'data-open-all="1"' in page  # small: every frame opens at load
     assert stats.payload_bytes <= OPEN_ALL_BYTES and stats.layouts_reused == 11 * len(frame_graphs(one.frames[0]))
+    # equal graphs: one drawings part and one facts part for all twelve (Note [Equal parts of payloads stored once])
+    assert page.count('class="ds-part"') == 2 and page.count('data-parts="0 1"') == 12
+    assert full.count('class="ds-part"') == 0 and full.count('class="ds-drawings"') == 12
+
+
+def test_a_payload_is_its_head_then_its_parts_and_a_missing_part_is_an_error(tmp_path):
+    cap = wrap_capture()
+    page = write_report(tmp_path / "r.html", [cap], title="one").path.read_text(encoding="utf-8")
+    assert payloads(page) == {str(i): frame_payload(cap, f) for i, f in enumerate(cap.frames)}
+    cut = re.sub(r'\n<script type="application/octet-stream" class="ds-part" data-part="1" [^>]*>[^<]*</script>', "", page)
+    assert cut != page
+    with pytest.raises(ValueError, match="names part '1'"):
+        payloads(cut)
 
 
 def test_a_directory_report_has_a_section_per_capture(tmp_path):

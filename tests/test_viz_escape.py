@@ -82,7 +82,8 @@ def _without_own_scripts(html: str) -> str:
     """``html`` minus the report's own script elements: its JSON blocks (user strings inside are
     \\u003c-escaped, so none can close the element) and its one drawing script (no user text)."""
     html = re.sub(r'<script type="application/json" class="ds-[a-z-]+">[^<]*</script>', "", html)
-    html = re.sub(r'<script type="application/octet-stream" class="ds-payload" [^>]*>[A-Za-z0-9+/=]*</script>', "", html)
+    html = re.sub(r'<script type="application/octet-stream" class="ds-pa(?:yload|rt)" [^>]*>[A-Za-z0-9+/=]*</script>', "",
+                  html)
     return re.sub(r"<script>\(\(\) => \{.*?\}\)\(\);</script>", "", html, flags=re.S)
 
 

@@ -81,10 +81,11 @@ def test_export_html_is_a_standalone_page(cap, tmp_path):
     text = path.read_text(encoding="utf-8")
     assert path == tmp_path / "report.html"
     assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>")
-    # one drawing script, one payload per frame (viz/report_file.py), no other script, nothing fetched
+    # one drawing script, one payload per frame and the parts they name (viz/report_file.py), nothing fetched
     payload = '<script type="application/octet-stream" class="ds-payload"'
+    part = '<script type="application/octet-stream" class="ds-part"'
     assert text.count("<script>") == 1 and text.count(payload) == len(cap.frames)
-    assert text.count("<script") == 1 + len(cap.frames)
+    assert text.count("<script") == 1 + len(cap.frames) + text.count(part)
     # inside the payloads: the JSON blocks, no other script, nothing fetched
     full = expand(text)
     assert full.count("<script>") == 1 and full.count("<script") == 1 + full.count('<script type="application/json"')

@@ -3,6 +3,8 @@
 // "application/octet-stream". Opening the frame's <details> (a click, the page's #ds-frame-<key> address, or every frame at
 // load in a small report) decodes it with DecompressionStream, puts the HTML (rendered and escaped by
 // viz's templates) in the frame's body and sets it up as any report (report.js setUpReports), once.
+// A payload may name parts (data-parts="N M": blocks of class ds-part, each written once however many
+// frames share it, Note [Equal parts of payloads stored once]); its HTML is its own text, then theirs.
 import { setUpReports } from "./report.js";
 
 async function inflate(b64) {
@@ -29,9 +31,15 @@ export function setUpLazyFrames(root) {
       .then(() => {
         const block = root.querySelector(`script.ds-payload[data-frame="${det.dataset.payload}"]`);
         if (!block) throw new Error("its payload is missing");
-        return inflate(block.textContent);
+        const parts = (block.dataset.parts || "").split(" ").filter((n) => n !== "").map((n) => {
+          const part = root.querySelector(`script.ds-part[data-part="${n}"]`);
+          if (!part) throw new Error(`its part ${n} is missing`);
+          return part;
+        });
+        return Promise.all([block, ...parts].map((b) => inflate(b.textContent)));
       })
-      .then((html) => {
+      .then((texts) => {
+        const html = texts.join("");
         body.innerHTML = html;
         setUpReports(body);
         det.dataset.dsLoaded = "1";

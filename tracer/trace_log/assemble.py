@@ -7,7 +7,8 @@ Invariant: ids, statuses, reasons and times come from the same code a live captu
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import functools
+from typing import Any, Callable, Hashable, Optional
 
 from tracer.diffing import attach_recompile_diffs
 from tracer.hop_feeds import Feed
@@ -28,7 +29,13 @@ from tracer.model.graph import Graph
 from tracer.root_roles import placeholder_name, root_role
 from tracer.shape_events import shape_records
 from tracer.trace_log.body_feeds import LogCalls
-from tracer.trace_log.deferred import deferred_graph, has_bodies, parse_logged, problems_wait_for_graphs
+from tracer.trace_log.deferred import (
+    deferred_graph,
+    has_bodies,
+    parse_finished,
+    parse_logged,
+    problems_wait_for_graphs,
+)
 from tracer.trace_log.events import AttemptLog, LogState
 from tracer.trace_log.graph_text import ParsedModule
 from tracer.trace_log.guards import fill_guards
@@ -37,6 +44,7 @@ from tracer.trace_log.modules import (
     LOG_MODULE_RULE,
     aot_owners,
     infer_modules,
+    lines_with,
     ran_twice,
     root_owners,
     tied_sources,
@@ -144,14 +152,19 @@ def _fill_graphs(frame: Frame, a: AttemptLog, sources: dict[str, tuple[str, bool
     """The Dynamo and AOT graphs; each waits for its first read unless its bodies are needed now
     (Note [Which logged graphs wait] in deferred.py)."""
     gj, cg = a.guards_json, a.cpp_guards  # the guard text, for module groups (not the whole attempt)
+    tied = functools.cache(lambda: _tied(gj, cg))  # read once for the attempt's graphs, when the first needs it
+    dynamo: Optional[Callable[[], Graph]] = None  # the Dynamo graph as loaded, when it waits too
+    dynamo_key: Optional[Callable[[], Hashable]] = None
     if "dynamo" in a.texts:
         text, line = a.texts["dynamo"]
         if not has_bodies(text):
-            frame.graph = deferred_graph(frame, text, line, "", finish=lambda g: _root_roles(g, sources, _tied(gj, cg)))
+            roles, dynamo_key = _finished_roots(frame, text, line, sources, tied)
+            frame.graph = deferred_graph(frame, text, line, "", finish=roles, key=dynamo_key)
+            dynamo = _as_loaded(text, line, roles, dynamo_key)
         else:
             parsed = parse_logged(frame.problems, text, line, "")
             frame.graph = parsed.graph if parsed is not None else Graph(code=text)
-            _root_roles(frame.graph, sources, _tied(gj, cg))
+            _root_roles(frame.graph, sources, tied())
             if parsed is not None:
                 frame.subgraphs = subgraph_tree(_LoggedGraph(parsed), _KINDS, frame.problems)
     graphs: dict[str, Graph] = {}
@@ -161,11 +174,15 @@ def _fill_graphs(frame: Frame, a: AttemptLog, sources: dict[str, tuple[str, bool
             continue
         text, line = a.texts[k]
         if not has_bodies(text):
-            graphs[k] = deferred_graph(frame, text, line, k, finish=lambda g: _aot_modules(frame, g, _tied(gj, cg)))
+            if dynamo is not None and dynamo_key is not None:  # See Note [One finish per distinct graph and context]
+                graphs[k] = deferred_graph(frame, text, line, k, finish=_aot_finish(dynamo, tied),
+                                           key=_aot_key(text, dynamo_key), reads=_reads(frame))
+            else:
+                graphs[k] = deferred_graph(frame, text, line, k, finish=lambda g: _aot_modules(frame, g, tied()))
             continue
         parsed = parse_logged(frame.problems, text, line, k)
         graphs[k] = parsed.graph if parsed is not None else Graph(code=text, name=k)
-        _aot_modules(frame, graphs[k], _tied(gj, cg))
+        _aot_modules(frame, graphs[k], tied())
         if parsed is not None:
             children.update(_flat_children(parsed, k))
     if "inference" in graphs:
@@ -175,6 +192,39 @@ def _fill_graphs(frame: Frame, a: AttemptLog, sources: dict[str, tuple[str, bool
                         backward=graphs.get("backward"), backward_ran="backward" in graphs, saved_known=False)
     if frame.aot is not None:
         frame.aot.subgraphs.update(children)
+
+
+def _finished_roots(frame: Frame, text: str, line: int, sources: dict[str, tuple[str, bool]],
+                    tied: Callable[[], set[str]]) -> tuple[Callable[[Graph], None], Callable[[], Hashable]]:
+    """The finish of a waiting Dynamo graph (roles, then modules) and the key of all it reads
+    besides the text: the attempt's Sources and tied Sources (Note [One finish per distinct graph and context])."""
+    return (lambda g: _root_roles(g, sources, tied()),
+            functools.cache(lambda: ("roots", frozenset(sources.items()), frozenset(tied()))))
+
+
+def _as_loaded(text: str, line: int, roles: Callable[[Graph], None], key: Callable[[], Hashable]) -> Callable[[], Graph]:
+    """A fresh copy of a waiting Dynamo graph as loaded and finished (never the frame's object, which a
+    user may have changed: Note [One finish per distinct graph and context]); no nodes if it cannot be read."""
+    def graph() -> Graph:
+        try:
+            parsed = parse_finished([], text, line, "", roles, key())
+        except Exception:  # except: only changes what this AOT finish reads; the Dynamo graph's own read records why
+            return Graph(code=text)
+        return parsed.graph if parsed is not None else Graph(code=text)
+    return graph
+
+
+def _aot_finish(dynamo: Callable[[], Graph], tied: Callable[[], set[str]]) -> Callable[[Graph], None]:
+    return lambda g: _aot_modules_of(g, dynamo(), [], tied())  # a waiting Dynamo graph has no bodies
+
+
+def _aot_key(dynamo_text: str, dynamo_key: Callable[[], Hashable]) -> Callable[[], Hashable]:
+    return lambda: ("aot", dynamo_text, dynamo_key())
+
+
+def _reads(frame: Frame) -> Callable[[], None]:
+    """What ``_aot_modules`` reads first: the frame's Dynamo graph (its parse and problems come then)."""
+    return lambda: frame.graph.nodes if frame.graph is not None else None
 
 
 def _flat_children(p: ParsedModule, prefix: str) -> dict[str, Graph]:
@@ -229,9 +279,14 @@ def _aot_modules(frame: Frame, g: Graph, tied: set[str]) -> None:
     if frame.graph is None:
         return
     frame.graph.nodes  # noqa: B018 (parsed first: its Sources and modules are set when it is)
-    owners = aot_owners(g, frame.graph, root_owners(frame.graph, tied))
+    _aot_modules_of(g, frame.graph, [s.graph for s in frame.subgraphs.values() if s.graph is not None], tied)
+
+
+def _aot_modules_of(g: Graph, dynamo: Graph, bodies: list[Graph], tied: set[str]) -> None:
+    """``_aot_modules`` given the frame's Dynamo graph (its roles and modules set) and its HOP bodies."""
+    owners = aot_owners(g, dynamo, root_owners(dynamo, tied))
     infer_modules(g, owners, None)  # not in traced order: the partitioner moves nodes (parameter rule only)
-    infer_line_modules(g, [frame.graph, *(s.graph for s in frame.subgraphs.values() if s.graph is not None)])
+    infer_line_modules(g, [dynamo, *bodies])
 
 
 # Note [Body input sources from a log]
@@ -282,8 +337,9 @@ def _tied(guards_json: Optional[list[Any]], cpp_guards: Optional[str]) -> set[st
     """Sources an ``A is B`` guard of this attempt ties (Note [Module groups from a log]), read from the
     guard text itself: the Guard list waits for its first read and a graph's parse must not read it.
     The tree when it is logged, else ``dynamo_guards``' code parts (Note [Guards from a log])."""
-    if cpp_guards:
-        return tied_sources(ln.partition("+- ")[2].partition(": ")[2] for ln in cpp_guards.split("\n") if "+- " in ln)
+    if cpp_guards:  # only a line holding " is " can hold an identity check (tied_sources' pattern)
+        return tied_sources(ln.partition("+- ")[2].partition(": ")[2] for ln in lines_with(cpp_guards, " is ")
+                            if "+- " in ln)
     codes: list[str] = []
     for g in guards_json or []:
         code = g.get("code") if isinstance(g, dict) else None

@@ -8,14 +8,14 @@ frame's ``problems`` say why (Note [Graphs parsed on first access] in tracer/mod
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, Callable, Hashable, NamedTuple, Optional
 
 from tracer.model.frame import Frame
 from tracer.model.graph import Graph, Node
 from tracer.model.lazy import on_first_read, peek
 from tracer.trace_log.graph_text import ParsedModule, parse_readable
 
-__all__ = ["deferred_graph", "has_bodies", "parse_logged", "problems_wait_for_graphs"]
+__all__ = ["deferred_graph", "has_bodies", "parse_finished", "parse_logged", "problems_wait_for_graphs"]
 
 # Note [Which logged graphs wait]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -54,13 +54,15 @@ def has_bodies(text: str) -> bool:
 # raised again by the next parse). The key is the text itself, so a hit is an equal text, never a
 # hash collision; tests/test_trace_log_parse_once.py compares both ways on every graph of real logs.
 _SHARED_MAX = 32
-_shared: OrderedDict[tuple[str, str], _Kept] = OrderedDict()
+_shared: OrderedDict[tuple[Any, ...], _Kept] = OrderedDict()  # (text, name) or (text, name, context key)
 
 
 class _Kept(NamedTuple):
     """A kept parse as what ``_fresh`` copies: per node its fields, and which meta values are containers."""
 
-    nodes: list[tuple[Any, ...]]  # (name, op, target, args, kwargs, inputs, users, role, calls, meta, container keys)
+    # (name, op, target, args, kwargs, inputs, users, role, calls, meta, (meta key of a container, nested?),
+    #  args or kwargs nested?)
+    nodes: list[tuple[Any, ...]]
     code: str
     name: str
     children: dict[str, _Kept]
@@ -69,8 +71,29 @@ class _Kept(NamedTuple):
 
 def _keep(p: ParsedModule) -> _Kept:
     nodes = [(n.name, n.op, n.target, n.args, n.kwargs, n.inputs, n.users, n.role, n.calls, n.meta,
-              tuple(k for k, v in n.meta.items() if type(v) is list or type(v) is dict)) for n in p.graph.nodes]
+              tuple((k, _nested(v)) for k, v in n.meta.items() if type(v) is list or type(v) is dict),
+              _nested(n.args) or _nested(n.kwargs)) for n in p.graph.nodes]
     return _Kept(nodes, p.graph.code, p.graph.name, {k: _keep(c) for k, c in p.children.items()}, p.errors)
+
+
+def _nested(v: Any) -> bool:
+    """Whether list or dict ``v`` holds a container (then a hand-out copies it all the way down)."""
+    return any(type(x) in _CONTAINERS for x in (v.values() if type(v) is dict else v))
+
+
+_CONTAINERS = (list, dict, tuple)
+
+
+def _deep(v: Any) -> Any:
+    """``v`` with every list, dict and tuple in it new (the rest -- strings, numbers, None -- immutable)."""
+    t = type(v)
+    if t is list:
+        return [_deep(x) for x in v]
+    if t is dict:
+        return {k: _deep(x) for k, x in v.items()}
+    if t is tuple:
+        return tuple(_deep(x) for x in v)
+    return v
 
 
 def _parse_shared(text: str, name: str) -> ParsedModule:
@@ -90,16 +113,21 @@ def _parse_shared(text: str, name: str) -> ParsedModule:
 
 def _fresh(p: _Kept) -> ParsedModule:
     """A ParsedModule of ``p`` sharing no mutable object with it (strings and numbers are immutable).
-    A parsed node's meta values are strings, or lists ("shape", "stride") and a dict ("source") of
-    strings and ints (graph_text.py ``meta_of_annotation``, ``_comments``), so copying each container
-    once shares nothing mutable (a deep copy of any level costs three times more)."""
+    A parsed node's meta values are mostly strings, or flat lists ("shape", "stride") and a flat dict
+    ("source"), so each container is copied once; one holding containers (a finished node's
+    ``log_module`` with its lists, nested arguments) is copied all the way down (``_deep``); a deep
+    copy of every level would cost three times more."""
     nodes = []
     add = nodes.append
-    for name, op, target, args, kwargs, inputs, users, role, calls, meta, containers in p.nodes:
+    for name, op, target, args, kwargs, inputs, users, role, calls, meta, containers, deep_args in p.nodes:
         m = meta.copy()
-        for k in containers:
-            m[k] = m[k].copy()
-        add(Node(name, op, target, args[:], kwargs.copy(), inputs[:], users[:], role, calls[:], m))
+        for k, deep in containers:
+            m[k] = _deep(m[k]) if deep else m[k].copy()
+        if deep_args:
+            args, kwargs = _deep(args), _deep(kwargs)
+        else:
+            args, kwargs = args[:], kwargs.copy()
+        add(Node(name, op, target, args, kwargs, inputs[:], users[:], role, calls[:], m))
     return ParsedModule(Graph(nodes=nodes, code=p.code, name=p.name),
                         {k: _fresh(c) for k, c in p.children.items()}, list(p.errors))
 
@@ -117,23 +145,78 @@ def parse_logged(problems: list[str], text: str, line: int, name: str) -> Option
     return parsed
 
 
+# Note [One finish per distinct graph and context]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# After its parse a logged graph is *finished* by the loader: roots get their roles from the Sources
+# the attempt names, nodes their modules (tracer/trace_log/assemble.py). That work depends on the text
+# and on a context -- the attempt's Sources and tied Sources, for an AOT graph also the Dynamo graph
+# of its frame as loaded -- and a log repeats the same (text, context) as it repeats texts (every
+# rank, every step compiled again). ``parse_finished`` keeps the finished parse keyed by (text, name,
+# context key) beside the plain parses of Note [One parse per distinct graph text], and hands out fresh
+# copies the same way. It is exact only if the finish reads nothing but the text and what the key
+# holds: the caller builds the key from exactly the finish's inputs, and a finish that needs another
+# graph reads it *as loaded* (a fresh copy of its own kept parse), never the frame's object a user may
+# have changed, so a kept result cannot carry one frame's edits to another. ``reads`` is what the
+# finish used to read first (the frame's Dynamo graph), run on every hand-out so that a frame's
+# problems come in the same order as when each graph was finished on its own.
+def parse_finished(problems: list[str], text: str, line: int, name: str, finish: Callable[[Graph], None],
+                   key: Hashable, reads: Optional[Callable[[], None]] = None) -> Optional[ParsedModule]:
+    """``parse_logged``, then ``reads()``, then ``finish(graph)``; the finished parse kept per (text,
+    name, ``key``) (Note [One finish per distinct graph and context]). An exception of ``finish``
+    propagates and nothing is kept."""
+    k = (text, name, key)
+    kept = _shared.get(k)
+    if kept is None:
+        try:
+            p = parse_readable(text, name)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+            problems.append(f"line {line}: {name or 'output'} graph text not parsed ({type(e).__name__}: {e})"[:300])
+            return None
+        problems.extend(f"line {line}: {e}" for e in _errors(p))
+        if reads is not None:
+            reads()
+        p.graph.code = text
+        finish(p.graph)
+        kept = _shared[k] = _keep(p)
+        if len(_shared) > _SHARED_MAX:
+            _shared.popitem(last=False)
+        out = _fresh(kept)
+    else:
+        try:
+            _shared.move_to_end(k)
+        except KeyError:  # another thread's parse let it go meanwhile: ``kept`` is still whole
+            pass
+        out = _fresh(kept)
+        problems.extend(f"line {line}: {e}" for e in _errors(out))
+        if reads is not None:
+            reads()
+    out.graph.code = text
+    return out
+
+
 def _errors(p: ParsedModule) -> list[str]:
     return [*p.errors, *(e for c in p.children.values() for e in _errors(c))]
 
 
 def deferred_graph(frame: Frame, text: str, line: int, name: str,
-                   finish: Optional[Callable[[Graph], None]] = None) -> Graph:
+                   finish: Optional[Callable[[Graph], None]] = None, key: Optional[Callable[[], Hashable]] = None,
+                   reads: Optional[Callable[[], None]] = None) -> Graph:
     """A Graph of ``text`` (which ``has_bodies`` said has none) whose nodes are parsed on first read,
     then passed to ``finish`` (e.g. setting roles); problems go to ``frame.problems`` at that moment
-    (appended to the list as it is: parsing one graph does not parse its frame's other graphs)."""
+    (appended to the list as it is: parsing one graph does not parse its frame's other graphs). With
+    ``key`` (what the finish depends on besides the text) the finished parse is kept for equal texts
+    and keys (``parse_finished``, with ``reads``)."""
     g = Graph(code=text, name=name)
 
     def parse() -> list[Node]:
         problems = peek(frame, "problems")
         try:
-            parsed = parse_logged(problems, text, line, name)
-            if parsed is not None and finish is not None:
-                finish(parsed.graph)
+            if key is not None and finish is not None:
+                parsed = parse_finished(problems, text, line, name, finish, key(), reads)
+            else:
+                parsed = parse_logged(problems, text, line, name)
+                if parsed is not None and finish is not None:
+                    finish(parsed.graph)
         except Exception as e:  # except: records a problem (parsing runs inside whatever view reads the graph first)
             problems.append(f"line {line}: {name or 'output'} graph text not parsed ({type(e).__name__}: {e})"[:300])
             return []

@@ -1,0 +1,144 @@
+"""A logged graph finished once per distinct (text, context) equals each graph finished on its own, and
+no hand-out shares a mutable object with another (Note [One finish per distinct graph and context] in
+tracer/trace_log/deferred.py).
+
+The logs are real: tests/trace_log_child.py's and tests/log_modules_child.py's (module groups: roles,
+``log_module`` with its lists, a tied weight), each repeated three times with frame ids shifted as the
+bench's synthetic log does (every copy a distinct compile of equal texts). The reference for every
+graph is the parser run on its text (``parse_readable``) and the loader's finish run on that, with the
+Sources and tied Sources read again from the log's records.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import pytest
+from test_trace_log_modules import run
+
+from bench.report_vs_tlparse import synthetic_log
+from tracer.model.graph import Graph
+from tracer.trace_log import deferred, load_trace, reader
+from tracer.trace_log.assemble import _aot_modules, _graph_input_sources, _root_roles, _tied
+from tracer.trace_log.events import LogState, apply
+from tracer.trace_log.graph_text import parse_readable
+from tracer.trace_log.source import LogText
+
+
+@pytest.fixture(scope="module")
+def logs(child_trace_dir, tmp_path_factory) -> dict[str, str]:
+    out = tmp_path_factory.mktemp("finish_once")
+    (child,) = glob.glob(str(child_trace_dir / "*.log"))
+    found = {"child": child}
+    for name in ("transformer12", "tied_reused"):
+        run(name, out)
+        (found[name],) = glob.glob(str(out / name / "*.log"))
+    thrice = {}
+    for name, path in found.items():
+        thrice[name] = str(out / f"{name}_x3.log")
+        synthetic_log(path, thrice[name], 3 * os.path.getsize(path) - 1)
+    return thrice
+
+
+def _aot(f) -> list[Graph]:
+    """The frame's AOT graphs, each once (an inference graph is also the ``forward``)."""
+    gs = [g for g in (f.aot.joint, f.aot.forward, f.aot.backward, f.aot.inference) if g is not None] if f.aot else []
+    return list({id(g): g for g in gs}.values())
+
+
+def _fields(g: Graph) -> list[tuple]:
+    return [(n.name, n.op, n.target, n.args, n.kwargs, n.inputs, n.users, n.role, n.calls, n.meta) for n in g.nodes]
+
+
+def _references(path: str, cap) -> dict[int, list[tuple]]:
+    """id(graph) -> the fields of its nodes parsed and finished on their own, for every graph that waited."""
+    state = LogState({})
+    with LogText(path) as src:
+        rd = reader.Reader(src.text)
+        state.strings = rd.strings
+        for rec in rd:
+            apply(rec, state)
+    out: dict[int, list[tuple]] = {}
+    for f, k in zip(cap.frames, state.order, strict=True):
+        a = state.attempts[k]
+        tied = _tied(a.guards_json, a.cpp_guards)
+        if f.graph is not None and f.graph.code and not f.graph.parsed:
+            want = parse_readable(f.graph.code, "").graph
+            _root_roles(want, _graph_input_sources(a, state), tied)
+            out[id(f.graph)] = _fields(want)
+        for g in _aot(f):
+            if not g.parsed:
+                want = parse_readable(g.code, g.name).graph
+                want.code = g.code
+                _aot_modules(f, want, tied)  # reads the frame's Dynamo graph: read here first, as loaded
+                out[id(g)] = _fields(want)
+    return out
+
+
+def _containers(v, out: set[int]) -> None:
+    if isinstance(v, (list, dict, tuple)):
+        if not isinstance(v, tuple):  # a tuple is immutable: shared is fine, what it holds is not
+            out.add(id(v))
+        for x in (v.values() if isinstance(v, dict) else v):
+            _containers(x, out)
+
+
+def _ids(g: Graph) -> set[int]:
+    out = {id(g.nodes)}
+    for n in g.nodes:
+        out.add(id(n))
+        for v in (n.args, n.kwargs, n.inputs, n.users, n.calls, n.meta):
+            _containers(v, out)
+    return out
+
+
+@pytest.mark.parametrize("name", ["child", "transformer12", "tied_reused"])
+def test_every_graph_of_a_repeated_log_equals_its_own_finish(logs, name):
+    deferred._shared.clear()
+    cap = load_trace(logs[name])
+    graphs = [g for f in cap.frames for g in [f.graph, *_aot(f)] if g is not None and g.code and not g.parsed]
+    ref = load_trace(logs[name])
+    ref_graphs = [g for f in ref.frames for g in [f.graph, *_aot(f)] if g is not None and g.code and not g.parsed]
+    want = _references(logs[name], ref)
+    assert len(graphs) == len(ref_graphs) >= 3
+    for g, r in zip(graphs, ref_graphs, strict=True):
+        assert _fields(g) == want[id(r)]
+    if name != "child":  # module groups were set, with their lists, on some node of every copy
+        assert any(isinstance(n.meta.get("log_module"), dict) for n in graphs[-1].nodes + graphs[-2].nodes)
+    seen: set[int] = set()
+    for g in graphs:  # no two hand-outs share a list, dict or node at any depth
+        ids = _ids(g)
+        assert not ids & seen
+        seen |= ids
+    assert not cap.all_problems()[len(cap.problems):]
+
+
+def test_an_edit_to_one_frame_changes_no_other_graph(logs):
+    """A caller edits a frame's Dynamo graph (roles, modules, sources, arguments) before any other graph is
+    read: the same frame's AOT graphs and the other copies' graphs are as loaded."""
+    deferred._shared.clear()
+    cap = load_trace(logs["transformer12"])
+    clean = load_trace(logs["transformer12"])
+    n = len(cap.frames) // 3
+    first = next(i for i, f in enumerate(cap.frames[:n]) if f.graph is not None and f.aot is not None)
+    for node in cap.frames[first].graph.nodes:
+        node.role = "changed"
+        node.args.append("x")
+        lm = node.meta.get("log_module")
+        if isinstance(lm, dict):
+            lm["path"] = "changed"
+            for v in lm.values():
+                if isinstance(v, list):
+                    v.append("changed")
+        if isinstance(node.meta.get("source"), dict):
+            node.meta["source"]["line"] = -1
+        node.meta["graph_arg_source"] = "changed"
+    edited = any(isinstance(nd.meta.get("log_module"), dict) for nd in cap.frames[first].graph.nodes)
+    assert edited
+    for i in range(first, len(cap.frames), n):
+        f, c = cap.frames[i], clean.frames[i]
+        for g, h in zip(_aot(f), _aot(c), strict=True):
+            assert _fields(g) == _fields(h)
+        if i != first:
+            assert _fields(f.graph) == _fields(c.graph)
