@@ -19,6 +19,7 @@ from typing import Callable, Optional
 from tracer._text import headline, plural
 from tracer.diffing import diff
 from tracer.graph_align import align
+from tracer.job_cut import settle_cuts
 from tracer.model import Capture, Divergence, Frame, FrameDiff, GraphDiff, Job
 from tracer.rank_pool import read_ranks
 
@@ -74,6 +75,7 @@ def load_job(path: str, *, workers: Optional[int] = 1, progress: Optional[Callab
         job.problems.append(f"rank(s) {missing} missing: no readable file for them (ranks read: {present})")
     job.ranks = {r: job.ranks[r] for r in present}
     job.divergence, job.checked = find_divergence(job.ranks)
+    settle_cuts(job)  # a damaged rank is a problem; what a cut log hides is no finding (tracer/job_cut.py)
     return job
 
 
