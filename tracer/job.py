@@ -134,6 +134,10 @@ def _compare_captures(ra: int, a: Capture, rb: int, b: Capture) -> tuple[list[Di
             continue
         ids = {ra: fa.compile_id, rb: other.compile_id}
         where = f"frame {fa.compile_id} ({fa.code})"
+        if fa.code != other.code:  # one compile id, two functions (the ranks went different ways before): not comparable
+            out.append(Divergence("frames", [ra, rb], ids, f"frame {fa.compile_id} is {fa.code} on rank {ra}, "
+                                                           f"{other.code} on rank {rb}: different code, not compared"))
+            continue
         if fa.status != other.status:
             out.append(Divergence("status", [ra, rb], ids, f"{where}: {_status(fa)} on rank {ra}, {_status(other)} on rank {rb}"))
             continue
