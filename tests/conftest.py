@@ -40,6 +40,16 @@ def ddp_job_dir(tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="session", params=["ddp", "fsdp2"])
+def transformer_job(request, tmp_path_factory):
+    """One real 8-rank ``torchrun`` job of a small transformer under torch.compile (tests/ranks/transformer_job.py),
+    wrapped in DDP or FSDP2, with rank 5 breaking the graph and rank 2's TORCH_TRACE log cut in half
+    afterwards (torchrun_job.RealJob); run once per session and wrap (~30-60 s each). Read it, do not write."""
+    from torchrun_job import run_transformer_job
+
+    return run_transformer_job(tmp_path_factory.mktemp(f"transformer_{request.param}"), request.param)
+
+
 @pytest.fixture(scope="session")
 def child_trace_dir(tmp_path_factory):
     """The TORCH_TRACE directory of one real run of tests/trace_log_child.py (one ``*.log``: a wrap body, a

@@ -173,6 +173,14 @@ def test_status_divergence_says_both_and_compares_nothing_else():
                          + ") on rank 5")
 
 
+def test_one_compile_id_that_is_other_code_on_each_rank_is_a_frames_finding_compared_no_further():
+    a = _frame("2/0", "torch.sin")
+    b = Frame("2/0", "f.py:9 in torch_dynamo_resume_in_f_at_9", graph=_graph("torch.cos"), status="restarted")
+    found, _ = find_divergence({0: _cap(a), 5: _cap(b)})
+    assert found == [Divergence("frames", [0, 5], {0: "2/0", 5: "2/0"}, "frame 2/0 is f.py:1 in f on rank 0, "
+                                "f.py:9 in torch_dynamo_resume_in_f_at_9 on rank 5: different code, not compared")]
+
+
 def test_frames_after_a_missing_or_a_divergent_one_are_still_compared():
     failed = dict(status="failed", status_reason="Unsupported: x")
     a = _cap(_frame("0/0"), _frame("1/0", **failed), _frame("2/0"), _frame("3/0", "torch.sin"))

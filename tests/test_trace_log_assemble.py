@@ -418,9 +418,12 @@ def test_the_time_of_a_restart_is_split_only_for_a_compile_that_restarted_once()
     assert by_id["1/0_2"].status == "compiled"
 
 
-def test_without_compilation_metrics_no_attempt_counts_as_restarted():
+def test_without_compilation_metrics_a_later_attempt_still_proves_a_restart():
+    # Dynamo starts attempt N+1 of a compile only when attempt N raised RestartAnalysis (the attempt loop
+    # of torch/_dynamo/convert_frame.py), so a logged attempt 1 says attempt 0 restarted, metrics or not
     cap = assemble(_state(((0, 0, 0), AttemptLog(texts={"dynamo": (SIN, 1)})), ((0, 0, 1), AttemptLog())))
-    assert [f.status for f in cap.frames] == ["compiled", "failed"]
+    assert [f.status for f in cap.frames] == ["restarted", "failed"]
+    assert cap.frames[0].status_reason == "unknown" and "torch did not say why this attempt restarted" in cap.frames[0].problems
     assert cap.frames[1].status_reason == "unknown: the compile did not finish (torch logged no compilation metrics)"
 
 

@@ -77,6 +77,32 @@ def test_a_log_cut_in_its_last_line(tmp_path):
     assert "torch logged no compilation metrics" in cap.frames[1].problems[0]
 
 
+def test_the_frames_a_cut_log_ends_inside(tmp_path):
+    """Note [Frames a cut log ends inside]: the compile with no metrics before the cut is named, its
+    frames say so; a compile whose metrics came before the cut is whole; a whole log names none."""
+    assert "cut_in" not in _load(tmp_path, LOG + _compile(1)).meta
+    text = LOG + _compile(1)
+    cap = _load(tmp_path, text[: text.rindex('"co_firstlineno"')])  # in frame 1's metrics record
+    assert cap.meta["cut_in"] == ["1/0"]
+    assert [[p for p in f.problems if "the log ends inside this compile" in p] != [] for f in cap.frames] == [False, True]
+    assert cap.frames[1].status == "compiled"  # its graph came before the cut
+    no_graph = LOG + _line({"dynamo_start": {"stack": []}, **{**IDS, "frame_id": 1}})
+    cap = _load(tmp_path, no_graph + no_graph[:len(HEAD) + 9])  # cut in the next line, before any graph
+    assert cap.meta["cut_in"] == ["1/0"]
+    assert (cap.frames[1].status, cap.frames[1].status_reason) == ("failed", "unknown: the log is cut off inside this compile")
+    cap = _load(tmp_path, LOG + LOG[:len(HEAD) + 9])  # cut between compiles
+    assert cap.meta["cut_in"] == [] and cap.meta["not_read"]
+
+
+def test_a_later_attempt_proves_a_restart_also_without_metrics(tmp_path):
+    ids1 = {**IDS, "frame_id": 1}
+    text = (LOG + _line({"dynamo_start": {"stack": []}, **ids1})
+            + _line({"dynamo_start": {"stack": []}, **ids1, "attempt": 1}) + _line({"dynamo_output_graph": {}, **ids1, "attempt": 1}, GRAPH))
+    cap = _load(tmp_path, text)  # whole, but torch logged no metrics for frame 1 (a process that died mid-compile)
+    assert [(f.compile_id, f.status) for f in cap.frames] == [("0/0", "compiled"), ("1/0", "restarted"), ("1/0_1", "compiled")]
+    assert cap.frames[1].status_reason == "unknown" and "torch did not say why this attempt restarted" in cap.frames[1].problems
+
+
 def test_a_log_cut_at_the_end_of_a_payload_line(tmp_path):
     text = _line({"str": ["/home/u/t.py", 0]}) + _line({"dynamo_start": {"stack": []}, **IDS}) + _line({"dynamo_output_graph": {}, **IDS}, GRAPH)
     cut = text[: text.index("\t        return")]

@@ -19,6 +19,7 @@ from typing import Callable, Optional
 from tracer._text import headline, plural
 from tracer.diffing import diff
 from tracer.graph_align import align
+from tracer.job_cut import settle_cuts
 from tracer.model import Capture, Divergence, Frame, FrameDiff, GraphDiff, Job
 from tracer.rank_pool import read_ranks
 
@@ -74,6 +75,7 @@ def load_job(path: str, *, workers: Optional[int] = 1, progress: Optional[Callab
         job.problems.append(f"rank(s) {missing} missing: no readable file for them (ranks read: {present})")
     job.ranks = {r: job.ranks[r] for r in present}
     job.divergence, job.checked = find_divergence(job.ranks)
+    settle_cuts(job)  # a damaged rank is a problem; what a cut log hides is no finding (tracer/job_cut.py)
     return job
 
 
@@ -132,6 +134,10 @@ def _compare_captures(ra: int, a: Capture, rb: int, b: Capture) -> tuple[list[Di
             continue
         ids = {ra: fa.compile_id, rb: other.compile_id}
         where = f"frame {fa.compile_id} ({fa.code})"
+        if fa.code != other.code:  # one compile id, two functions (the ranks went different ways before): not comparable
+            out.append(Divergence("frames", [ra, rb], ids, f"frame {fa.compile_id} is {fa.code} on rank {ra}, "
+                                                           f"{other.code} on rank {rb}: different code, not compared"))
+            continue
         if fa.status != other.status:
             out.append(Divergence("status", [ra, rb], ids, f"{where}: {_status(fa)} on rank {ra}, {_status(other)} on rank {rb}"))
             continue

@@ -39,16 +39,20 @@ class MLP(nn.Module):
 
 def main(out: str) -> None:
     dist.init_process_group("gloo")
-    rank = dist.get_rank()
     torch.manual_seed(0)
     # 1 MB buckets (DDPOptimizer wants none smaller than DDP's 1 MB first bucket): fc3 + fc2
     # (1 MB of weights) fill the first, counted from the output, fc1 starts another -> two pieces
     model = DistributedDataParallel(MLP(), bucket_cap_mb=1)
-    x = torch.randn(8, 64)
+    save_capture(model, torch.randn(8, 64), out)
+    dist.destroy_process_group()
+
+
+def save_capture(model: nn.Module, x: torch.Tensor, out: str) -> None:
+    """``tracer.capture`` of one training step of ``model`` on ``x``, saved as ``<out>/rank<RANK>.json``
+    (also used by transformer_job.py)."""
     cap = tracer.capture(model, x, backward=True)
     os.makedirs(out, exist_ok=True)
-    cap.save(os.path.join(out, f"rank{rank}.json"))
-    dist.destroy_process_group()
+    cap.save(os.path.join(out, f"rank{dist.get_rank()}.json"))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ __all__ = ["DIVERGENCE_KINDS", "Divergence", "Job"]
 # What can differ between the ranks of one job, each found by tracer/job.py (see Note [Closed sets
 # of kinds] in tracer/model/kinds.py for why kinds are a closed set):
 #   "frames"       the ranks compiled a different sequence of frames (count or compile ids): tlparse
-#                  warns "Detected divergence in compile ids between ranks" for this
+#                  warns "Detected divergence in compile ids between ranks" for this; or one compile
+#                  id is a different function on each rank (its code), which is then not compared further
 #   "status"       the same frame compiled on one rank and restarted/broke/failed on another
 #   "graph"        the same frame produced graphs of different structure (ops, edges, shapes, graph
 #                  inputs, HOP bodies, AOT graphs and saved values; node names ignored), or a

@@ -71,6 +71,8 @@ def _load(file: str, progress: Optional[Callable[[int], None]]) -> Capture:
     if summary:
         cap.problems.append(summary)
         cap.meta["not_read"] = summary
+    if _ends_early(src, cut):
+        _mark_cut_frames(cap, st)
     cap.problems.extend(skipped[:_SKIPPED_SHOWN])
     if len(skipped) > _SKIPPED_SHOWN:
         cap.problems.append(f"... and {len(skipped) - _SKIPPED_SHOWN} more lines skipped")
@@ -102,6 +104,40 @@ def _cut_off(last: Optional[Record], reader: Reader) -> tuple[Optional[str], boo
                 return f"in the middle of line {reader.lines}, in the payload of the record at line {last.line}", True
             return f"within the payload of the record at line {last.line} (its md5 is not the record's has_payload)", True
     return None, False
+
+
+def _ends_early(src: LogText, cut: Optional[str]) -> bool:
+    """Whether the text ends before the log did: cut off, or gzip data broken (not only a bad checksum)."""
+    if src.broken is not None:
+        return not src.broken.startswith(("CRC check failed", "Incorrect length"))
+    return cut is not None
+
+
+# Note [Frames a cut log ends inside]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Dynamo logs a compile's ``compilation_metrics`` when the compile ends, after its graphs, guards
+# and AOT graphs: on exit of the ``MetricsContext`` that ``_compile`` enters around the whole
+# compile (torch/_dynamo/convert_frame.py; its ``on_exit`` is ``record_compilation_metrics`` in
+# torch/_dynamo/utils.py). So in a log whose text ends early (Note [A log cut off at the end], or broken gzip
+# data), a compile with no metrics is one the text ends inside: what torch logged for it after the
+# cut is not in the file, and its frames (every attempt) are incomplete, not different.
+# ``cap.meta["cut_in"]`` lists their compile ids (empty: the text ended between compiles), each of
+# those frames says so in its problems, and tracer/job_cut.py compares them with no other rank's.
+# A compile whose metrics came before the cut is whole as Dynamo and AOTAutograd logged it; a
+# compile the process began after the cut is not in the file at all (a rank's later frames are unknown).
+def _mark_cut_frames(cap: Capture, st: LogState) -> None:
+    """See Note [Frames a cut log ends inside]."""
+    cut_in = []
+    for key, frame in zip(st.order, cap.frames, strict=True):  # assemble makes one frame per attempt, in order
+        info = st.info.get(key[:2])
+        if info is not None and info.metrics is not None:
+            continue
+        cut_in.append(frame.compile_id)
+        frame.problems.append("the log ends inside this compile (it is cut off before torch logged the "
+                              "compile's end): what torch logged for it after the cut is not in the file")
+        if frame.status == "failed":  # no graph logged before the cut: whether it would have made one is unknown
+            frame.status_reason = "unknown: the log is cut off inside this compile"
+    cap.meta["cut_in"] = cut_in
 
 
 def _damage(src: LogText, reader: Reader, cut: Optional[str]) -> Optional[str]:

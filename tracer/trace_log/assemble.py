@@ -7,6 +7,7 @@ Invariant: ids, statuses, reasons and times come from the same code a live captu
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any, Callable, Hashable, Optional
 
@@ -95,9 +96,14 @@ def assemble(st: LogState, fn: str = "") -> Capture:
     cap = Capture(fn=fn, limits=[f"{k}: {why}" for k, why in LOG_LIMITS.items()])
     local = local_ids(st.order)
     codes = FrameCodes()  # Note [Code object from the frame id]
+    last: dict[tuple[int, int], int] = {}  # each compile's last logged attempt
+    for key in st.order:
+        last[key[:2]] = max(last.get(key[:2], 0), key[2])
     for key in st.order:
         a = st.attempts[key]
         info = st.info.get(key[:2], AttemptInfo())
+        if info.final_attempt is None and last[key[:2]] > key[2]:  # no metrics (a cut log, a crash): the
+            info = dataclasses.replace(info, final_attempt=last[key[:2]])  # later attempt logged proves a restart
         frame = Frame(compile_id=local[key], code=_code(a, info, st), dynamo_id=format_id(*key))
         codes.settle(frame, key)
         _fill_graphs(frame, a, _graph_input_sources(a, st))
