@@ -55,12 +55,14 @@ def _register_views() -> None:
     """Register viz's renderers with tracer's display hook (Note [Display through a registry])."""
     from tracer import display
     from tracer.model import Capture, FrameDiff, Job
+    from tracer.model.profile_diff import ProfileDiff
     from tracer.paused import PausedState
     from tracer.session import Session
 
     display.register(Capture, _deferred("viz.mimebundle"))
     display.register(FrameDiff, _deferred("viz.diff_view"))
     display.register(Job, _deferred("viz.job_view"))
+    display.register(ProfileDiff, _deferred("viz.profile_diff_view"))
     display.register(PausedState, _deferred("viz.session_panel"))
     display.register(Session, _deferred("viz.session_panel"))
 
