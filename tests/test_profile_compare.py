@@ -7,10 +7,10 @@ import sys
 
 import pytest
 import torch
+from test_profile import _line
 
 import tracer
 import viz  # noqa: F401  (registers the ProfileDiff renderer)
-from test_profile import _line
 from tracer.eager_profiling import MARKERS
 from viz.profile_diff_view import profile_diff_html
 

@@ -51,8 +51,8 @@ def profile_eager(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any], *
     import torch
 
     from tracer._kineto_lines import kineto_progress_kept_out
-    from tracer.capturing import _maybe_backward
     from tracer._torch.isolation import describe_callable
+    from tracer.capturing import _maybe_backward
 
     def step() -> None:
         _maybe_backward(fn(*args, **kwargs), backward, (args, kwargs))
@@ -137,7 +137,7 @@ class _Markers:
         hit = self._user.get(file)
         if hit is None:
             path = os.path.abspath(file)
-            hit = self._user[file] = not file.startswith("<") and not path.startswith(self._skip)
+            hit = self._user[file] = not file.startswith("<frozen") and not path.startswith(self._skip)
         return hit
 
     def _call(self, frame: Any, event: str, arg: Any) -> Any:
