@@ -124,7 +124,8 @@ d = tracer.diff(eager, before)
 print(d.a, "->", d.b)
 print("first line, eager:", eager.by_line()[0].code)
 print("first line in the comparison:", d.lines[0].label)
-print("lines compared:", sorted(row.label for row in d.lines))
+print("eager's lines:", sorted(row.code for row in eager.by_line()))
+print("every line of both sides compared:", {r.label for r in d.lines} == {r.code for p in (eager, before) for r in p.by_line()})
 
 # %% [markdown]
 # Both sides rank the pairwise line first: compiling with `aot_eager` runs the same aten ops, so it
