@@ -12,7 +12,8 @@ from test_profile import _line
 import tracer
 import viz  # noqa: F401  (registers the ProfileDiff renderer)
 from tracer.eager_profiling import MARKERS
-from viz.profile_diff_view import profile_diff_html
+from viz.mimebundle import WIDGET_MIME
+from viz.profile_diff_view import ProfileDiffView, profile_diff_html
 
 
 class Net(torch.nn.Module):
@@ -111,6 +112,27 @@ def test_user_text_is_escaped(tmp_path):
         assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
         assert "<b>.py" not in page and "<i>" not in page and "<Mod>" not in page and "<p>" not in page
         assert 'class="ds-diff-faster"' in page and 'class="ds-diff-removed"' in page
+
+
+def test_the_widget_orders_the_rows_as_picked():
+    rows = [tracer.TimeDelta("/m.py:1", "slow_line", 100.0, 90.0), tracer.TimeDelta("/m.py:2", "won_line", 50.0, 5.0),
+            tracer.TimeDelta("/m.py:3", "lost_line", 10.0, 40.0)]
+    d = tracer.ProfileDiff("f", "eager", "inductor", 1, 1, 200.0, 150.0, 40.0, 15.0, lines=rows)
+    view = ProfileDiffView(d)
+
+    def order():
+        page = view.tables.value
+        return sorted(("slow_line", "won_line", "lost_line"), key=page.index)
+
+    assert order() == ["slow_line", "won_line", "lost_line"]  # by the larger side's time, as d.lines
+    view.sort.value = "compiled faster first"
+    assert order() == ["won_line", "slow_line", "lost_line"]
+    view.sort.value = "compiled slower first"
+    assert order() == ["lost_line", "slow_line", "won_line"]
+    bundle = d._repr_mimebundle_()
+    assert WIDGET_MIME in bundle and bundle["text/html"] == profile_diff_html(d) and bundle["text/plain"] == str(d)
+    with pytest.raises(ValueError, match="must be one of"):
+        profile_diff_html(d, "fastest")
 
 
 def test_eager_options_and_nothing_left_installed():

@@ -26,6 +26,7 @@ _PUBLIC = {
     "capture_html": "viz.html", "export_html": "viz.report_file", "node_info": "viz.info", "JobView": "viz.job_view",
     "export_job_html": "viz.job_view", "job_html": "viz.job_view", "mimebundle": "viz.mimebundle",
     "to_svg": "viz.svg", "ProfileExplorer": "viz.profile_explorer",
+    "ProfileDiffView": "viz.profile_diff_view",
 }
 
 
@@ -75,6 +76,7 @@ __all__ = [
     "Explorer",
     "JobView",
     "Layout",
+    "ProfileDiffView",
     "ProfileExplorer",
     "capture_html",
     "export_html",

@@ -1,4 +1,5 @@
-"""Static views of a ProfileDiff (eager against compiled): both sides' time per source line and per module, and its mime bundle.
+"""Views of a ProfileDiff (eager against compiled): both sides' time per source line and per module as
+static HTML, the :class:`ProfileDiffView` widget (the same tables, sorted as picked), and its mime bundle.
 
 Invariant: reads ``tracer.model`` only; every string from user code (a line's code, a module path) is
 escaped by the template (autoescape); the numbers are the ProfileDiff's own, per step. Rows use the
@@ -15,9 +16,11 @@ from typing import Any, Union
 from tracer.model.profile_diff import ProfileDiff, TimeDelta
 from viz.markup import fragment, render
 
-__all__ = ["export_profile_diff_html", "mimebundle", "profile_diff_html", "row_class"]
+__all__ = ["ProfileDiffView", "SORTS", "export_profile_diff_html", "mimebundle", "profile_diff_html", "row_class"]
 
 MAX_ROWS = 200  # rows per table; the rest is counted
+# how the widget orders the rows: the ProfileDiff's own order (the larger side's time), or by difference
+SORTS = {"time": None, "compiled faster first": lambda r: r.difference_us, "compiled slower first": lambda r: -r.difference_us}
 
 
 def _ms(us: float) -> str:
@@ -47,10 +50,14 @@ def _rows(rows: list[TimeDelta], line: bool) -> tuple[list[list[str]], list[str]
     return cells, classes
 
 
-def profile_diff_html(d: ProfileDiff) -> str:
-    """Static HTML of ``d``: totals, lines and modules with both sides' ms per step and the difference."""
-    lines, line_classes = _rows(d.lines, True)
-    modules, module_classes = _rows(d.modules, False)
+def profile_diff_html(d: ProfileDiff, sort: str = "time") -> str:
+    """Static HTML of ``d``: totals, lines and modules with both sides' ms per step and the difference;
+    ``sort``: one of SORTS (side b's rows called "compiled")."""
+    if sort not in SORTS:
+        raise ValueError(f"unknown sort {sort!r} (must be one of {list(SORTS)})")
+    key = SORTS[sort]
+    lines, line_classes = _rows(sorted(d.lines, key=key) if key else d.lines, True)
+    modules, module_classes = _rows(sorted(d.modules, key=key) if key else d.modules, False)
     return render("profile_diff.html.j2", d=d, total_a=_ms(d.total_a_us), total_b=_ms(d.total_b_us),
                   rest_a=_ms(d.unattributed_a_us), rest_b=_ms(d.unattributed_b_us), lines=lines,
                   line_classes=line_classes, modules=modules, module_classes=module_classes)
@@ -64,10 +71,28 @@ def export_profile_diff_html(d: ProfileDiff, path: Union[str, pathlib.Path]) -> 
     return p
 
 
+class ProfileDiffView:
+    """The widget of a ProfileDiff: a choice of order (SORTS) above the tables of :func:`profile_diff_html`.
+
+    ``view.sort.value = "compiled slower first"`` does from Python what picking it does in the browser;
+    ``view.widget`` is the ipywidgets box to display.
+    """
+
+    def __init__(self, d: ProfileDiff) -> None:
+        import ipywidgets as W
+
+        self.diff = d
+        self.sort = W.Dropdown(options=list(SORTS), value="time", description="order")  # labels are text, never HTML
+        self.tables = W.HTML(profile_diff_html(d))
+        self.sort.observe(lambda _: setattr(self.tables, "value", profile_diff_html(d, self.sort.value)), "value")
+        self.widget = W.VBox([self.sort, self.tables])
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
+        return self.widget._repr_mimebundle_(include=include, exclude=exclude)
+
+
 def mimebundle(d: ProfileDiff, include: Container[str] | None = None, exclude: Container[str] | None = None) -> dict[str, Any]:
-    """The ``_repr_mimebundle_`` of a ProfileDiff: its text table, and the tables as HTML."""
-    bundle: dict[str, Any] = {}
-    if (not include or "text/html" in include) and (not exclude or "text/html" not in exclude):
-        bundle["text/html"] = profile_diff_html(d)
-    bundle["text/plain"] = str(d)
-    return bundle
+    """The ``_repr_mimebundle_`` of a ProfileDiff: the widget, its tables as static HTML, and its text table."""
+    from viz.mimebundle import bundle
+
+    return bundle(lambda: ProfileDiffView(d).widget, lambda: profile_diff_html(d), str(d), include, exclude)

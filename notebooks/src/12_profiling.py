@@ -115,8 +115,8 @@ assert torch.allclose(before.capture.result, after.capture.result, rtol=1e-4)
 # `torch.compile`, under the same profiler, and puts each op's time on the line of yours that ran it
 # (and its backward ops on the line of the forward op that made them). `tracer.diff` of the two
 # profiles lines them up per source line and per module: each side's milliseconds per step and the
-# difference (negative where the compiled code is faster). Time a side could not put on a line is in
-# its own total (`unattributed_a_us`, `unattributed_b_us`), never spread over the rows.
+# difference (negative where the compiled code is faster). Time a side could not put on a line is
+# only in that side's total, never spread over the rows.
 
 # %%
 eager = tracer.profile(model, x, w, steps=5, eager=True)
@@ -146,8 +146,8 @@ for side, prof in (("a", eager), ("b", before)):
 #   `torch.profiler` and puts every event's self time on a graph node and your source line; what ran
 #   on no node stays in `prof.unattributed`, by event name.
 # - `prof.by_line()` ranks your lines, forward and backward together; `viz.ProfileExplorer(prof)`
-#   and `viz.export_html(prof, ...)` colour the graphs by the same times.
-# - `tracer.profile(fn, *args, eager=True)` profiles the uncompiled function the same way, and
+#   and `viz.export_html(prof, ...)` colour the graphs by the same times;
+#   `tracer.profile(fn, *args, eager=True)` profiles the uncompiled function, and
 #   `tracer.diff(eager, compiled)` compares the two per line and per module.
 #
 # **Try this.** Profile `model_fixed` with `backend="inductor"`. Inductor fuses the elementwise ops
