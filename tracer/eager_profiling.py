@@ -40,6 +40,8 @@ __all__ = ["MARKERS", "profile_eager"]
 # time, Python outside a line) stays unattributed by event name. Modules are named as Dynamo's
 # ``nn_module_stack`` names them (``L['self'].layers.0``, a global ``G['net']``), so a compiled
 # profile's modules compare with these; the profiled module itself is the top level, as there.
+# ``sys.settrace`` is per thread: ops a user thread runs stay unattributed; a trace function already
+# set (a debugger, coverage) is suspended for the profiled steps and put back after.
 
 MARKERS = "## dynascope markers ##"  # the unattributed name of the markers' own self time
 _LINE, _MOD, _EVAL = "## dynascope line ", "## dynascope module ", "autograd::engine::evaluate_function: "
