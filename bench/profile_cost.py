@@ -5,7 +5,8 @@ from entering ``torch.profiler.profile`` to its events being read (the steps and
 processing); the *attribution* is dynascope's part, turning those events into node or kernel times
 and the Profile (``fx_marks.node_times`` / ``kernel_marks.kernel_times`` and ``profiling._profile``;
 for ``backend="eager"``, ``tracer.profile(..., eager=True)``, ``eager_profiling._attribute``, and the
-line markers' own self time as a share of the profiler's total, ``markers_share``).
+line markers' own self time as a share of the profiler's total, ``markers_share``: the Python run
+between ops inside the markers, eager's own and the trace function's, Note [Eager time per user line]).
 The timers wrap those functions for the measured call only and are removed after it, also on error.
 """
 

@@ -40,6 +40,10 @@ __all__ = ["MARKERS", "profile_eager"]
 # time, Python outside a line) stays unattributed by event name. Modules are named as Dynamo's
 # ``nn_module_stack`` names them (``L['self'].layers.0``, a global ``G['net']``), so a compiled
 # profile's modules compare with these; the profiled module itself is the top level, as there.
+# A marker's own self time is the Python that ran inside it between ops: the eager interpreter's
+# work (which compiling removes) and the trace function's, which cannot be told apart; it stays
+# unattributed as ``MARKERS`` and makes an eager total larger than a plain profile's (whose Python
+# between ops is in no event): compare lines and modules, whose op times it does not touch.
 # ``sys.settrace`` is per thread: ops a user thread runs stay unattributed; a trace function already
 # set (a debugger, coverage) is suspended for the profiled steps and put back after.
 
