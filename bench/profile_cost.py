@@ -3,7 +3,10 @@
 Invariant: both are wall times of the same ``tracer.profile`` call: the *profiled run* is torch's part,
 from entering ``torch.profiler.profile`` to its events being read (the steps and the profiler's own
 processing); the *attribution* is dynascope's part, turning those events into node or kernel times
-and the Profile (``fx_marks.node_times`` / ``kernel_marks.kernel_times`` and ``profiling._profile``).
+and the Profile (``fx_marks.node_times`` / ``kernel_marks.kernel_times`` and ``profiling._profile``;
+for ``backend="eager"``, ``tracer.profile(..., eager=True)``, ``eager_profiling._attribute``, and the
+line markers' own self time as a share of the profiler's total, ``markers_share``: the Python run
+between ops inside the markers, eager's own and the trace function's, Note [Eager time per user line]).
 The timers wrap those functions for the measured call only and are removed after it, also on error.
 """
 
@@ -46,6 +49,7 @@ def measure(name: str, size: str = "full", backend: str = "aot_eager", steps: in
 
     import tracer._torch.fx_marks as fx_marks
     import tracer._torch.kernel_marks as kernel_marks
+    import tracer.eager_profiling as eager_profiling
     import tracer.profiling as profiling
 
     model, args = models.make(name, size)
@@ -53,7 +57,8 @@ def measure(name: str, size: str = "full", backend: str = "aot_eager", steps: in
     attribution: list[float] = []
     run_s: list[float] = []
     with contextlib.ExitStack() as stack:
-        for owner, fn in ((fx_marks, "node_times"), (kernel_marks, "kernel_times"), (profiling, "_profile")):
+        for owner, fn in ((fx_marks, "node_times"), (kernel_marks, "kernel_times"), (profiling, "_profile"),
+                          (eager_profiling, "_attribute")):
             stack.enter_context(_timed(owner, fn, attribution))
         started: list[float] = []
         enter, leave = torch.profiler.profile.__enter__, torch.profiler.profile.events
@@ -70,10 +75,13 @@ def measure(name: str, size: str = "full", backend: str = "aot_eager", steps: in
 
         stack.enter_context(_patched(torch.profiler.profile, "__enter__", entered))
         stack.enter_context(_patched(torch.profiler.profile, "events", events))
-        prof = tracer.profile(model, *args, steps=steps, backend=backend)
+        how: dict[str, Any] = {"eager": True} if backend == "eager" else {"backend": backend}
+        prof = tracer.profile(model, *args, steps=steps, **how)
     fresh()
     spent, ran = sum(attribution), sum(run_s)
-    return {"profiled_run_s": round(ran, 4), "attribution_s": round(spent, 4),
+    markers = prof.unattributed.get(eager_profiling.MARKERS, 0.0)
+    return {"markers_share": round(markers / prof.total_us, 4) if backend == "eager" and prof.total_us else None,
+            "profiled_run_s": round(ran, 4), "attribution_s": round(spent, 4),
             "attribution_share": round(spent / ran, 4) if ran else None, "nodes": len(prof.nodes),
             "attributed_share": round(prof.attributed_us / prof.total_us, 4) if prof.total_us else None}
 
@@ -99,7 +107,7 @@ def _median(name: str, size: str, backend: str, repeat: int) -> dict[str, Any]:
     return runs[len(runs) // 2] | {"repeat": repeat}
 
 
-def run(names: tuple[str, ...] = NAMES, size: str = "full", backends: tuple[str, ...] = ("aot_eager", "inductor"),
+def run(names: tuple[str, ...] = NAMES, size: str = "full", backends: tuple[str, ...] = ("aot_eager", "inductor", "eager"),
         repeat: int = 3) -> dict[str, Any]:
     """``{"profile_cost": {"<model> <backend>": {...}}, "profile_cost_max_share": worst attribution share}``,
     each model's the median of ``repeat`` profiles."""

@@ -144,6 +144,8 @@ def test_profile_cost_measures_both_parts_and_leaves_nothing_wrapped():
     res = profile_cost.measure("mlp", "tiny", "aot_eager", steps=1)
     assert res["profiled_run_s"] > 0 and res["attribution_s"] > 0 and res["nodes"] > 0
     assert fx_marks.node_times is before and "events" not in __import__("torch").profiler.profile.__dict__
+    eager = profile_cost.measure("mlp", "tiny", "eager", steps=1)
+    assert eager["attribution_s"] > 0 and eager["nodes"] > 0 and 0 < eager["markers_share"] < 1
 
 
 def test_job_scale_keys_and_the_report_of_every_rank():

@@ -27,6 +27,7 @@ MODULES = [
     "tracer.model.graph",
     "tracer.model.validate",
     "tracer.options",
+    "tracer.profile_compare",
     "tracer.profiling",
     "tracer.rank_pool",
     "tracer.root_roles",

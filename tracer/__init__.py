@@ -38,7 +38,9 @@ from tracer.model import (
     validate,
 )
 from tracer.model.profile import LineTime, NodeTime, Profile
+from tracer.model.profile_diff import ProfileDiff, TimeDelta
 from tracer.options import CaptureOptions
+from tracer.profile_compare import compare_profiles
 from tracer.profiling import profile
 from tracer.session import LocalVar, PausedState, Session, TraceAborted, TracerState, pause, trace
 from tracer.trace_log import load_trace
@@ -67,6 +69,7 @@ __all__ = [
     "NodeTime",
     "PausedState",
     "Profile",
+    "ProfileDiff",
     "Recompile",
     "SavedTensorHooks",
     "SavedValue",
@@ -74,10 +77,12 @@ __all__ = [
     "Speculation",
     "Subgraph",
     "SubgraphInput",
+    "TimeDelta",
     "TraceAborted",
     "TracerState",
     "UncheckedTorchWarning",
     "capture",
+    "compare_profiles",
     "diff",
     "export",
     "load_export",

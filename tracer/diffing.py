@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Optional
+from typing import Optional, Union
 
 from tracer.graph_align import align
 from tracer.model.capture import Capture
@@ -32,6 +32,9 @@ from tracer.model.frame import Frame
 from tracer.model.graph import Node, format_meta
 from tracer.model.guards import Recompile
 from tracer.model.lazy import on_first_read
+from tracer.model.profile import Profile
+from tracer.model.profile_diff import ProfileDiff
+from tracer.profile_compare import compare_profiles
 
 __all__ = ["align", "attach_recompile_diffs", "diff"]  # align re-exported from tracer.graph_align
 
@@ -41,9 +44,11 @@ _SIZE_SOURCES = (".size()", ".stride()", ".storage_offset()")
 _CONSTANT_GUARDS = ("CONSTANT_MATCH", "EQUALS_MATCH")
 
 
-def diff(a: Frame, b: Frame, *, reason: str = "") -> FrameDiff:
+def diff(a: Union[Frame, Profile], b: Union[Frame, Profile], *, reason: str = "") -> Union[FrameDiff, ProfileDiff]:
     """What differs from frame ``a`` to frame ``b``: guards, graph inputs, symbols, graphs (root,
     HOP bodies, AOT graphs), AOT saved values. ``reason``: the failed guard, when ``b`` recompiled ``a``.
+    Two :class:`tracer.Profile` (say eager and compiled): a :class:`tracer.ProfileDiff`, their time per
+    source line and module side by side (:func:`tracer.profile_compare.compare_profiles`).
 
     >>> from tracer.model import Frame, Guard
     >>> d = diff(Frame("0/0", "f", guards=[Guard("CONSTANT_MATCH", "L['n']", ["L['n'] == 4"])]),
@@ -55,6 +60,8 @@ def diff(a: Frame, b: Frame, *, reason: str = "") -> FrameDiff:
           - L['n'] == 4
           + L['n'] == 8
     """
+    if isinstance(a, Profile) or isinstance(b, Profile):
+        return compare_profiles(a, b)  # type: ignore[arg-type]  # it names the wrong type of either side
     d = FrameDiff(a=a.compile_id, b=b.compile_id, reason=reason)
     if a.status != b.status:
         d.status = [a.status, b.status]

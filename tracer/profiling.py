@@ -28,15 +28,20 @@ __all__ = ["profile"]
 
 
 def profile(fn: Callable[..., Any], *args: Any, steps: int = 5, warmup: int = 1, trace_file: Optional[str] = None,
-            options: Optional[CaptureOptions] = None, **kwargs: Any) -> Profile:
+            options: Optional[CaptureOptions] = None, eager: bool = False, **kwargs: Any) -> Profile:
     """Capture ``fn(*args, **kwargs)`` and profile ``steps`` more calls of the same compiled code.
 
     Keyword options are ``tracer.capture``'s (``backward``, ``dynamic``, ``dynamo_config``, ...;
     the rest go to ``fn``); ``backend`` is ``"aot_eager"`` (time per AOT node) or ``"inductor"``
     (time per kernel, CPU; a fused kernel's time is shown on every line it computes, as shared).
     ``trace_file``: also write the profiler's Chrome trace there (open it in Perfetto or
-    chrome://tracing). Returns a :class:`tracer.Profile`: ``by_line()``, ``by_node()``, ``table()``,
-    the unattributed time by event name, and ``capture``.
+    chrome://tracing). Returns a :class:`tracer.Profile`: ``by_line()``, ``by_module()``, ``by_node()``,
+    ``table()``, the unattributed time by event name, and ``capture``.
+
+    ``eager=True``: no compile; ``fn`` itself runs (``backend`` "eager", no capture), each op's self
+    time on the innermost user line running it and the modules it ran in, backward ops on their
+    forward op's (Note [Eager time per user line] in tracer/eager_profiling.py); the only option that
+    applies is ``backward``. ``tracer.diff(eager, compiled)`` compares two profiles per line and module.
 
     >>> import torch, tracer
     >>> prof = tracer.profile(lambda x: torch.sin(x) @ x, torch.randn(64, 64), steps=2)
@@ -51,6 +56,13 @@ def profile(fn: Callable[..., Any], *args: Any, steps: int = 5, warmup: int = 1,
     for name, value in (("steps", steps), ("warmup", warmup)):
         if not isinstance(value, int) or isinstance(value, bool) or value < (1 if name == "steps" else 0):
             raise ValueError(f"{name} must be an int >= {1 if name == 'steps' else 0}, got {value!r}")
+    if eager:
+        if opts != CaptureOptions(backward=opts.backward):
+            raise ValueError("eager=True runs fn without torch.compile: of tracer.capture's options only backward applies")
+        from tracer.eager_profiling import profile_eager
+
+        return profile_eager(fn, args, fn_kwargs, steps=steps, warmup=warmup, trace_file=trace_file or "",
+                             backward=opts.backward)
     from tracer._torch.fx_marks import marking, node_times
     from tracer._torch.kernel_marks import kernel_profiling, kernel_times
     from tracer.capturing import _run_capture

@@ -26,6 +26,7 @@ _PUBLIC = {
     "capture_html": "viz.html", "export_html": "viz.report_file", "node_info": "viz.info", "JobView": "viz.job_view",
     "export_job_html": "viz.job_view", "job_html": "viz.job_view", "mimebundle": "viz.mimebundle",
     "to_svg": "viz.svg", "ProfileExplorer": "viz.profile_explorer",
+    "ProfileDiffView": "viz.profile_diff_view",
 }
 
 
@@ -55,12 +56,14 @@ def _register_views() -> None:
     """Register viz's renderers with tracer's display hook (Note [Display through a registry])."""
     from tracer import display
     from tracer.model import Capture, FrameDiff, Job
+    from tracer.model.profile_diff import ProfileDiff
     from tracer.paused import PausedState
     from tracer.session import Session
 
     display.register(Capture, _deferred("viz.mimebundle"))
     display.register(FrameDiff, _deferred("viz.diff_view"))
     display.register(Job, _deferred("viz.job_view"))
+    display.register(ProfileDiff, _deferred("viz.profile_diff_view"))
     display.register(PausedState, _deferred("viz.session_panel"))
     display.register(Session, _deferred("viz.session_panel"))
 
@@ -73,6 +76,7 @@ __all__ = [
     "Explorer",
     "JobView",
     "Layout",
+    "ProfileDiffView",
     "ProfileExplorer",
     "capture_html",
     "export_html",

@@ -62,25 +62,8 @@ def time_facts(prof: Profile, frame: Frame, kind: str, node: str) -> dict[str, A
 
 
 def module_times(prof: Profile) -> list[tuple[str, str, float, float]]:
-    """(module path, type, forward µs, backward µs) by total, largest first: every module on the
-    ``nn_module_stack`` of a node the time was spent computing (a module includes its submodules'
-    time; a node computing nodes of several modules counts on each); "(top level)" for nodes on no
-    module's stack: the compiled function's own code (a module's own ``forward``)."""
-    frames = {f.compile_id: f for f in (prof.capture.frames if prof.capture is not None else [])}
-    rows: dict[str, list[Any]] = {}
-    for n in prof.nodes:
-        f = frames.get(n.compile_id)
-        mods: dict[str, str] = {}
-        for d in n.dynamo_nodes or ([n.dynamo_node] if n.dynamo_node else []):
-            node = next((x for x in f.graph.nodes if x.name == d), None) if f is not None and f.graph else None
-            stack = node.meta.get("nn_module_stack") if node is not None else None
-            for e in stack or []:
-                if isinstance(e, (list, tuple)) and len(e) >= 2:
-                    mods.setdefault(str(e[0]), str(e[1]))
-        for path, typ in (mods or {"(top level)": ""}).items():
-            row = rows.setdefault(path, [path, typ, 0.0, 0.0])
-            row[3 if n.graph == "backward" else 2] += n.self_us
-    return sorted((tuple(r) for r in rows.values()), key=lambda r: -(r[2] + r[3]))  # type: ignore[misc]
+    """(module path, type, forward µs, backward µs) by total, largest first: :meth:`tracer.Profile.by_module`."""
+    return prof.by_module()
 
 
 def profile_html(prof: Profile, top: int = 20) -> str:

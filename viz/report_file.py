@@ -32,6 +32,7 @@ from typing import Callable, Iterable, Optional, Union
 
 from tracer.model import Capture, Frame
 from tracer.model.profile import Profile
+from tracer.model.profile_diff import ProfileDiff
 from viz import panels
 from viz.browser_code import bundle
 from viz.code_view import frame_code_html
@@ -308,12 +309,17 @@ def _section(cap: Capture, prefix: str, heading: str, stats: ReportStats, blocks
                                  + panels.overview_html(cap, counts, [e["key"] for e in entries]))}
 
 
-def export_html(cap: Union[Capture, Profile], path: Union[str, pathlib.Path]) -> pathlib.Path:
+def export_html(cap: Union[Capture, Profile, ProfileDiff], path: Union[str, pathlib.Path]) -> pathlib.Path:
     """Write ``cap`` as one standalone HTML file that opens in any browser, no kernel, with each frame's
     Code tab; return its path. The overview is up front, each frame stored compressed and shown when
     opened (all of them at load when the report is small); the capture is left as it is. A
     :class:`tracer.Profile` writes its capture's report with the profile's tables first, each graph
-    coloured by time and each node's time in the inspector."""
+    coloured by time and each node's time in the inspector; a :class:`tracer.ProfileDiff` its tables
+    (:mod:`viz.profile_diff_view`)."""
+    if isinstance(cap, ProfileDiff):
+        from viz.profile_diff_view import export_profile_diff_html
+
+        return export_profile_diff_html(cap, path)
     if isinstance(cap, Profile):
         if cap.capture is None:
             raise ValueError("this Profile holds no capture (nothing to draw)")

@@ -109,13 +109,46 @@ assert ranking[0] is not now and now.total_us < top.total_us / 4
 assert torch.allclose(before.capture.result, after.capture.result, rtol=1e-4)
 
 # %% [markdown]
+# ## Eager against compiled, line by line
+#
+# Did compiling help, and where? `tracer.profile(..., eager=True)` runs the same function without
+# `torch.compile`, under the same profiler, and puts each op's time on the line of yours that ran it
+# (and its backward ops on the line of the forward op that made them). `tracer.diff` of the two
+# profiles lines them up per source line and per module: each side's milliseconds per step and the
+# difference (negative where the compiled code is faster). Time a side could not put on a line is
+# only in that side's total, never spread over the rows.
+
+# %%
+eager = tracer.profile(model, x, w, steps=5, eager=True)
+d = tracer.diff(eager, before)
+print(d.a, "->", d.b)
+print("first line, eager:", eager.by_line()[0].code)
+print("first line in the comparison:", d.lines[0].label)
+print("eager's lines:", sorted(row.code for row in eager.by_line()))
+print("every line of both sides compared:", {r.label for r in d.lines} == {r.code for p in (eager, before) for r in p.by_line()})
+
+# %% [markdown]
+# Both sides rank the pairwise line first: compiling with `aot_eager` runs the same aten ops, so it
+# cannot make the `4096 x 4096` product cheaper, only the rewrite above does. Evaluate `d` in a cell
+# for the table (compiled faster in green, slower in red), or `viz.export_html(d, "compare.html")`.
+
+# %% tags=["remove-input"]
+assert eager.backend == "eager" and eager.by_line()[0].code == top.code == d.lines[0].label
+assert d.lines[0].a_us > 0 and d.lines[0].b_us > 0 and eager.by_line()[0].backward_us > 0
+assert {r.label for r in d.lines} == {r.code for p in (eager, before) for r in p.by_line()}
+for side, prof in (("a", eager), ("b", before)):
+    assert abs(getattr(d, f"unattributed_{side}_us") * prof.steps - sum(prof.unattributed.values())) <= 1e-6 * prof.total_us
+
+# %% [markdown]
 # ## Recap
 #
 # - `tracer.profile(fn, *args, steps=N)` runs the function's own compiled code under
 #   `torch.profiler` and puts every event's self time on a graph node and your source line; what ran
 #   on no node stays in `prof.unattributed`, by event name.
 # - `prof.by_line()` ranks your lines, forward and backward together; `viz.ProfileExplorer(prof)`
-#   and `viz.export_html(prof, ...)` colour the graphs by the same times.
+#   and `viz.export_html(prof, ...)` colour the graphs by the same times;
+#   `tracer.profile(fn, *args, eager=True)` profiles the uncompiled function, and
+#   `tracer.diff(eager, compiled)` compares the two per line and per module.
 #
 # **Try this.** Profile `model_fixed` with `backend="inductor"`. Inductor fuses the elementwise ops
 # of several lines into one kernel: which lines share a kernel's time? The next cell holds one

@@ -27,7 +27,8 @@ __all__ = ["LineTime", "NodeTime", "Profile"]
 
 @dataclass
 class NodeTime:
-    """Self time of one node of an AOT graph, or of one Inductor kernel (what really ran), with its user line(s)."""
+    """Self time of one node of an AOT graph, or of one Inductor kernel (what really ran), with its user line(s);
+    eager (``backend == "eager"``): of one user line in one module stack, forward or backward, ``compile_id`` ""."""
 
     compile_id: str  # the Frame
     graph: str  # "forward", "backward" or "inference": which of frame.aot's graphs (or frame.inductor's)
@@ -40,6 +41,7 @@ class NodeTime:
     code: str = ""
     dynamo_nodes: list[str] = field(default_factory=list)  # every Dynamo node it computes (a fused kernel: several)
     also: list[SourceLine] = field(default_factory=list)  # a fused kernel's other user lines: its time shown on each
+    modules: list[list[str]] = field(default_factory=list)  # eager: [path, type] of each module it ran in, outermost first
 
     def lines(self) -> list[tuple[str, int, str]]:
         """Every user line this node's time shows on: (file, line, code); [("", 0, "")] when unknown."""
@@ -95,6 +97,27 @@ class Profile:
                 row.nodes.append(f"{n.compile_id} {n.graph}.{n.node}")
         return sorted(rows.values(), key=lambda r: -r.total_us)
 
+    def by_module(self) -> list[tuple[str, str, float, float]]:
+        """(module path, type, forward µs, backward µs) by total, largest first: every module the time was
+        spent in (a module includes its submodules' time; a node computing nodes of several modules counts
+        on each); "(top level)" for time in no module: the profiled function's (or module's) own code.
+        Paths as Dynamo's ``nn_module_stack`` writes them (``L['self'].proj``): eager from the node's
+        ``modules``, compiled from its Dynamo nodes' ``nn_module_stack`` in ``capture``."""
+        frames = {f.compile_id: f for f in (self.capture.frames if self.capture is not None else [])}
+        rows: dict[str, list[Any]] = {}
+        for n in self.nodes:
+            mods: dict[str, str] = {p: t for p, t in n.modules}
+            f = frames.get(n.compile_id)
+            for d in n.dynamo_nodes or ([n.dynamo_node] if n.dynamo_node else []):
+                node = next((x for x in f.graph.nodes if x.name == d), None) if f is not None and f.graph else None
+                for e in (node.meta.get("nn_module_stack") if node is not None else None) or []:
+                    if isinstance(e, (list, tuple)) and len(e) >= 2:
+                        mods.setdefault(str(e[0]), str(e[1]))
+            for path, typ in (mods or {"(top level)": ""}).items():
+                row = rows.setdefault(path, [path, typ, 0.0, 0.0])
+                row[3 if n.graph == "backward" else 2] += n.self_us
+        return sorted((tuple(r) for r in rows.values()), key=lambda r: -(r[2] + r[3]))  # type: ignore[misc]
+
     def by_node(self, graph: str = "") -> dict[str, float]:
         """``{"<compile id> <graph>.<node>": self µs}``, largest first; ``graph`` keeps one graph kind."""
         pairs = [(f"{n.compile_id} {n.graph}.{n.node}", n.self_us) for n in self.nodes if not graph or n.graph == graph]
@@ -104,7 +127,8 @@ class Profile:
         """The ``top`` source lines by time per step, then what was not attributed."""
         per = max(self.steps, 1)
         lines = [f"Profile of {self.fn or '?'} ({self.backend}): {self.total_us / per / 1000:.3f} ms per step "
-                 f"over {self.steps} step(s), {self._share(self.attributed_us)} on graph nodes",
+                 f"over {self.steps} step(s), {self._share(self.attributed_us)} on "
+                 + ("user lines" if self.backend == "eager" else "graph nodes"),
                  f"{'forward ms':>11} {'backward ms':>12}  line"]
         for r in self.by_line()[:top]:
             where = f"{r.file.rsplit('/', 1)[-1]}:{r.line}  {r.code}" if r.file else r.code
@@ -112,7 +136,7 @@ class Profile:
             lines.append(f"{r.forward_us / per / 1000:>11.3f} {r.backward_us / per / 1000:>12.3f}  {where}{shared}")
         rest = sorted(self.unattributed.items(), key=lambda kv: -kv[1])
         if rest:
-            lines.append(f"not on a graph node: {sum(v for _, v in rest) / per / 1000:.3f} ms per step, largest: "
+            lines.append(f"not on a {'user line' if self.backend == 'eager' else 'graph node'}: {sum(v for _, v in rest) / per / 1000:.3f} ms per step, largest: "
                          + ", ".join(f"{k} {v / per / 1000:.3f} ms" for k, v in rest[:3]))
         lines.extend(f"? {p}" for p in self.problems)
         return "\n".join(lines)
