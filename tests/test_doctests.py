@@ -45,6 +45,7 @@ MODULES = [
     "viz.grouping",
     "viz.guard_groups",
     "viz.inspector",
+    "viz.job_page",
     "viz.job_view",
     "viz.layout_linear",
     "viz.markup",
