@@ -50,7 +50,7 @@ def _active_rank(out) -> str:
 
 def test_job_view_in_jupyterlab(lab, browser, ddp_job_dir):
     job = tracer.load_job(str(lab.root / "job"))  # what the notebook loads, to know what to expect
-    (whole,) = forward_frames(job.ranks[0], "compiled")  # rank 0's forward; rank 1 broke the graph there
+    (whole,) = forward_frames(job.rank(0), "compiled")  # rank 0's forward; rank 1 broke the graph there
     cid = whole.compile_id
     (status,) = [d for d in job.divergence if d.kind == "status"]
     assert status.compile_ids == {0: cid, 1: cid}
@@ -123,7 +123,7 @@ def test_job_view_in_jupyterlab(lab, browser, ddp_job_dir):
         assert side.locator("h4", has_text=f"rank 1, frame {cid}").count() == 1 and page.url == url
         # both frames' graphs are drawn in the widget: rank 0's forward and, on rank 1, where the forward
         # frame restarted, the attempt of the same compile that followed (its report below the restart's)
-        (after,) = [f for f in job.ranks[1].frames if f.compile_id.startswith(cid + "_")]
+        (after,) = [f for f in job.rank(1).frames if f.compile_id.startswith(cid + "_")]
         columns = side.locator(".ds-side > div")
         for col, frame in ((columns.nth(0), whole), (columns.nth(1), after)):
             shown = col.locator(f'.ds-side-frame[data-frame="{frame.compile_id}"]')
@@ -147,7 +147,7 @@ def test_job_page_draws_the_side_by_side_graphs(browser, ddp_job_dir, tmp_path):
 
     job = tracer.load_job(str(ddp_job_dir))
     index, status = next((i, d) for i, d in enumerate(job.divergence) if d.kind == "status")
-    frame = job.ranks[0].frame(status.compile_ids[0])
+    frame = job.rank(0).frame(status.compile_ids[0])
     path = viz.export_job_html(job, tmp_path / "job.html")
     page = browser.new_page(viewport={"width": 1500, "height": 1000})
     errors: list[str] = []

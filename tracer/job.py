@@ -69,7 +69,7 @@ def load_job(path: str, *, workers: Optional[int] = 1, progress: Optional[Callab
             name = os.path.basename(files[rank])
             notes[name] = f"{name}: rank {rank} not loaded: {error}"
             continue
-        ref = None if cmp.ref is None else (lambda: load_rank(kind, files[cmp.ref])) if lazy else cmp.kept
+        ref = None if cmp.ref is None else (lambda: load_rank(kind, files[cmp.ref])) if lazy else (lambda: cmp.kept)
         job.ranks[rank] = cmp.add(rank, cap, ref, path=files[rank], loader=kind, keep=not lazy)
         del cap  # See Note [Ranks compared one at a time]
     job.problems += [notes[n] for n in sorted(notes)]
