@@ -15,11 +15,11 @@ from test_job import _step
 
 import tracer
 import viz
+from tracer.job import find_divergence
+from tracer.model import DIVERGENCE_KINDS, Job
 from viz.browser_code import bundle
 from viz.report_file import payloads
 from viz.report_info import unintern
-from tracer.job import find_divergence
-from tracer.model import DIVERGENCE_KINDS, Job
 
 _SIDE = '<details class="ds-sidebyside" id="ds-side-'
 _FRAME = '<div class="ds-side-frame" data-frame="'
