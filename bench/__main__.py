@@ -71,6 +71,8 @@ TARGETS: list[tuple[str, str, str, Optional[Any]]] = [
     ("job_report_rss_over_one_rank", "dynascope report <dir>, N rank logs (>= 1 GB), peak RSS / one rank fully read",
      "<= 1.0", lambda v: v <= 1.0),
     ("job_report_rss_over_one_rank_n_workers", "  same with N workers (parent process)", "<= 1.0", lambda v: v <= 1.0),
+    ("job_load_all_rss_over_one_rank", "load_job of the >= 1 GB job + every finding read, peak RSS / one rank fully read",
+     "<= 1.0", lambda v: v <= 1.0),
     ("job_load_seconds_1_worker", "load_job of N rank logs, 1 worker (s)", "", None),
     ("job_load_seconds_n_workers", "  same, one worker per core (s)", "", None),
     ("job_load_speedup", "  1 worker / N workers, wall (cores and load: job_cores, job_loadavg)", "", None),

@@ -60,7 +60,7 @@ def _register_views() -> None:
 
     display.register(Capture, _deferred("viz.mimebundle"))
     display.register(FrameDiff, _deferred("viz.diff_view"))
-    display.register(Job, _deferred("viz.job_view"))
+    display.register(Job, _deferred("viz.job_page"))
     display.register(PausedState, _deferred("viz.session_panel"))
     display.register(Session, _deferred("viz.session_panel"))
 

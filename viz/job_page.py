@@ -16,16 +16,17 @@ job of many big ranks needs the memory of one rank fully read.
 from __future__ import annotations
 
 import pathlib
+from collections.abc import Container
 from typing import Any, Union
 
 from tracer.model import Job
 from viz.browser_code import bundle
-from viz.job_view import job_html_summary, sides_html
+from viz.job_view import JobView, job_html_summary, sides_html
 from viz.markup import fragment, render
 from viz.report_file import encode_payload, frame_payload
 from viz.report_graphs import DrawingCache
 
-__all__ = ["export_job_html", "job_html"]
+__all__ = ["export_job_html", "job_html", "mimebundle"]
 
 
 def _block(key: str, payload: str) -> str:
@@ -63,3 +64,10 @@ def export_job_html(job: Job, path: Union[str, pathlib.Path]) -> pathlib.Path:
     p.write_text(render("page.html.j2", title=f"job of {len(job.ranks)} ranks", body=fragment(job_html(job))) + "\n",
                  encoding="utf-8")
     return p
+
+
+def mimebundle(job: Job, include: Container[str] | None = None, exclude: Container[str] | None = None) -> dict[str, Any]:
+    """The ``_repr_mimebundle_`` of a Job: the JobView widget, its static HTML and its text."""
+    from viz.mimebundle import bundle
+
+    return bundle(lambda: JobView(job).widget, lambda: job_html(job), str(job), include, exclude)

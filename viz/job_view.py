@@ -14,7 +14,6 @@ compile ids. A Job loaded from JSON renders like a live one. See Note [A finding
 
 from __future__ import annotations
 
-from collections.abc import Container
 from typing import Any, Optional
 
 import anywidget
@@ -29,7 +28,7 @@ from viz.markup import fragment, render
 from viz.report_graphs import canvas_css, report_data
 from viz.report_info import report_info
 
-__all__ = ["JobGrid", "JobView", "grid_columns", "job_html_summary", "mimebundle", "side_html", "sides_html"]
+__all__ = ["JobGrid", "JobView", "grid_columns", "job_html_summary", "side_html", "sides_html"]
 
 # Note [A finding's view on demand]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -246,11 +245,3 @@ def job_html_summary(job: Job, **page: Any) -> str:
                   cells={(r, cid): _cell(job, r, cid) for r in ranks for cid in columns},
                   sides=[f"{d.kind}: {d.message}" for d in job.divergence], canvas_css=fragment(canvas_css()),
                   **{"reports": [], "script": "", **page})
-
-
-def mimebundle(job: Job, include: Container[str] | None = None, exclude: Container[str] | None = None) -> dict[str, Any]:
-    """The ``_repr_mimebundle_`` of a Job: the JobView widget, its static HTML and its text."""
-    from viz.job_page import job_html
-    from viz.mimebundle import bundle
-
-    return bundle(lambda: JobView(job).widget, lambda: job_html(job), str(job), include, exclude)
