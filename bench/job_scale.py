@@ -96,6 +96,56 @@ def job_memory(log: str, rank_bytes: int, ranks: int, tmp: str) -> dict[str, Any
             "job_load_all_rss_over_one_rank": round(full["rss"] / one["rss"], 3), "job_mem_loadavg": load}
 
 
+_SIDE_PAINT = """async () => {
+  let fcp = null;
+  for (let i = 0; i < 400 && fcp === null; i++) {
+    const e = performance.getEntriesByName('first-contentful-paint')[0];
+    if (e) fcp = e.startTime; else await new Promise((r) => setTimeout(r, 5));
+  }
+  const nav = performance.getEntriesByType('navigation')[0];
+  const t0 = performance.now();
+  location.hash = 'ds-side-0';
+  const side = document.querySelector('#ds-side-0');
+  for (let i = 0; i < 6000 && !side.dataset.dsLoaded; i++) await new Promise((r) => setTimeout(r, 5));
+  await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));  // its first frame painted
+  return {first_paint: fcp, load: nav.loadEventStart,
+          side: side.dataset.dsLoaded === '1' ? performance.now() - t0 : null};
+}"""
+
+
+def page_paint(log: str, tmp: str) -> dict[str, Any]:
+    """The static job page (``viz.export_job_html``) of two ranks: ``log`` on rank 0 and its first half
+    on rank 1 (a cut log: a "frames" finding, the cut a problem), in headless Chromium (1,440 x 900):
+    ``job_page_bytes``, ``job_page_first_paint_ms`` (FCP), ``job_page_load_ms`` and
+    ``job_page_side_ms`` (the first finding asked for -> its view decoded, shown and painted)."""
+    from playwright.sync_api import sync_playwright
+
+    import tracer
+    import viz
+    from bench.report_size import CHROMIUM
+
+    where = os.path.join(tmp, "cut")
+    os.makedirs(where, exist_ok=True)
+    with open(log, "rb") as fh:
+        text = fh.read()
+    with open(os.path.join(where, "rank_0.log"), "wb") as out:
+        out.write(text)
+    with open(os.path.join(where, "rank_1.log"), "wb") as out:
+        out.write(text[: len(text) // 2])
+    job = tracer.load_job(where)
+    path = viz.export_job_html(job, os.path.join(tmp, "job.html"))
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"], timeout=60_000)
+        try:
+            page = b.new_page(viewport={"width": 1440, "height": 900})
+            page.goto(path.as_uri(), wait_until="load", timeout=120_000)
+            got = page.evaluate(_SIDE_PAINT)
+        finally:
+            b.close()
+    return {"job_page_findings": len(job.divergence), "job_page_bytes": os.path.getsize(path),
+            **{f"job_page_{k}_ms": (round(v, 1) if isinstance(v, float) else v) for k, v in got.items()}}
+
+
 def run(size: str = "full", rank_bytes: int = 100 * 2**20, ranks: int = 10, job_ranks: int = 4,
         job_rank_bytes: int = 25 * 2**20, workers: int = 0) -> dict[str, Any]:
     """Keys: ``job_report_rss_over_one_rank`` (peak RSS of ``dynascope report`` over ``ranks`` copies of a
@@ -126,6 +176,7 @@ def run(size: str = "full", rank_bytes: int = 100 * 2**20, ranks: int = 10, job_
         loadn = _child("job", few, n)
         out["job_loadavg"]["end"] = _load()
         out.update(job_memory(log, rank_bytes, ranks, tmp))
+        out.update(page_paint(log, tmp))
     mb = 2**20
     out.update({
         "job_rank_log_bytes": nbytes, "job_ranks": ranks, "job_total_bytes": nbytes * ranks,
@@ -151,6 +202,10 @@ if __name__ == "__main__":
         with tempfile.TemporaryDirectory(prefix="dynascope-bench-job-") as tmp:
             print(json.dumps(job_memory(args["log"], int(float(args.get("rank_mb", 100)) * 2**20),
                                         int(args.get("ranks", 10)), tmp), indent=1))
+        sys.exit(0)
+    if "page" in args:  # only the job page's first paint: python -m bench.job_scale page=LOG
+        with tempfile.TemporaryDirectory(prefix="dynascope-bench-job-") as tmp:
+            print(json.dumps(page_paint(args["page"], tmp), indent=1))
         sys.exit(0)
     print(json.dumps(run(size=args.get("size", "full"), rank_bytes=int(float(args.get("rank_mb", 100)) * 2**20),
                          ranks=int(args.get("ranks", 10)), job_ranks=int(args.get("job_ranks", 4)),
