@@ -106,6 +106,7 @@ _SIDE_PAINT = """async () => {
   const t0 = performance.now();
   location.hash = 'ds-side-0';
   const side = document.querySelector('#ds-side-0');
+  if (side === null) return {first_paint: fcp, load: nav.loadEventStart, side: null};  // no finding
   for (let i = 0; i < 6000 && !side.dataset.dsLoaded; i++) await new Promise((r) => setTimeout(r, 5));
   await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));  // its first frame painted
   return {first_paint: fcp, load: nav.loadEventStart,
