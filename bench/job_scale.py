@@ -1,5 +1,6 @@
 """Jobs of many ranks: ``load_job`` and ``dynascope report <dir>`` with 1 and N worker processes, and the
-memory of a job report over N copies of a big rank log against one rank's fully read log.
+memory of a job report, and of ``load_job`` with every finding read, over N copies of a big rank log
+against one rank's fully read log.
 
 Invariant: every figure is a whole fresh process (start-up included) on the same files, timed by
 itself (``_CHILD`` prints its own wall, CPU and peak RSS: ``ru_maxrss`` of the process itself, the
@@ -34,6 +35,11 @@ if mode == "one":  # one rank's log fully read: what a viewer of every frame rea
 elif mode == "job":
     import tracer
     job = tracer.load_job(path, workers=workers)
+elif mode == "job_all":  # load_job, then every finding, summary and problem read (what the job view's grid shows)
+    import tracer
+    job = tracer.load_job(path, workers=workers)
+    text = str(job) + "".join(str(d) + repr(d.diff) for d in job.divergence) + "".join(job.checked)
+    assert len(job.ranks) == int(sys.argv[4]), (len(job.ranks), job.problems)
 else:
     from viz.cli import write_report
     write_report(path, sys.argv[4], workers=workers)
@@ -68,13 +74,86 @@ def _load() -> str:
         return " ".join(fh.read().split()[:3])
 
 
+def job_memory(log: str, rank_bytes: int, ranks: int, tmp: str) -> dict[str, Any]:
+    """``job_load_all_rss_over_one_rank``: peak RSS of ``load_job`` (1 worker) of ``ranks`` copies of the
+    synthetic log grown from ``log`` to ``rank_bytes``, with every finding read, ÷ one rank fully read
+    (target <= 1: one rank's memory plus the job's summary), with both figures and walls."""
+    from bench.report_vs_tlparse import synthetic_log
+
+    big = os.path.join(tmp, "rank_mem.log")
+    nbytes = synthetic_log(log, big, rank_bytes)
+    many = job_dir(big, ranks, os.path.join(tmp, "mem"))
+    load = {"start": _load()}
+    one = _child("one", big, 1)
+    load["one_rank"] = _load()
+    full = _child("job_all", many, 1, str(ranks))
+    load["end"] = _load()
+    mb = 2**20
+    return {"job_mem_rank_log_bytes": nbytes, "job_mem_ranks": ranks, "job_mem_total_bytes": nbytes * ranks,
+            "job_mem_one_rank_rss_mb": round(one["rss"] / mb, 1), "job_mem_one_rank_seconds": round(one["wall"], 2),
+            "job_load_all_rss_mb": round(full["rss"] / mb, 1), "job_load_all_seconds": round(full["wall"], 2),
+            "job_load_all_cpu_seconds": round(full["cpu"], 2),
+            "job_load_all_rss_over_one_rank": round(full["rss"] / one["rss"], 3), "job_mem_loadavg": load}
+
+
+_SIDE_PAINT = """async () => {
+  let fcp = null;
+  for (let i = 0; i < 400 && fcp === null; i++) {
+    const e = performance.getEntriesByName('first-contentful-paint')[0];
+    if (e) fcp = e.startTime; else await new Promise((r) => setTimeout(r, 5));
+  }
+  const nav = performance.getEntriesByType('navigation')[0];
+  const t0 = performance.now();
+  location.hash = 'ds-side-0';
+  const side = document.querySelector('#ds-side-0');
+  if (side === null) return {first_paint: fcp, load: nav.loadEventStart, side: null};  // no finding
+  for (let i = 0; i < 6000 && !side.dataset.dsLoaded; i++) await new Promise((r) => setTimeout(r, 5));
+  await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));  // its first frame painted
+  return {first_paint: fcp, load: nav.loadEventStart,
+          side: side.dataset.dsLoaded === '1' ? performance.now() - t0 : null};
+}"""
+
+
+def page_paint(log: str, tmp: str) -> dict[str, Any]:
+    """The static job page (``viz.export_job_html``) of two ranks: ``log`` on rank 0 and its first half
+    on rank 1 (a cut log: a "frames" finding, the cut a problem), in headless Chromium (1,440 x 900):
+    ``job_page_bytes``, ``job_page_first_paint_ms`` (FCP), ``job_page_load_ms`` and
+    ``job_page_side_ms`` (the first finding asked for -> its view decoded, shown and painted)."""
+    from playwright.sync_api import sync_playwright
+
+    import tracer
+    import viz
+    from bench.report_size import CHROMIUM
+
+    where = os.path.join(tmp, "cut")
+    os.makedirs(where, exist_ok=True)
+    with open(log, "rb") as fh:
+        text = fh.read()
+    with open(os.path.join(where, "rank_0.log"), "wb") as out:
+        out.write(text)
+    with open(os.path.join(where, "rank_1.log"), "wb") as out:
+        out.write(text[: len(text) // 2])
+    job = tracer.load_job(where)
+    path = viz.export_job_html(job, os.path.join(tmp, "job.html"))
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"], timeout=60_000)
+        try:
+            page = b.new_page(viewport={"width": 1440, "height": 900})
+            page.goto(path.as_uri(), wait_until="load", timeout=120_000)
+            got = page.evaluate(_SIDE_PAINT)
+        finally:
+            b.close()
+    return {"job_page_findings": len(job.divergence), "job_page_bytes": os.path.getsize(path),
+            **{f"job_page_{k}_ms": (round(v, 1) if isinstance(v, float) else v) for k, v in got.items()}}
+
+
 def run(size: str = "full", rank_bytes: int = 100 * 2**20, ranks: int = 10, job_ranks: int = 4,
         job_rank_bytes: int = 25 * 2**20, workers: int = 0) -> dict[str, Any]:
     """Keys: ``job_report_rss_over_one_rank`` (peak RSS of ``dynascope report`` over ``ranks`` copies of a
     ``rank_bytes`` log, one worker, ÷ one rank's log fully read; target <= 1: one rank's memory plus the
     report's summary), the same with N workers (the parent's RSS); ``job_load_seconds_{1,n}_workers`` and
-    ``job_report_seconds_{1,n}_workers`` with their ratio (``*_speedup``); ``job_load_rss_mb_*`` (load_job
-    keeps every rank's capture in ``job.ranks``: it grows with the ranks). ``workers`` 0 = one per core.
+    ``job_report_seconds_{1,n}_workers`` with their ratio (``*_speedup``); ``job_load_rss_mb_*``; and
+    :func:`job_memory`'s keys on the ``ranks`` x ``rank_bytes`` job. ``workers`` 0 = one per core.
     The machine's cores and load average are recorded beside the figures."""
     from bench.report_vs_tlparse import synthetic_log, training_log
 
@@ -97,6 +176,8 @@ def run(size: str = "full", rank_bytes: int = 100 * 2**20, ranks: int = 10, job_
         load1 = _child("job", few, 1)
         loadn = _child("job", few, n)
         out["job_loadavg"]["end"] = _load()
+        out.update(job_memory(log, rank_bytes, ranks, tmp))
+        out.update(page_paint(log, tmp))
     mb = 2**20
     out.update({
         "job_rank_log_bytes": nbytes, "job_ranks": ranks, "job_total_bytes": nbytes * ranks,
@@ -118,6 +199,15 @@ def run(size: str = "full", rank_bytes: int = 100 * 2**20, ranks: int = 10, job_
 
 if __name__ == "__main__":
     args = dict(a.split("=", 1) for a in sys.argv[1:])
+    if "log" in args:  # only the memory of load_job over a given log: python -m bench.job_scale log=L rank_mb=100 ranks=10
+        with tempfile.TemporaryDirectory(prefix="dynascope-bench-job-") as tmp:
+            print(json.dumps(job_memory(args["log"], int(float(args.get("rank_mb", 100)) * 2**20),
+                                        int(args.get("ranks", 10)), tmp), indent=1))
+        sys.exit(0)
+    if "page" in args:  # only the job page's first paint: python -m bench.job_scale page=LOG
+        with tempfile.TemporaryDirectory(prefix="dynascope-bench-job-") as tmp:
+            print(json.dumps(page_paint(args["page"], tmp), indent=1))
+        sys.exit(0)
     print(json.dumps(run(size=args.get("size", "full"), rank_bytes=int(float(args.get("rank_mb", 100)) * 2**20),
                          ranks=int(args.get("ranks", 10)), job_ranks=int(args.get("job_ranks", 4)),
                          job_rank_bytes=int(float(args.get("job_rank_mb", 25)) * 2**20),

@@ -25,6 +25,7 @@ MODULES = [
     "tracer.model.attempts",
     "tracer.model.break_reason",
     "tracer.model.graph",
+    "tracer.model.job",
     "tracer.model.validate",
     "tracer.options",
     "tracer.profile_compare",

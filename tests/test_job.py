@@ -12,7 +12,8 @@ import torch
 import tracer
 import viz
 from tracer.job import collectives, compare_frames, find_divergence, rank_diff
-from tracer.model import Job
+from tracer.model import Job, RankSummary
+from viz.report_file import expand
 
 
 def _step(brk: bool):
@@ -88,9 +89,9 @@ def test_graph_and_guards_divergence_is_structure_not_names(caps):
                                                                  {g.kind for g in c2.frame("0/0").guards if g.source == "L['n']"}]
     mul = next(p for p in d.graph("").pairs if p.changes)  # x * 2 vs x * 3: the constant argument
     assert "2" in mul.changes[0] and "3" in mul.changes[0]
-    job = Job(ranks={0: c2, 1: c3}, divergence=found)
+    job = Job.of({0: c2, 1: c3}, divergence=found)
     assert Job.from_json(job.to_json()) == job  # the diff a finding carries is plain data too
-    assert "diff 0/0 → 0/0" in viz.job_html(job)  # and the job page shows it as the finding's side-by-side view
+    assert "diff 0/0 → 0/0" in expand(viz.job_html(job))  # and the job page shows it as the finding's side-by-side view
 
 
 def test_globals_dynamo_numbers_per_process_are_no_divergence():
@@ -132,6 +133,29 @@ def test_job_json_round_trip(caps, tmp_path):
         Job.from_json(json.dumps({"schema": 2, "job": {"ranks": {"x": {}}}}))
 
 
+def test_load_job_holds_summaries_and_opens_one_rank_at_a_time(caps, tmp_path):
+    path = _write(tmp_path, **{"rank0.json": caps["plain"], "rank1.json": caps["broken"], "rank2.json": caps["plain5"]})
+    job = tracer.load_job(path)
+    saved = {r: tracer.Capture.load(os.path.join(path, f"rank{r}.json")) for r in range(3)}
+    # the findings made one rank at a time are exactly those of the three captures compared in memory
+    assert (job.divergence, job.checked) == find_divergence(saved)
+    assert {d.kind for d in job.divergence} >= {"frames", "status", "graph"}
+    assert job.ranks[1] == RankSummary.of(saved[1], os.path.join(path, "rank1.json"), "capture")
+    assert [(f.compile_id, f.status, f.nodes) for f in job.ranks[1].frames] == [
+        (f.compile_id, f.status, len(f.graph.nodes)) for f in caps["broken"].frames]
+    assert "_kept" not in job.__dict__ or job._kept is None  # load_job kept no capture
+    one = job.rank(1)
+    assert one.to_json() == caps["broken"].to_json() and job.rank(1) is one  # read again from its file, then kept
+    assert job.rank(0).to_json() == caps["plain"].to_json() and job.rank(1) is not one  # one kept at a time
+    with pytest.raises(KeyError, match=r"no rank 7 in the job \(ranks: \[0, 1, 2\]\)"):
+        job.rank(7)
+    back = Job.from_json(job.to_json())  # summaries and findings only; a rank opens from its file
+    assert back == job and back.rank(2).to_json() == caps["plain5"].to_json()
+    held = Job.from_json(Job.of({0: caps["plain"]}).to_json())
+    with pytest.raises(ValueError, match="rank 0's capture is not available: the job was made from captures in memory"):
+        held.rank(0)
+
+
 def test_damaged_missing_and_foreign_files_are_problems(caps, tmp_path):
     path = _write(tmp_path, **{"rank0.json": caps["plain"], "rank1.json": '{"schema": 2, "capture": {"frames": 3}}',
                                "rank3.json": caps["plain"], "config.json": "{}", "rank4.json": "not json"})
@@ -167,8 +191,8 @@ def test_torch_trace_directory_loads_each_rank_with_load_trace(tmp_path, child_t
     assert job.meta["loaded_from"] == "TORCH_TRACE" and sorted(job.ranks) == [0, 1]
     expected = [(f.compile_id, f.status, f.graph.code) for f in tracer.load_trace(str(log)).frames]
     assert len(expected) >= 3 and any(status == "compiled" for _, status, _ in expected)
-    for cap in job.ranks.values():
-        assert [(f.compile_id, f.status, f.graph.code) for f in cap.frames] == expected
+    for r in job.ranks:
+        assert [(f.compile_id, f.status, f.graph.code) for f in job.rank(r).frames] == expected
     assert job.divergence == [] and job.problems == []
 
 
@@ -195,6 +219,7 @@ def test_job_html_marks_divergent_cells_and_escapes(caps, tmp_path):
     job.divergence[0].message += " <script>alert(1)</script>"
     page = viz.job_html(job)
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page
+    assert "<script>alert" not in expand(page) and "&lt;script&gt;alert(1)" in expand(page)  # the views, decoded
     assert 'class="ds-divergent" title=' in page and 'data-rank="1" data-frame="0/0"' in page
     assert 'href="#ds-rank-1-0/0"' in page and 'id="ds-rank-1-0/0"' in page
     assert sorted(job._repr_mimebundle_()) == ["application/vnd.jupyter.widget-view+json", "text/html", "text/plain"]

@@ -50,7 +50,7 @@ def _active_rank(out) -> str:
 
 def test_job_view_in_jupyterlab(lab, browser, ddp_job_dir):
     job = tracer.load_job(str(lab.root / "job"))  # what the notebook loads, to know what to expect
-    (whole,) = forward_frames(job.ranks[0], "compiled")  # rank 0's forward; rank 1 broke the graph there
+    (whole,) = forward_frames(job.rank(0), "compiled")  # rank 0's forward; rank 1 broke the graph there
     cid = whole.compile_id
     (status,) = [d for d in job.divergence if d.kind == "status"]
     assert status.compile_ids == {0: cid, 1: cid}
@@ -117,13 +117,15 @@ def test_job_view_in_jupyterlab(lab, browser, ddp_job_dir):
         links = out.locator('.ds-divergence a[href^="#ds-side-"]')
         assert links.count() == len(job.divergence)
         index = job.divergence.index(status)
-        links.nth(index).click()
         side = out.locator(f'details[id="ds-side-{index}"]')
+        assert side.locator(".ds-lazy-body").inner_html() == ""  # sent only when the finding is opened
+        links.nth(index).click()
         page.wait_for_function("e => e.open", arg=side.element_handle(), timeout=10_000)
+        side.locator("h4", has_text=f"rank 1, frame {cid}").wait_for(timeout=60_000)  # asked for, rendered, sent
         assert side.locator("h4", has_text=f"rank 1, frame {cid}").count() == 1 and page.url == url
         # both frames' graphs are drawn in the widget: rank 0's forward and, on rank 1, where the forward
         # frame restarted, the attempt of the same compile that followed (its report below the restart's)
-        (after,) = [f for f in job.ranks[1].frames if f.compile_id.startswith(cid + "_")]
+        (after,) = [f for f in job.rank(1).frames if f.compile_id.startswith(cid + "_")]
         columns = side.locator(".ds-side > div")
         for col, frame in ((columns.nth(0), whole), (columns.nth(1), after)):
             shown = col.locator(f'.ds-side-frame[data-frame="{frame.compile_id}"]')
@@ -147,7 +149,7 @@ def test_job_page_draws_the_side_by_side_graphs(browser, ddp_job_dir, tmp_path):
 
     job = tracer.load_job(str(ddp_job_dir))
     index, status = next((i, d) for i, d in enumerate(job.divergence) if d.kind == "status")
-    frame = job.ranks[0].frame(status.compile_ids[0])
+    frame = job.rank(0).frame(status.compile_ids[0])
     path = viz.export_job_html(job, tmp_path / "job.html")
     page = browser.new_page(viewport={"width": 1500, "height": 1000})
     errors: list[str] = []
@@ -155,7 +157,7 @@ def test_job_page_draws_the_side_by_side_graphs(browser, ddp_job_dir, tmp_path):
     try:
         page.goto(path.as_uri())
         side = page.locator(f'details[id="ds-side-{index}"]')
-        assert not side.evaluate("e => e.open")
+        assert not side.evaluate("e => e.open") and side.locator(".ds-graphbox").count() == 0  # not decoded yet
         page.locator(f'a[href="#ds-side-{index}"]').click()  # scrolls to the finding's view and opens it
         page.wait_for_function("e => e.open", arg=side.element_handle(), timeout=10_000)
         host = side.locator(".ds-side > div").nth(0).locator('.ds-graphbox[data-kind="root"]')
@@ -164,6 +166,40 @@ def test_job_page_draws_the_side_by_side_graphs(browser, ddp_job_dir, tmp_path):
         drawn.first.wait_for(timeout=30_000)
         assert sorted(drawn.evaluate_all("es => es.map(e => e.getAttribute('data-node'))")) == sorted(
             n.name for n in frame.graph.nodes)
+        # a node's facts: the inspector the report and the widget show (viz.node_info, Note [One inspector])
+        call = next(n for n in frame.graph.nodes if n.op == "call_function")
+        node = host.locator(f'.ds-canvas svg [data-node="{call.name}"]').first
+        node.scroll_into_view_if_needed()
+        node.click()
+        target = host.locator('.ds-nodeinfo tr[data-key="target"] td').first
+        target.wait_for(timeout=10_000)
+        assert target.inner_text() == viz.node_info(frame, "", call.name)["target"] == call.target
+        assert not errors, errors
+    finally:
+        page.close()
+
+
+def test_job_page_first_paint_and_a_rank_frame_on_demand(browser, ddp_job_dir, tmp_path):
+    """The static page's first contentful paint is measured (the figure is bench/job_scale.py's), and a
+    rank's frame, opened from the grid, is decoded from its payload and drawn."""
+    import viz
+
+    job = tracer.load_job(str(ddp_job_dir))
+    cid = next(d for d in job.divergence if d.kind == "status").compile_ids[1]
+    path = viz.export_job_html(job, tmp_path / "job.html")
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(path.as_uri(), wait_until="load")
+        fcp = page.evaluate("() => new Promise((done) => new PerformanceObserver((l) => done(l.getEntries()[0].startTime))"
+                            ".observe({type: 'paint', buffered: true}))")
+        assert fcp > 0
+        frame = page.locator(f'details[id="ds-rank-1-{cid}"]')
+        assert frame.get_attribute("data-ds-loaded") is None  # nothing decoded before it is asked for
+        page.locator(f'td[data-rank="1"][data-frame="{cid}"] a').click()
+        page.wait_for_function("e => e.dataset.dsLoaded === '1'", arg=frame.element_handle(), timeout=30_000)
+        assert frame.evaluate("e => e.open") and "restarted" in frame.inner_text()
         assert not errors, errors
     finally:
         page.close()

@@ -14,8 +14,8 @@ _SAID = "r1.log: cut off: the file ends (byte 10) in the middle of line 3; kept 
 
 
 def _job(a, b) -> Job:
-    job = Job(ranks={0: a, 1: b})
-    job.divergence, job.checked = find_divergence(job.ranks)
+    job = Job.of({0: a, 1: b})
+    job.divergence, job.checked = find_divergence({0: a, 1: b})
     settle_cuts(job)
     return job
 
@@ -55,9 +55,10 @@ def test_frames_that_differ_before_the_cut_stay_a_finding_that_says_the_cut():
 
 
 def test_the_reference_rank_cut_too():
-    job = Job(ranks={0: _cut(_frame("0/0"), _frame("1/0", "torch.sin"), cut_in=["1/0"]),
-                     1: _cap(_frame("0/0"), _frame("1/0", "torch.cos"), _frame("2/0"))})
-    job.divergence, job.checked = find_divergence(job.ranks)
+    caps = {0: _cut(_frame("0/0"), _frame("1/0", "torch.sin"), cut_in=["1/0"]),
+            1: _cap(_frame("0/0"), _frame("1/0", "torch.cos"), _frame("2/0"))}
+    job = Job.of(caps)
+    job.divergence, job.checked = find_divergence(caps)
     settle_cuts(job)
     assert job.divergence == [] and len([line for line in job.checked if line.startswith("not counted")]) == 2
 

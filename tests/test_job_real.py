@@ -72,7 +72,8 @@ def test_load_job_names_the_divergent_rank_and_the_cut_log(transformer_job):
     (problem,) = job.problems
     size = transformer_job.cut.stat().st_size
     assert problem.startswith(f"rank {CUT_RANK}: {transformer_job.cut.name}: cut off: the file ends (byte {size})")
-    cut_in = job.ranks[CUT_RANK].meta["cut_in"]
+    cut_in = job.ranks[CUT_RANK].cut_in
+    assert cut_in == job.rank(CUT_RANK).meta["cut_in"]  # the summary says what the rank's capture says
     assert cut_in and f"its log ends inside frame(s) {', '.join(sorted(cut_in))}" in problem
     # every finding is rank 0 against the odd rank: none names the cut rank, whose cut frames are no finding
     assert job.divergence and all(d.ranks == [0, ODD_RANK] for d in job.divergence)
@@ -94,7 +95,7 @@ def test_load_job_names_the_divergent_rank_and_the_cut_log(transformer_job):
         # graph_break() in the resume function after block 0, whose guards then check that call ...
         (d,) = named
         (cid,) = set(d.compile_ids.values())
-        assert d.kind == "guards" and [_breaks(job.ranks[r].frame(cid)) for r in (0, ODD_RANK)] == [False, True]
+        assert d.kind == "guards" and [_breaks(job.rank(r).frame(cid)) for r in (0, ODD_RANK)] == [False, True]
         # ... and the next compile id is the function after the break on the odd rank, after block 1 on rank 0
         (code,) = [d for d in job.divergence if d.kind == "frames" and "different code" in d.message]
         a, b = (job.ranks[r].frame(code.compile_ids[r]) for r in (0, ODD_RANK))
@@ -140,7 +141,7 @@ def test_job_page_of_eight_ranks_in_chromium(transformer_job, browser, tmp_path)
     # the first finding on one frame that rank 0 compiled (DDP: the forward; FSDP2: the resume function after block 1)
     index, d = next((i, d) for i, d in enumerate(job.divergence) if d.compile_ids[0] and "rank 0 made" not in d.message
                     and job.ranks[0].frame(d.compile_ids[0]).status == "compiled")
-    frame = job.ranks[0].frame(d.compile_ids[0])
+    frame = job.rank(0).frame(d.compile_ids[0])
     odd = d.compile_ids[ODD_RANK]
     path = viz.export_job_html(job, tmp_path / "job.html")
     page = browser.new_page(viewport={"width": 1500, "height": 1000})

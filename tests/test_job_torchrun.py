@@ -9,7 +9,7 @@ from torchrun_job import forward_frames as _forward
 
 import tracer
 import viz
-from tracer.job import rank_diff
+from tracer.job import find_divergence, rank_diff
 
 
 @pytest.fixture
@@ -38,7 +38,8 @@ def test_each_rank_saves_its_capture_and_the_ddp_split(job_dir):
 def test_load_job_reports_the_divergence_on_the_forward_frame(job_dir):
     job = tracer.load_job(str(job_dir))
     assert sorted(job.ranks) == [0, 1] and job.problems == []
-    (whole,) = _forward(job.ranks[0], "compiled")
+    caps = {r: tracer.Capture.load(str(job_dir / f"rank{r}.json")) for r in (0, 1)}  # what each rank saved
+    (whole,) = _forward(caps[0], "compiled")
     (status,) = [d for d in job.divergence if d.kind == "status"]
     assert status.compile_ids == {0: whole.compile_id, 1: whole.compile_id} and status.ranks == [0, 1]
     assert "compiled on rank 0, restarted" in status.message and "graph_break" in status.message
@@ -49,9 +50,9 @@ def test_load_job_reports_the_divergence_on_the_forward_frame(job_dir):
     # every other frame both ranks made is the same code in two processes: no finding names it,
     # although the object ids in their guards differ (what rank_diff masks before tracer.diff)
     named = {cid for d in job.divergence for cid in d.compile_ids.values()}
-    other = {f.compile_id: f for f in job.ranks[1].frames}
-    same = [f for f in job.ranks[0].frames if f.compile_id not in named]
-    assert [f.compile_id for f in same] == [f.compile_id for f in job.ranks[0].frames if f is not whole] != []
+    other = {f.compile_id: f for f in caps[1].frames}
+    same = [f for f in caps[0].frames if f.compile_id not in named]
+    assert [f.compile_id for f in same] == [f.compile_id for f in caps[0].frames if f.compile_id != whole.compile_id] != []
     assert all(not rank_diff(f, other[f.compile_id]) for f in same)
     assert any(tracer.diff(f, other[f.compile_id]).guards for f in same)  # torch's ids differ between the ranks
 
@@ -62,12 +63,18 @@ def test_load_job_on_the_torch_trace_directory(job_dir):
     from_json = tracer.load_job(str(job_dir))
     assert from_logs.meta["loaded_from"] == "TORCH_TRACE" and sorted(from_logs.ranks) == [0, 1]
     assert [(d.kind, d.compile_ids) for d in from_logs.divergence] == [(d.kind, d.compile_ids) for d in from_json.divergence]
+    # read lazily, each frame pair let go once compared: the findings of the two logs compared whole
+    logs = {r: tracer.load_trace(str(p)) for r, p in enumerate(sorted((job_dir / "trace").glob("*rank_*.log")))}
+    assert (from_logs.divergence, from_logs.checked) == find_divergence(logs)
+    assert [[f.compile_id for f in s.frames] for s in from_logs.ranks.values()] == [
+        [f.compile_id for f in c.frames] for c in logs.values()]
+    assert [s.problems for s in from_logs.ranks.values()] == [c.all_problems() for c in logs.values()]
 
 
 @pytest.mark.browser
 def test_job_page_in_chromium(job_dir, tmp_path, browser):
     job = tracer.load_job(str(job_dir))
-    (whole,) = _forward(job.ranks[0], "compiled")
+    (whole,) = _forward(job.rank(0), "compiled")
     page_file = viz.export_job_html(job, tmp_path / "job.html")
     page = browser.new_page()
     try:

@@ -1,7 +1,8 @@
 """What the job view draws for each kind of finding (Note [Kinds of divergence] in tracer/model/job.py),
-in the static page (``viz.job_html``) and in the widget's markup (``JobView(job).grid.html``): every
-side-by-side view carries its own drawings block, and each graph box of it draws the graph torch
-recorded for that rank's frame (the browser side is tests/test_job_browser.py)."""
+in the static page (``viz.job_html``: each view a compressed payload) and in the widget (each view sent
+when the finding is opened, ``JobView.show_side``): every side-by-side view carries its own drawings
+block and its nodes' facts, and each graph box of it draws the graph torch recorded for that rank's
+frame (the browser side is tests/test_job_browser.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ import tracer
 import viz
 from tracer.job import find_divergence
 from tracer.model import DIVERGENCE_KINDS, Job
+from viz.browser_code import bundle
+from viz.report_file import payloads
+from viz.report_info import unintern
 
 _SIDE = '<details class="ds-sidebyside" id="ds-side-'
 _FRAME = '<div class="ds-side-frame" data-frame="'
@@ -62,14 +66,14 @@ def jobs() -> dict[str, Job]:
     out = {}
     for name, (a, b) in pairs.items():
         found, checked = find_divergence({0: a, 1: b})
-        out[name] = Job(ranks={0: a, 1: b}, divergence=found, checked=checked)
+        out[name] = Job.of({0: a, 1: b}, divergence=found, checked=checked)
     return out
 
 
-def _sides(markup: str) -> list[str]:
-    """Each side-by-side view of a job page, in finding order."""
-    end = "</script></div></details>"  # a side ends with its drawings block (job_side.html.j2)
-    return [part[:part.index(end) + len(end)] for part in markup.split(_SIDE)[1:]]
+def _sides(page: str) -> list[str]:
+    """Each side-by-side view of a static job page, in finding order: its payload, decoded."""
+    views = payloads(page)
+    return [views[f"side-{i}"] for i in range(len([k for k in views if k.startswith("side-")]))]
 
 
 def _columns(side: str) -> dict[int, tuple[str, list[tuple[str, list[list[str]]]]]]:
@@ -96,8 +100,9 @@ def _finding(job: Job, kind: str) -> tuple[int, object]:
 
 
 def _both(job: Job) -> list[list[str]]:
-    """The side-by-side views of the static page and of the widget's markup."""
-    return [_sides(viz.job_html(job)), _sides(viz.JobView(job).grid.html)]
+    """The side-by-side views of the static page and those the widget sends when each is opened."""
+    view = viz.JobView(job)
+    return [_sides(viz.job_html(job)), [view.show_side(i) for i in range(len(job.divergence))]]
 
 
 def test_every_kind_of_finding_is_covered(jobs):
@@ -107,7 +112,7 @@ def test_every_kind_of_finding_is_covered(jobs):
 def test_status_side_draws_the_compiled_frame_and_the_attempt_after_the_restart(jobs):
     job = jobs["break"]
     i, d = _finding(job, "status")
-    plain, broken = job.ranks[0], job.ranks[1]
+    plain, broken = job.rank(0), job.rank(1)
     assert d.compile_ids == {0: "0/0", 1: "0/0"} and broken.frame("0/0").status == "restarted"
     after = [f for f in broken.frames if f.compile_id.startswith("0/0_")]  # torch's attempt 1 of compile 0/0
     assert [f.status for f in after] == ["compiled"]
@@ -128,12 +133,12 @@ def test_frames_side_draws_the_frame_one_rank_has(jobs):
     job = jobs["break"]
     i, d = _finding(job, "frames")
     only = d.compile_ids[1]
-    assert d.compile_ids[0] == "" and only not in {f.compile_id for f in job.ranks[0].frames}
+    assert d.compile_ids[0] == "" and only not in {f.compile_id for f in job.ranks[0].frames}  # the summary
     for sides in _both(job):
         cols = _columns(sides[i])
         assert cols[0][1] == [] and f"no frame {only} on this rank" in cols[0][0]
         ((cid, drawn),) = cols[1][1]
-        assert cid == only and drawn[0] == _names(job.ranks[1].frame(only).graph)
+        assert cid == only and drawn[0] == _names(job.rank(1).frame(only).graph)
 
 
 @pytest.mark.parametrize("name,kind", [("scaled", "graph"), ("scaled", "guards"), ("gated", "guards")])
@@ -149,12 +154,12 @@ def test_diff_findings_show_the_diff_and_both_frames_drawn(jobs, name, kind):
         cols = _columns(side)
         for r in (0, 1):
             ((cid, drawn),) = cols[r][1]
-            assert cid == "0/0" and drawn[0] == _names(job.ranks[r].frame("0/0").graph)
+            assert cid == "0/0" and drawn[0] == _names(job.rank(r).frame("0/0").graph)
         if kind == "graph":  # the diff's own two pictures (static SVG): a box per node of each rank's graph
             svgs = re.findall(r"<svg.*?</svg>", side.split("each rank's frame report")[0], re.S)
             for r, svg in zip((0, 1), svgs[:2], strict=True):  # the root graphs' pair first, then AOT's
                 boxes = re.findall(r'<g class="node[^"]*" data-node="([^"]*)"', svg)
-                assert boxes == _names(job.ranks[r].frame("0/0").graph)
+                assert boxes == _names(job.rank(r).frame("0/0").graph)
 
 
 def test_recompiles_side_draws_the_recompiled_frame(jobs):
@@ -164,7 +169,7 @@ def test_recompiles_side_draws_the_recompiled_frame(jobs):
     for sides in _both(job):
         cols = _columns(sides[i])
         ((cid, drawn),) = cols[0][1]
-        assert cid == "0/1" and drawn[0] == _names(job.ranks[0].frame("0/1").graph)
+        assert cid == "0/1" and drawn[0] == _names(job.rank(0).frame("0/1").graph)
         assert cols[1][1] == [] and "no frame 0/1 on this rank" in cols[1][0]
 
 
@@ -175,23 +180,61 @@ def test_collectives_side_draws_the_graph_with_the_collective(jobs):
     for sides in _both(job):
         cols = _columns(sides[i])
         ((cid, drawn),) = cols[0][1]
-        assert drawn[0] == _names(job.ranks[0].frame("0/0").graph)
-        assert any("all_reduce" in n.target for n in job.ranks[0].frame("0/0").graph.nodes)
+        assert drawn[0] == _names(job.rank(0).frame("0/0").graph)
+        assert any("all_reduce" in n.target for n in job.rank(0).frame("0/0").graph.nodes)
         # rank 1 has a frame 0/0, without the collective: the side does not claim it has no frame
         assert cols[1][1] == [] and "names no frame of this rank (it has a frame 0/0" in cols[1][0]
 
 
-def test_static_page_draws_with_one_script_and_the_widget_with_its_module(jobs):
+def test_static_page_carries_each_view_compressed_and_draws_with_one_script(jobs):
     job = jobs["break"]
     page = viz.job_html(job)
-    sides_end = page.rindex("</script></div></details>")
-    first_report = page.index('<section class="ds-rank-report"')
-    script = viz.report_graphs.report_script()
-    assert sides_end < page.index(script) < first_report  # after the sides, before any rank's report
+    script = bundle("report_file")  # the one-file report's script: report.js and report_lazy.js
+    assert page.count("<script>") == 2 and page.count(script) == 1  # the script, and the link opener
+    first_payload = page.index('class="ds-payload"')
+    last_section = page.rindex('<section class="ds-rank-report"')
+    assert last_section < page.index(script) < first_payload  # after what it sets up, before the payloads
+    # the visible page: each finding folded and empty, each rank's frames one folded line each
+    assert 'class="ds-drawings"' not in page.split('class="ds-payload"')[0]
+    for i in range(len(job.divergence)):
+        assert f'<details class="ds-sidebyside ds-lazy-frame" id="ds-side-{i}" data-payload="side-{i}"' in page
+    for r in job.ranks:
+        for k, f in enumerate(job.rank(r).frames):
+            assert f'id="ds-rank-{r}-{f.compile_id}" data-payload="r{r}-{k}"' in page
+            frame_view = payloads(page)[f"r{r}-{k}"]  # what the report's own frame payload holds
+            assert frame_view.count('class="ds-drawings"') == frame_view.count('class="ds-node-info"') == 1
+
+
+def test_widget_sends_a_view_when_it_is_opened(jobs):
+    job = jobs["break"]
     view = viz.JobView(job)
     assert "<script>" not in view.grid.html  # the widget's markup runs nothing: its module draws it
-    assert view.grid.html.count('class="ds-drawings"') == len(job.divergence)
+    assert 'class="ds-drawings"' not in view.grid.html and view.grid.sides == {}
+    assert view.grid.html.count('class="ds-sidebyside ds-lazy-frame"') == len(job.divergence)
+    view.grid.want = {"side": 1, "n": 1}  # what job_grid.js sends when finding 1 is opened
+    assert list(view.grid.sides) == ["1"] and view.grid.sides["1"] == _sides(viz.job_html(job))[1]
+    view.grid.want = {"side": 99, "n": 2}  # no such finding: nothing sent
+    assert list(view.grid.sides) == ["1"]
+    with pytest.raises(IndexError, match="no finding 99"):
+        view.show_side(99)
     esm = view.grid._esm
     # report.js's set-up, called on the widget's own element (viz/browser_code.py "job_grid" bundle)
     assert "function dsReport(" in esm and "setUpReports(el)" in esm and esm.count("export default") == 1
     assert 'document.querySelectorAll(".ds-report")' not in esm  # only its own element's reports
+
+
+def test_side_views_carry_the_inspector_facts_of_their_nodes(jobs):
+    """The same facts the explorer's inspector and the report show (viz.node_info, Note [One inspector])."""
+    job = jobs["scaled"]
+    i, d = _finding(job, "graph")
+    side = viz.JobView(job).show_side(i)
+    (block,) = re.findall(r'<script type="application/json" class="ds-node-info">(.*?)</script>', side, re.S)
+    facts = json.loads(block)
+    graphs = json.loads(_BLOCK.findall(side)[0])["graphs"]
+    assert len(facts["graphs"]) == len(graphs)  # one entry per drawn graph, in the drawings' numbering
+    frame0 = job.rank(0).frame("0/0")
+    drawn = _columns(side)[0][1][0][1][0]  # rank 0's root graph box: the first graph drawn
+    index = next(int(g) for g in _BOX.findall(side.split('<div><h4>rank ')[1]))
+    for name in drawn:
+        assert unintern(facts["graphs"][index][name], facts["values"]) == json.loads(json.dumps(
+            viz.node_info(frame0, "", name), default=str))

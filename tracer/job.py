@@ -20,8 +20,8 @@ from tracer._text import headline, plural
 from tracer.diffing import diff
 from tracer.graph_align import align
 from tracer.job_cut import settle_cuts
-from tracer.model import Capture, Divergence, Frame, FrameDiff, GraphDiff, Job
-from tracer.rank_pool import read_ranks
+from tracer.model import Capture, Divergence, Frame, FrameDiff, FrameSummary, GraphDiff, Job, RankSummary
+from tracer.rank_pool import load_rank, read_ranks, worker_count
 
 __all__ = ["compare_frames", "find_divergence", "load_job", "rank_diff"]
 
@@ -29,7 +29,9 @@ _RANK = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
 
 
 def load_job(path: str, *, workers: Optional[int] = 1, progress: Optional[Callable[[str], None]] = None) -> Job:
-    """The Job in directory ``path``: one capture per rank, and ``job.divergence``.
+    """The Job in directory ``path``: a summary per rank, and ``job.divergence``; ``job.rank(r)``
+    opens rank ``r``'s capture from its file when asked (Note [A job holds summaries] in
+    tracer/model/job.py).
 
     ``path`` holds either per-rank capture JSON files (``cap.save(f"{dir}/rank{rank}.json")`` in
     each rank) or a ``TORCH_TRACE`` directory (torch writes ``dedicated_log_torch_trace_rank_<N>_*.log``
@@ -37,7 +39,8 @@ def load_job(path: str, *, workers: Optional[int] = 1, progress: Optional[Callab
     capture, a damaged rank file and a gap in the ranks are each a line of ``job.problems`` (the
     other ranks still load); a directory with no rank file at all, or two files for one rank, is a
     ``ValueError``. Ranks are read here, one after the other and lazily (``workers=1``, the
-    default), or in ``workers`` processes (``None``: one per core, at most one per rank), each
+    default), each compared with the lowest rank frame by frame and let go (Note [Ranks compared one
+    at a time]), or in ``workers`` processes (``None``: one per core, at most one per rank), each
     answering with its capture's JSON fully read; on a 2-core machine the processes were slower and
     held more (bench/RESULTS.md, job_scale), so they are opt-in (Note [Ranks read in worker processes] in tracer/rank_pool.py): the Job is the same either
     way. ``progress(line)`` is called after each rank is read.
@@ -60,12 +63,16 @@ def load_job(path: str, *, workers: Optional[int] = 1, progress: Optional[Callab
     else:
         raise ValueError(f"load_job: no rank files in {path!r} (expected rank<N>.json capture files or "
                          f"TORCH_TRACE logs *rank_<N>*.log or .log.gz; found {names[:10]})")
+    cmp = _Streamed()
+    lazy = worker_count(len(files), workers) == 1  # read here, lazily: the reference is read again per rank
     for rank, cap, error in read_ranks(files, kind, workers, progress):
         if cap is None:  # a damaged rank must not hide the others
             name = os.path.basename(files[rank])
             notes[name] = f"{name}: rank {rank} not loaded: {error}"
-        else:
-            job.ranks[rank] = cap
+            continue
+        ref = None if cmp.ref is None else (lambda: load_rank(kind, files[cmp.ref])) if lazy else (lambda: cmp.kept)
+        job.ranks[rank] = cmp.add(rank, cap, ref, path=files[rank], loader=kind, keep=not lazy)
+        del cap  # See Note [Ranks compared one at a time]
     job.problems += [notes[n] for n in sorted(notes)]
     if not job.ranks:
         raise ValueError(f"load_job: no rank of {path!r} could be read: " + "; ".join(job.problems))
@@ -74,9 +81,99 @@ def load_job(path: str, *, workers: Optional[int] = 1, progress: Optional[Callab
     if missing:
         job.problems.append(f"rank(s) {missing} missing: no readable file for them (ranks read: {present})")
     job.ranks = {r: job.ranks[r] for r in present}
-    job.divergence, job.checked = find_divergence(job.ranks)
+    job.divergence, job.checked = cmp.result()
     settle_cuts(job)  # a damaged rank is a problem; what a cut log hides is no finding (tracer/job_cut.py)
     return job
+
+
+# Note [Ranks compared one at a time]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A job's ranks together may be many GB fully read; load_job needs the memory of about one. Each rank
+# is compared with the reference rank (the lowest that could be read) as it is read, by the very code
+# ``find_divergence`` runs on captures in memory (``_compare_captures``), so the findings are the
+# same. Read here (one worker), both captures are lazy (graphs parse on first read): the pair is
+# walked frame by frame, and once a frame pair is compared, its summary and collectives taken, both
+# frames' graphs and guards are emptied (``_let_go``); the reference is read again, lazily, for each
+# rank, since its emptied frames cannot be read twice. So memory holds two lazily loaded logs and
+# one frame pair parsed, plus the summaries and findings. With worker processes a rank arrives fully
+# read (its JSON decoded): the reference rank is kept as it arrived, and each other rank is let go
+# after its comparison, so the caller's process holds two ranks fully read.
+
+
+class _Streamed:
+    """find_divergence's result, built one rank at a time (Note [Ranks compared one at a time])."""
+
+    def __init__(self) -> None:
+        self.ref: Optional[int] = None
+        self.kept: Optional[Capture] = None
+        self.found: list[Divergence] = []
+        self.notes: list[str] = []
+        self.seqs: dict[int, list[tuple[str, str]]] = {}
+
+    def add(self, rank: int, cap: Capture, ref: Optional[Callable[[], Capture]], *, path: str = "", loader: str = "",
+            keep: bool = False) -> RankSummary:
+        """Compare ``cap`` with the reference (``ref()`` opens it; None: ``cap`` is the reference),
+        let its frames go unless ``keep``, and return its summary."""
+        frames: dict[int, FrameSummary] = {}
+        seq: dict[int, list[tuple[str, str]]] = {}
+        problems: dict[int, list[str]] = {}
+        at = {id(f): i for i, f in enumerate(cap.frames)}
+
+        def taken(f: Frame) -> None:  # read before the frame is let go: its graphs' parse problems included
+            frames[at[id(f)]] = FrameSummary.of(f)
+            seq[at[id(f)]] = _frame_collectives(f)
+            problems[at[id(f)]] = [f"frame {f.compile_id}: {p}" for p in f.problems]
+
+        if ref is None:
+            self.ref = rank
+            self.kept = cap if keep else None
+            for f in cap.frames:
+                taken(f)
+                if not keep:
+                    _let_go(f)
+        else:
+            a = ref()
+            unique = all(len({f.compile_id for f in c.frames}) == len(c.frames) for c in (a, cap))
+            release = not keep and unique  # a repeated compile id may be compared twice: nothing let go then
+            more, notes = _compare_captures(self.ref, a, rank, cap, _released(taken) if release else None, taken)
+            self.found += more
+            self.notes += notes
+            del a
+        self.seqs[rank] = [c for i in sorted(seq) for c in seq[i]]
+        return RankSummary(cap.fn, [frames[i] for i in sorted(frames)], [*cap.problems, *(p for i in sorted(problems) for p in problems[i])],
+                           path, loader)
+
+    def result(self) -> tuple[list[Divergence], list[str]]:
+        if len(self.seqs) < 2:
+            return [], [f"only {len(self.seqs)} rank: nothing to compare"]
+        checked = [f"frames, status, graphs, guards and recompiles of every rank compared with rank {self.ref}",
+                   *self.notes]
+        found_c, line = _compared_collectives(self.seqs)
+        return self.found + found_c, [*checked, line]
+
+
+def _released(taken: Callable[[Frame], None]) -> Callable[[Optional[Frame], Optional[Frame]], None]:
+    def done(a: Optional[Frame], b: Optional[Frame]) -> None:
+        if b is not None:
+            taken(b)
+            _let_go(b)
+        if a is not None:
+            _let_go(a)
+
+    return done
+
+
+def _let_go(frame: Frame) -> None:
+    """Empty a compared frame's graphs and guards (a lazily read capture only load_job holds): See
+    Note [Ranks compared one at a time]."""
+    graphs = [*frame.graphs().values(), *(p.graph for p in frame.pieces)]
+    for aot in [frame.aot, *(p.aot for p in frame.pieces)]:
+        if aot is not None:
+            graphs += [g for g in (aot.joint, aot.forward, aot.backward, aot.inference) if g is not None]
+            graphs += aot.subgraphs.values()
+    for g in graphs:
+        g.nodes = []
+    frame.guards = []
 
 
 def rank_files(problems: dict[str, str], path: str, names: list[str]) -> dict[int, str]:
@@ -98,26 +195,23 @@ def rank_files(problems: dict[str, str], path: str, names: list[str]) -> dict[in
 
 # -- divergence ---------------------------------------------------------------------------------
 def find_divergence(ranks: dict[int, Capture]) -> tuple[list[Divergence], list[str]]:
-    """What differs between ``ranks`` (each compared with the lowest rank), and what was checked."""
-    found: list[Divergence] = []
-    checked: list[str] = []
-    if len(ranks) < 2:
-        return found, [f"only {len(ranks)} rank: nothing to compare"]
-    ref = min(ranks)
+    """What differs between ``ranks`` (each compared with the lowest rank), and what was checked.
+    The captures are read, not changed (load_job makes the same findings one rank at a time)."""
+    cmp = _Streamed()
     for r in sorted(ranks):
-        if r != ref:
-            more, notes = _compare_captures(ref, ranks[ref], r, ranks[r])
-            found += more
-            checked += notes
-    checked.insert(0, f"frames, status, graphs, guards and recompiles of every rank compared with rank {ref}")
-    found_c, line = _collectives(ranks)
-    return found + found_c, [*checked, line]
+        cmp.add(r, ranks[r], None if cmp.ref is None else (lambda: ranks[cmp.ref]), keep=True)
+    return cmp.result()
 
 
-def _compare_captures(ra: int, a: Capture, rb: int, b: Capture) -> tuple[list[Divergence], list[str]]:
-    """The findings between two ranks, and what could not be compared (lines for ``Job.checked``)."""
+def _compare_captures(ra: int, a: Capture, rb: int, b: Capture,
+                      done: Optional[Callable[[Optional[Frame], Optional[Frame]], None]] = None,
+                      seen: Optional[Callable[[Frame], None]] = None) -> tuple[list[Divergence], list[str]]:
+    """The findings between two ranks, and what could not be compared (lines for ``Job.checked``);
+    ``done(frame of a, frame of b or None)`` after each frame of ``a`` is compared, then
+    ``done(None, frame)`` for each frame only ``b`` has; else ``seen(frame)`` for each frame of ``b``."""
     out: list[Divergence] = []
     notes: list[str] = []
+    rec_a, rec_b = _recompiles(a), _recompiles(b)
     ids_a, ids_b = [f.compile_id for f in a.frames], [f.compile_id for f in b.frames]
     if ids_a != ids_b:
         only_a = [c for c in ids_a if c not in ids_b]
@@ -130,30 +224,41 @@ def _compare_captures(ra: int, a: Capture, rb: int, b: Capture) -> tuple[list[Di
     fb = {f.compile_id: f for f in b.frames}
     for fa in a.frames:
         other = fb.get(fa.compile_id)
-        if other is None:
-            continue
-        ids = {ra: fa.compile_id, rb: other.compile_id}
-        where = f"frame {fa.compile_id} ({fa.code})"
-        if fa.code != other.code:  # one compile id, two functions (the ranks went different ways before): not comparable
-            out.append(Divergence("frames", [ra, rb], ids, f"frame {fa.compile_id} is {fa.code} on rank {ra}, "
-                                                           f"{other.code} on rank {rb}: different code, not compared"))
-            continue
-        if fa.status != other.status:
-            out.append(Divergence("status", [ra, rb], ids, f"{where}: {_status(fa)} on rank {ra}, {_status(other)} on rank {rb}"))
-            continue
-        lines, d = compare_frames(fa, other)
-        for line in lines:
-            kind = line.partition(" ")[0]
-            out.append(Divergence(kind, [ra, rb], ids, f"{where}: {line} (rank {ra} vs rank {rb})",
-                                  diff=d if d else None))
-        notes += [f"rank {ra} vs rank {rb}, {where}: {p}" for p in d.problems]
-    rec_a, rec_b = _recompiles(a), _recompiles(b)
+        if other is not None:
+            more, problems = _compare_frame(ra, fa, rb, other)
+            out += more
+            notes += problems
+        if done is not None:
+            done(fa, other)
+    if done is not None:
+        in_a = set(ids_a)
+        for f in b.frames:  # the frames only b has, in b's order
+            if f.compile_id not in in_a:
+                done(None, f)
+    elif seen is not None:
+        for f in b.frames:
+            seen(f)
     for cid in sorted(set(rec_a) | set(rec_b)):
         if rec_a.get(cid) != rec_b.get(cid):
             ids = {ra: cid if cid in rec_a else "", rb: cid if cid in rec_b else ""}
             out.append(Divergence("recompiles", [ra, rb], ids,
                                   f"recompile {cid}: rank {ra}: {_first(rec_a.get(cid))}; rank {rb}: {_first(rec_b.get(cid))}"))
     return out, notes
+
+
+def _compare_frame(ra: int, fa: Frame, rb: int, other: Frame) -> tuple[list[Divergence], list[str]]:
+    """The findings on one frame both ranks have, and its diff's problems."""
+    ids = {ra: fa.compile_id, rb: other.compile_id}
+    where = f"frame {fa.compile_id} ({fa.code})"
+    if fa.code != other.code:  # one compile id, two functions (the ranks went different ways before): not comparable
+        return [Divergence("frames", [ra, rb], ids, f"frame {fa.compile_id} is {fa.code} on rank {ra}, "
+                                                    f"{other.code} on rank {rb}: different code, not compared")], []
+    if fa.status != other.status:
+        return [Divergence("status", [ra, rb], ids, f"{where}: {_status(fa)} on rank {ra}, {_status(other)} on rank {rb}")], []
+    lines, d = compare_frames(fa, other)
+    out = [Divergence(line.partition(" ")[0], [ra, rb], ids, f"{where}: {line} (rank {ra} vs rank {rb})",
+                      diff=d if d else None) for line in lines]
+    return out, [f"rank {ra} vs rank {rb}, {where}: {p}" for p in d.problems]
 
 
 def _status(f: Frame) -> str:
@@ -264,24 +369,24 @@ _COLLECTIVE = re.compile(r"c10d|torch\.distributed\.|all_reduce|all_gather|reduc
 def collectives(cap: Capture) -> list[tuple[str, str]]:
     """(compile id, target) of every collective node in the capture's graphs, in compile and graph order
     (``_c10d_functional.wait_tensor`` waits for one: not counted)."""
-    out = []
-    for f in cap.frames:
-        graphs = [p.graph for p in f.pieces] or [f.graph]
-        graphs += [s.graph for s in f.subgraphs.values()]
-        for g in graphs:
-            out += [(f.compile_id, n.target) for n in g.nodes
-                    if n.op == "call_function" and _COLLECTIVE.search(n.target) and "wait_tensor" not in n.target]
-    return out
+    return [c for f in cap.frames for c in _frame_collectives(f)]
 
 
-def _collectives(ranks: dict[int, Capture]) -> tuple[list[Divergence], str]:
-    seqs = {r: collectives(c) for r, c in ranks.items()}
+def _frame_collectives(f: Frame) -> list[tuple[str, str]]:
+    graphs = [p.graph for p in f.pieces] or [f.graph]
+    graphs += [s.graph for s in f.subgraphs.values()]
+    return [(f.compile_id, n.target) for g in graphs for n in g.nodes
+            if n.op == "call_function" and _COLLECTIVE.search(n.target) and "wait_tensor" not in n.target]
+
+
+def _compared_collectives(seqs: dict[int, list[tuple[str, str]]]) -> tuple[list[Divergence], str]:
+    """The "collectives" findings from each rank's sequence (:func:`collectives`), and the checked line."""
     if not any(seqs.values()):
         return [], ("collectives: no collectives in the graphs of any rank, so their order cannot be compared "
                     "(DDP's gradient allreduce runs in its reducer's autograd hooks, outside the compiled graphs)")
-    ref = min(ranks)
+    ref = min(seqs)
     out = []
-    for r in sorted(ranks):
+    for r in sorted(seqs):
         if r == ref or [t for _, t in seqs[r]] == [t for _, t in seqs[ref]]:
             continue
         a, b = seqs[ref], seqs[r]

@@ -1,7 +1,7 @@
 """Ranks whose log is damaged or cut off, in a Job: the job names each, and what a cut hides is no finding.
 
-Invariant: every rank whose capture says it was not read whole (``cap.meta["not_read"]``, set by
-``load_trace``) is one line of ``Job.problems`` naming the rank and its file; a finding that a cut
+Invariant: every rank whose summary says it was not read whole (``RankSummary.not_read``, from the
+capture's ``meta["not_read"]`` that ``load_trace`` sets) is one line of ``Job.problems`` naming the rank and its file; a finding that a cut
 explains (Note [Findings a cut log explains]) leaves ``Job.divergence`` for one line of
 ``Job.checked`` that says why, so it is never silently dropped nor shown as a divergence.
 """
@@ -19,7 +19,7 @@ def cut_frames(job: Job) -> dict[int, set[str]]:
     """Rank -> the compile ids of its frames that its log ends inside, for every rank whose log's text
     ends early (an empty set: it ended between compiles). See Note [Frames a cut log ends inside] in
     tracer/trace_log/__init__.py."""
-    return {r: set(cap.meta["cut_in"]) for r, cap in job.ranks.items() if isinstance(cap.meta.get("cut_in"), list)}
+    return {r: set(s.cut_in) for r, s in job.ranks.items() if s.cut_in is not None}
 
 
 # Note [Findings a cut log explains]
@@ -38,8 +38,8 @@ def settle_cuts(job: Job) -> None:
     """Name every damaged rank in ``job.problems`` and move the findings its cut explains to
     ``job.checked``. See Note [Findings a cut log explains]."""
     cuts = cut_frames(job)
-    for r, cap in job.ranks.items():
-        said = cap.meta.get("not_read")
+    for r, summary in job.ranks.items():
+        said = summary.not_read
         if not said:
             continue
         line = f"rank {r}: {said}"

@@ -23,7 +23,7 @@ from typing import Callable, Optional
 from tracer._text import plural
 from tracer.model.capture import Capture
 
-__all__ = ["LOADERS", "RankResult", "read_ranks", "worker_count"]
+__all__ = ["LOADERS", "RankResult", "load_rank", "read_ranks", "worker_count"]
 
 LOADERS = ("capture", "trace")  # a file saved by Capture.save, or a TORCH_TRACE log
 
@@ -77,6 +77,11 @@ def _loader(kind: str) -> Callable[[str], Capture]:
 
         return load_trace
     raise ValueError(f"unknown loader {kind!r} (must be one of {list(LOADERS)})")
+
+
+def load_rank(kind: str, path: str) -> Capture:
+    """The capture in ``path``, read by ``kind``'s loader (one of :data:`LOADERS`), in this process."""
+    return _loader(kind)(path)
 
 
 def _context() -> multiprocessing.context.BaseContext:

@@ -24,7 +24,7 @@ _PUBLIC = {
     "to_dot": "viz.dot", "Explorer": "viz.explorer", "show": "viz.explorer", "Box": "viz.graph_layout",
     "Edge": "viz.graph_layout", "Layout": "viz.graph_layout", "layout": "viz.graph_layout",
     "capture_html": "viz.html", "export_html": "viz.report_file", "node_info": "viz.info", "JobView": "viz.job_view",
-    "export_job_html": "viz.job_view", "job_html": "viz.job_view", "mimebundle": "viz.mimebundle",
+    "export_job_html": "viz.job_page", "job_html": "viz.job_page", "mimebundle": "viz.mimebundle",
     "to_svg": "viz.svg", "ProfileExplorer": "viz.profile_explorer",
     "ProfileDiffView": "viz.profile_diff_view",
 }
@@ -62,7 +62,7 @@ def _register_views() -> None:
 
     display.register(Capture, _deferred("viz.mimebundle"))
     display.register(FrameDiff, _deferred("viz.diff_view"))
-    display.register(Job, _deferred("viz.job_view"))
+    display.register(Job, _deferred("viz.job_page"))
     display.register(ProfileDiff, _deferred("viz.profile_diff_view"))
     display.register(PausedState, _deferred("viz.session_panel"))
     display.register(Session, _deferred("viz.session_panel"))

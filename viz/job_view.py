@@ -1,19 +1,20 @@
-"""The Job view: a ranks x frames grid with divergent cells marked, the findings side by side, and
-each rank's capture — as static HTML (:func:`job_html`, :func:`export_job_html`) and as a widget
-(:class:`JobView`) whose grid (:class:`JobGrid`) opens any rank's capture in the :class:`viz.Explorer`.
+"""The Job view: a ranks x frames grid with divergent cells marked, the findings, each opening its
+side-by-side view when asked for, as a widget (:class:`JobView`) whose grid (:class:`JobGrid`) opens
+any rank's capture in the :class:`viz.Explorer`; the static page is viz/job_page.py.
 
 Invariant: reads ``tracer.model`` only, and every string from a log or user code reaches markup
-through an autoescaping template (viz/markup.py); the browser side (``job_grid.js``) shows that
-markup, draws the graphs of each finding's side-by-side view from the view's own JSON drawings block
-with the static report's code (viz/report.js, joined with job_grid.js by :mod:`viz.browser_code`), and
-sends back rank numbers and compile ids. A Job loaded from JSON renders like a live one.
+through an autoescaping template (viz/markup.py). The grid is made from the job's per-rank summaries
+(``Job.ranks``); a rank's capture is opened (``Job.rank``) only for what shows it: a finding's
+side-by-side view (:func:`side_html`), rendered when the finding is opened, and the explorer. The
+browser side (``job_grid.js``) shows the markup, asks for a finding's view when it is opened
+(``want``), draws the graphs of the view it gets back (``sides``) with the static report's code
+(viz/report.js, joined with job_grid.js by :mod:`viz.browser_code`), and sends back rank numbers and
+compile ids. A Job loaded from JSON renders like a live one. See Note [A finding's view on demand].
 """
 
 from __future__ import annotations
 
-import pathlib
-from collections.abc import Container
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
 import anywidget
 import ipywidgets as W
@@ -24,37 +25,44 @@ from viz import html
 from viz.browser_code import bundle
 from viz.diff_view import diff_html
 from viz.markup import fragment, render
-from viz.report_graphs import canvas_css, report_data, report_script
+from viz.report_graphs import canvas_css, report_data
+from viz.report_info import report_info
 
-__all__ = ["JobGrid", "JobView", "export_job_html", "grid_columns", "job_html", "mimebundle"]
+__all__ = ["JobGrid", "JobView", "grid_columns", "job_html_summary", "side_html", "sides_html"]
+
+# Note [A finding's view on demand]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A finding's side-by-side view draws every graph of the frames it names on each rank, so a job of
+# many findings carried megabytes of drawings before anything was opened. The markup now holds only
+# each finding's title in a folded ``<details>``; its view is rendered when it is asked for: in the
+# widget, job_grid.js sets ``want`` when a finding is opened and Python answers with the view's HTML
+# in ``sides`` (rendered from the ranks' captures, ``Job.rank``); in the static page
+# (viz/job_page.py) each view is a compressed payload decoded in the browser when opened, with the
+# one-file report's mechanism (Note [One file, frames on demand] in viz/report_file.py). Either way
+# the view is the same HTML (:func:`side_html`): the frame diff, each rank's frame reports, their
+# drawings block and their nodes' facts for the inspector (Note [One inspector] in viz/inspector.py).
+
 
 def grid_columns(job: Job) -> list[str]:
     """Every compile id of every rank, each once: rank order, then each rank's compile order."""
     seen: dict[str, None] = {}
-    for cap in job.ranks.values():
-        for f in cap.frames:
+    for summary in job.ranks.values():
+        for f in summary.frames:
             seen.setdefault(f.compile_id, None)
     return list(seen)
 
 
 def _cell(job: Job, rank: int, cid: str) -> dict[str, Any]:
-    cap = job.ranks[rank]
-    frame = next((f for f in cap.frames if f.compile_id == cid), None)
+    frame = job.ranks[rank].frame(cid)
     found = [d for d in job.divergence if rank in d.ranks and cid in d.compile_ids.values()]
     if frame is None:
         return {"present": False, "text": "", "cls": "ds-absent" + (" ds-divergent" if found else ""),
                 "title": "; ".join(d.message for d in found)}
-    text = frame.status if frame.status != "compiled" else f"{len(frame.graph.nodes)} nodes"
+    text = frame.status if frame.status != "compiled" else f"{frame.nodes} nodes"
     if frame.pieces:
-        text += f", {len(frame.pieces)} pieces"
+        text += f", {frame.pieces} pieces"
     cls = " ".join(c for c in ("ds-divergent" if found else "", "" if frame.status == "compiled" else "ds-grey") if c)
     return {"present": True, "text": text, "cls": cls, "title": "; ".join(d.message for d in found)}
-
-
-def _rank_report(rank: int, cap: Capture) -> str:
-    """The rank's capture report (the same as ``viz.capture_html``), each frame anchored for the grid."""
-    return html.capture_html(cap, lambda frame, body: render("job_frame.html.j2", rank=rank, frame=frame,
-                                                             body=fragment(body)))
 
 
 def _attempts(cap: Capture, cid: str) -> list[Frame]:
@@ -70,63 +78,74 @@ def _attempts(cap: Capture, cid: str) -> list[Frame]:
     return [first, *(f for f in cap.frames[at + 1:] if f.compile_id.split("_", 1)[0] == base)]
 
 
-def _side(job: Job, d: Divergence) -> str:
+def side_html(d: Divergence, frames: dict[int, list[Frame]], has: dict[int, bool]) -> str:
     """One finding side by side (job_side.html.j2): the frame diff it carries (graphs coloured, see
     Note [Diff colours] in viz/diff_view.py), then each rank's frame report with its graphs drawn from
-    the fragment's own drawings block (:func:`viz.report_graphs.report_data`), so the fragment draws
-    the same in a static page and in the widget."""
+    the fragment's own drawings block (:func:`viz.report_graphs.report_data`) and its nodes' facts
+    (:func:`viz.report_info.report_info`), so the fragment draws the same in a static page and in the
+    widget. ``frames``: per rank of the finding, the frames :func:`finding_frames` took from its
+    capture; ``has``: whether that rank has a frame of the id the finding names."""
     ids = {r: d.compile_ids.get(r, "") for r in d.ranks}
-    cols = [{"rank": r, "cid": ids[r], "frames": _attempts(job.ranks[r], ids[r])} for r in d.ranks]
-    frames = [f for col in cols for f in col["frames"]]
-    data, per_frame = report_data(frames)
+    cols = [{"rank": r, "cid": ids[r], "frames": frames.get(r, [])} for r in d.ranks]
+    shown = [f for col in cols for f in col["frames"]]
+    data, per_frame = report_data(shown)
     graphs = iter(per_frame)
     for col in cols:
         col["blocks"] = [fragment(render("job_side_frame.html.j2", frame=f,
                                          body=fragment(html.frame_html(f, next(graphs))))) for f in col["frames"]]
-        col["later"] = [f.compile_id for f in col.pop("frames")[1:]]
+        col["later"] = [f.compile_id for f in col["frames"][1:]]
     diff = None
     if d.diff is not None and len(cols) == 2:
-        a, b = (next(iter(_attempts(job.ranks[c["rank"]], c["cid"])), None) for c in cols)
+        a, b = (next(iter(c["frames"]), None) for c in cols)
         diff = fragment(diff_html(d.diff, a, b))
     named = next((c for c in d.compile_ids.values() if c), "")
     for col in cols:
-        has = any(f.compile_id == named for f in job.ranks[col["rank"]].frames)
-        col["none"] = (f"no frame {named} on this rank" if not has else
+        col["none"] = (f"no frame {named} on this rank" if not has.get(col["rank"]) else
                        f"the finding names no frame of this rank (it has a frame {named}: see the finding)")
-    return render("job_side.html.j2", cols=cols, diff=diff, data=fragment(data))
+        del col["frames"]
+    return render("job_side.html.j2", cols=cols, diff=diff, data=fragment(data), info=fragment(report_info(shown)))
 
 
-def _sides(job: Job) -> list[dict[str, Any]]:
-    """Per finding, its title and side-by-side view (:func:`_side`)."""
-    return [{"title": f"{d.kind}: {d.message}", "body": fragment(_side(job, d))} for d in job.divergence]
+def finding_frames(d: Divergence, rank: int, cap: Capture) -> list[Frame]:
+    """The frames finding ``d``'s view shows of ``rank`` (whose capture is ``cap``): :func:`_attempts`."""
+    return _attempts(cap, d.compile_ids.get(rank, ""))
 
 
-def job_html(job: Job) -> str:
-    """Self-contained HTML of ``job`` (the ``text/html`` of its mimebundle); deterministic."""
-    ranks = sorted(job.ranks)
-    columns = grid_columns(job)
-    return render("job.html.j2", job=job, ranks=ranks, columns=columns,
-                  cells={(r, cid): _cell(job, r, cid) for r in ranks for cid in columns},
-                  sides=_sides(job), reports={r: fragment(_rank_report(r, job.ranks[r])) for r in ranks},
-                  canvas_css=fragment(canvas_css()), script=fragment(report_script()))
+def _has(job: Job, d: Divergence) -> dict[int, bool]:
+    named = next((c for c in d.compile_ids.values() if c), "")
+    return {r: job.ranks[r].frame(named) is not None for r in d.ranks}
 
 
-def export_job_html(job: Job, path: Union[str, pathlib.Path]) -> pathlib.Path:
-    """Write ``job`` as one standalone HTML file (no kernel needed); return its path."""
-    p = pathlib.Path(path)
-    p.write_text(render("page.html.j2", title=f"job of {len(job.ranks)} ranks", body=fragment(job_html(job))) + "\n",
-                 encoding="utf-8")
-    return p
+def sides_html(job: Job, which: Optional[list[int]] = None):
+    """``(index, HTML)`` of each finding's view (``which``: those indexes; all by default), in finding
+    order. Findings on the same ranks are rendered together, so each rank's capture is opened once for
+    them (``Job.rank`` keeps one); only their frames are kept while their views are rendered."""
+    todo = list(range(len(job.divergence))) if which is None else list(which)
+    while todo:
+        ranks = job.divergence[todo[0]].ranks
+        group = [i for i in todo if job.divergence[i].ranks == ranks]
+        todo = [i for i in todo if i not in group]
+        frames: dict[int, dict[int, list[Frame]]] = {i: {} for i in group}
+        for r in ranks:
+            cap = job.rank(r)
+            for i in group:
+                frames[i][r] = finding_frames(job.divergence[i], r, cap)
+            del cap
+        for i in group:
+            yield i, side_html(job.divergence[i], frames.pop(i), _has(job, job.divergence[i]))
 
 
 class JobGrid(anywidget.AnyWidget):
     """The grid and findings of a job in the widget (``job_grid.js``): a click on a cell or a rank
-    sets ``picked``; ``current`` marks the shown cell. Only markup rendered here (autoescaped)
-    and plain ids cross to the browser."""
+    sets ``picked``; ``current`` marks the shown cell; opening a finding sets ``want``, answered in
+    ``sides`` (Note [A finding's view on demand]). Only markup rendered here (autoescaped) and plain
+    ids cross to the browser."""
 
     _esm = bundle("job_grid")  # job_grid.js with report.js: draws the side-by-side views
 
-    html = traitlets.Unicode("").tag(sync=True)  # job_html_summary(job): grid, findings, side-by-side views
+    html = traitlets.Unicode("").tag(sync=True)  # job_html_summary(job): grid, findings (each view folded, empty)
+    want = traitlets.Dict().tag(sync=True)  # set when a finding is opened: {"side": its index, "n": count}
+    sides = traitlets.Dict().tag(sync=True)  # finding index (str) -> its view's HTML (side_html), once asked for
     picked = traitlets.Dict().tag(sync=True)  # set by a click: {"rank": int, "frame": compile id or "", "n": click count}
     current = traitlets.Dict().tag(sync=True)  # {"rank": int, "frame": compile id}: the capture shown below
 
@@ -137,7 +156,7 @@ class JobView:
     A click on a grid cell opens that rank at that frame; on a rank, at its first divergent frame.
 
     >>> from tracer.model import Capture, Frame, Job
-    >>> v = JobView(Job(ranks={0: Capture(fn="f", frames=[Frame("0/0", "f.py:1 in f")]), 1: Capture(fn="f")}))
+    >>> v = JobView(Job.of({0: Capture(fn="f", frames=[Frame("0/0", "f.py:1 in f")]), 1: Capture(fn="f")}))
     >>> v.open(1); v
     JobView(2 ranks, showing rank 1)
     """
@@ -152,6 +171,7 @@ class JobView:
         self._opening = False
         self.grid = JobGrid(html=job_html_summary(job))
         self.grid.observe(self._on_pick, names="picked")
+        self.grid.observe(self._on_want, names="want")
         self._buttons = W.ToggleButtons(options=[(f"rank {r}", r) for r in sorted(job.ranks)], value=None)
         self._buttons.observe(lambda ch: ch["new"] is not None and not self._opening and self.open(ch["new"]), names="value")
         self._body = W.VBox([])
@@ -163,10 +183,11 @@ class JobView:
 
         if rank not in self.job.ranks:
             raise KeyError(f"no rank {rank} in the job (ranks: {sorted(self.job.ranks)})")
-        cap = self.job.ranks[rank]
         if compile_id is None:
-            ids = [f.compile_id for f in cap.frames]
+            ids = [f.compile_id for f in self.job.ranks[rank].frames]
             compile_id = next((d.compile_ids[rank] for d in self.job.divergence if d.compile_ids.get(rank) in ids), None)
+        self.explorer = None  # the rank shown before is let go before the next is opened (Job.rank keeps one)
+        cap = self.job.rank(rank)
         self.rank = rank
         self.explorer = Explorer(cap, frame=compile_id, height=self._height) if cap.frames else None
         self._body.children = [self.explorer.widget] if self.explorer is not None else [W.HTML("(no frames on this rank)")]
@@ -177,6 +198,22 @@ class JobView:
             self._buttons.value = rank
         finally:
             self._opening = False
+
+    def show_side(self, index: int) -> str:
+        """Render finding ``index``'s view into ``grid.sides`` (what opening it in the widget does);
+        return its HTML. See Note [A finding's view on demand]."""
+        if not 0 <= index < len(self.job.divergence):
+            raise IndexError(f"no finding {index} (the job has {len(self.job.divergence)})")
+        key = str(index)
+        if key not in self.grid.sides:
+            ((_, text),) = sides_html(self.job, [index])
+            self.grid.sides = {**self.grid.sides, key: text}
+        return self.grid.sides[key]
+
+    def _on_want(self, change: dict[str, Any]) -> None:
+        side = change["new"].get("side")
+        if isinstance(side, int) and 0 <= side < len(self.job.divergence):
+            self.show_side(side)
 
     def _on_pick(self, change: dict[str, Any]) -> None:
         picked = change["new"]
@@ -198,18 +235,13 @@ class JobView:
         return f"JobView({len(self.job.ranks)} ranks{showing})"
 
 
-def job_html_summary(job: Job) -> str:
-    """The grid, findings and side-by-side views without the per-rank reports (the widget shows a
-    rank's capture in the Explorer)."""
+def job_html_summary(job: Job, **page: Any) -> str:
+    """The grid and the findings, each finding's view folded and empty (the widget fills it when it
+    is opened; Note [A finding's view on demand]); ``page``: what viz/job_page.py adds (the rank
+    sections, its script)."""
     ranks = sorted(job.ranks)
     columns = grid_columns(job)
     return render("job.html.j2", job=job, ranks=ranks, columns=columns,
-                  cells={(r, cid): _cell(job, r, cid) for r in ranks for cid in columns}, sides=_sides(job), reports={},
-                  canvas_css=fragment(canvas_css()), script="")
-
-
-def mimebundle(job: Job, include: Container[str] | None = None, exclude: Container[str] | None = None) -> dict[str, Any]:
-    """The ``_repr_mimebundle_`` of a Job: the JobView widget, its static HTML and its text."""
-    from viz.mimebundle import bundle
-
-    return bundle(lambda: JobView(job).widget, lambda: job_html(job), str(job), include, exclude)
+                  cells={(r, cid): _cell(job, r, cid) for r in ranks for cid in columns},
+                  sides=[f"{d.kind}: {d.message}" for d in job.divergence], canvas_css=fragment(canvas_css()),
+                  **{"reports": [], "script": "", **page})

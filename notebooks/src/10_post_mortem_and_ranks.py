@@ -94,9 +94,11 @@ print(sorted(p.name for p in out.glob("*.json")), len(list((out / "trace").glob(
 # ## Load the job
 #
 # `tracer.load_job(dir)` reads a directory of per-rank capture JSON files (or a `TORCH_TRACE`
-# directory, through `tracer.load_trace`) into a `Job`: `job.ranks` maps each rank to its `Capture`,
-# and `job.divergence` lists what differs between the ranks, each finding with its kind, the ranks
-# and, per rank, the compile id of the frame concerned.
+# directory, through `tracer.load_trace`) into a `Job`: `job.ranks` maps each rank to a summary of
+# its frames (compile id, code, status, graph size), and `job.divergence` lists what differs between
+# the ranks, each finding with its kind, the ranks and, per rank, the compile id of the frame
+# concerned. `job.rank(r)` opens rank `r`'s whole `Capture`, reading its file again; the job keeps at
+# most one open, so a job of many big ranks needs the memory of about one.
 
 # %%
 job = tracer.load_job(str(out))
@@ -149,17 +151,17 @@ assert [f.status for f in forward1] == ["restarted", "compiled"] and forward0[0]
 # stays one bucket and is not split. Its first graph, `fc1` alone, is under the cap.
 
 # %%
-whole = forward0[0]
+whole = job.rank(0).frame(forward0[0].compile_id)  # the whole frame, from rank 0's capture
 for i, piece in enumerate(whole.pieces):
     print(f"piece {i}:", [n.target for n in piece.graph.nodes if n.op == "call_function"], piece.aot.mode)
-print("rank 1:", [len(f.pieces) for f in job.ranks[1].frames if f.has_graph])
+print("rank 1:", [f.pieces for f in job.ranks[1].frames if f.nodes])
 
 
 def param_bytes(graph):  # float32 parameters the graph reads (its placeholders read from _parameters)
     return sum(4 * math.prod(n.meta["shape"]) for n in graph.placeholders if "_parameters" in n.meta["graph_arg_source"])
 
 
-resume = next(f for f in job.ranks[1].frames if "resume_in_forward" in f.code)
+resume = next(f for f in job.rank(1).frames if "resume_in_forward" in f.code)
 first_op = next(n for n in resume.graph.nodes if n.op not in ("placeholder", "output"))
 print("rank 1 resume graph:", param_bytes(resume.graph), "B of parameters; first op:", first_op.target, first_op.inputs)
 
@@ -188,8 +190,9 @@ assert [(d.kind, d.compile_ids) for d in from_logs.divergence] == [(d.kind, d.co
 #
 # Evaluating a `Job` shows a grid of ranks × frames with the divergent cells marked, then the
 # findings; a button per rank opens that rank's capture in the explorer, at its first divergent frame.
-# `viz.export_job_html` writes the same page as one HTML file, where every finding links to the two
-# ranks' frames side by side.
+# A finding opens the two ranks' frames side by side, rendered when it is opened. `viz.export_job_html`
+# writes the same page as one HTML file, where each finding's view and each rank's frame is stored
+# compressed and decoded by the browser when opened.
 
 # %%
 view = viz.JobView(job)

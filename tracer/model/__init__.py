@@ -14,7 +14,7 @@ module per concept, as PyTorch names them:
 - :mod:`tracer.model.frame`      ``Frame`` (one compile attempt), ``GraphPass``
 - :mod:`tracer.model.export`     torch.export's part: ``Export``, ``ExportProgram`` and its signature
 - :mod:`tracer.model.capture`    ``Capture``
-- :mod:`tracer.model.job`        ``Job`` (one Capture per rank), ``Divergence``
+- :mod:`tracer.model.job`        ``Job`` (a summary per rank, captures opened on demand), ``Divergence``
 - :mod:`tracer.model.serialize`  JSON (typed decoding), :mod:`tracer.model.validate` the checker
 
 Invariant: every value reachable from a Capture is JSON-friendly, so
@@ -52,7 +52,7 @@ from tracer.model.frame import Frame, GraphPass, GraphPiece
 from tracer.model.graph import Graph, Node, format_meta
 from tracer.model.guards import BreakGroup, GraphBreak, Guard, Recompile
 from tracer.model.inductor import InductorGraph, Kernel
-from tracer.model.job import DIVERGENCE_KINDS, Divergence, Job
+from tracer.model.job import DIVERGENCE_KINDS, Divergence, FrameSummary, Job, RankSummary
 from tracer.model.kinds import (
     ALIAS_KINDS,
     AOT_MODES,
@@ -115,7 +115,9 @@ __all__ = [
     "GuardChange",
     "INPUT_KINDS",
     "InputChange",
+    "FrameSummary",
     "Job",
+    "RankSummary",
     "NODE_OPS",
     "NODE_ROLES",
     "Node",
