@@ -55,8 +55,8 @@ def measure(name: str, *, repeat: int = 5, size: str = "full") -> dict[str, Any]
         for side in (("export", "record") if r % 2 == 0 else ("record", "export")):
             wall[side].append(_sample(sides[side], calls))
     fresh()
-    return {"ratio": median([a / b for a, b in zip(wall["record"], wall["export"], strict=True)]),
-            "seconds": {s: median(v) for s, v in wall.items()}, "calls": calls}
+    ratios = [a / b for a, b in zip(wall["record"], wall["export"], strict=True)]
+    return {"ratio": median(ratios), "ratios": ratios, "seconds": {s: median(v) for s, v in wall.items()}, "calls": calls}
 
 
 def run(names: tuple[str, ...] = NAMES, *, repeat: int = 5, size: str = "full") -> dict[str, Any]:
@@ -69,11 +69,13 @@ def run(names: tuple[str, ...] = NAMES, *, repeat: int = 5, size: str = "full") 
     return {"export_overhead": {n: round(p["ratio"], 3) for n, p in per.items()},
             "export_seconds": {n: round(p["seconds"]["export"], 3) for n, p in per.items()},
             "export_record_seconds": {n: round(p["seconds"]["record"], 3) for n, p in per.items()},
-            "export_calls_per_sample": {n: p["calls"] for n, p in per.items()}}
+            "export_calls_per_sample": {n: p["calls"] for n, p in per.items()},
+            "export_ratio_rounds": {n: [round(r, 3) for r in p["ratios"]] for n, p in per.items()}}
 
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--quick", action="store_true", help="tiny models, 3 rounds")
+    p.add_argument("--repeat", type=int, default=5, help="alternating rounds per model (default 5)")
     a = p.parse_args()
-    print(json.dumps(run(repeat=3, size="tiny") if a.quick else run()))
+    print(json.dumps(run(repeat=3, size="tiny") if a.quick else run(repeat=a.repeat)))

@@ -159,6 +159,8 @@ def test_decompose_turns_the_buffer_mutation_into_an_output():
     d = tracer.diff(before, after)
     root = next(g for g in d.graphs if g.a == "")
     assert "add_" in root.removed and mut.name in root.added
+    assert cap.export.decomposition == d  # kept in the record for the views (and its JSON)
+    assert tracer.export(mod, (x,)).export.decomposition is None
 
 
 def test_json_round_trip_and_validate_catches_a_bad_kind():
