@@ -44,6 +44,8 @@ def test_failure_and_draft_report_in_the_overview(tmp_path):
     assert "torch.export (non-strict, torch.export.export): failed" in page
     (row,) = _rows(page, "why it failed")
     assert row[0].startswith("data_dependent") and row[1] == str(cap.export.failure.user_line)
+    partial = page[page.index('<details class="ds-export-partial">'):]
+    assert html.unescape(re.search(r"<pre>(.*?)</pre>", partial, re.S).group(1)) == cap.export.failure.partial_graph
     (draft,) = _rows(page, "draft_export's report (1)")
     assert draft[:3] == ["data_dependent", str(cap.export.draft[0].user_line), cap.export.draft[0].workaround]
 
@@ -67,6 +69,10 @@ def test_the_explorer_signature_tab_is_the_reports_signature_and_follows_the_fra
         ex.select(frame=f.compile_id)
         shown = ex.signature_tab.value
         assert signature_html(f) in shown and f"Frame {f.compile_id}: graph signature" in shown
+    # HOP bodies drill down as in a capture: the cond's branch of each program
+    ex.select("true_graph_0", frame="0/0")
+    assert ex.graph is decomposed.frames[0].subgraphs["true_graph_0"].graph
+    ex.select(frame="0/1")
     before, after = decomposed.frames
     assert _rows(ex.signature_tab.value, "Outputs by role (2)") == [[o.name, o.kind, o.target] for o in after.export.outputs]
     kinds = ", ".join(f"{k} {[o.kind for o in after.export.outputs].count(k)}" for k in dict.fromkeys(o.kind for o in after.export.outputs))

@@ -46,7 +46,7 @@ def test_a_backed_symbol_and_its_zero_one_specialization():
     stack = [frame(3, loc="y = x * 2"), frame(5, "g"), frame(7)]
     symbols, guards, specs = shape_records([sym("s0", "L['x'].size()[0]", stack=stack)], FILES)
     assert symbols == [ShapeSymbol("s0", "L['x'].size()[0]", "8", "[2, int_oo]", False,
-                                   [line(3, code="y = x * 2"), line(5, "g"), line(7)])]
+                                   [line(3, code="y = x * 2"), line(5, "g"), line(7)], line(7))]  # the innermost frame
     assert guards == []
     assert specs == [Specialization("zero_one", "s0", ["L['x'].size()[0]"], "[2, int_oo]", "0/1 specialization",
                                     user_line=line(7))]
@@ -67,7 +67,7 @@ def test_an_unbacked_symbol_has_no_value_and_no_zero_one():
     ev = ("create_unbacked_symbol", {"symbol": "u0", "vr": "[2, int_oo]", "source": None, "val": "5",
                                      "user_stack": [frame(4)]}, None)
     symbols, guards, specs = shape_records([ev], FILES)
-    assert symbols == [ShapeSymbol("u0", "", "", "[2, int_oo]", True, [line(4)])]
+    assert symbols == [ShapeSymbol("u0", "", "", "[2, int_oo]", True, [line(4)], line(4))]
     assert (guards, specs) == ([], [])
 
 

@@ -141,6 +141,9 @@ class ExportFailure:
     error_type: str = ""  # the exception's class ("GuardOnDataDependentSymNode"); draft_export: its FailureType
     user_line: Optional[SourceLine] = None  # the user line torch pointed at; None when it named none
     workaround: str = ""  # draft_export: the guard or assertion it added instead ("" when none)
+    # a failed export: the graph torch had traced when it failed, as torch printed it (the exception's
+    # ``partial_fx_graph``, set by fx's tracer and by Dynamo); "" when torch gave none
+    partial_graph: str = ""
 
     def __str__(self) -> str:
         where = f" at {self.user_line}" if self.user_line is not None else ""
