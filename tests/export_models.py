@@ -53,6 +53,14 @@ class MoreHops(torch.nn.Module):
         return c, ys, d.float()
 
 
+class InputMutation(torch.nn.Module):
+    """Writes into its input: after run_decompositions a USER_INPUT_MUTATION output."""
+
+    def forward(self, x):
+        x.mul_(2)
+        return x + 1
+
+
 class DataDependent(torch.nn.Module):
     """Branches on a tensor's value: export cannot guard on it."""
 

@@ -159,6 +159,23 @@ def test_decompose_turns_the_buffer_mutation_into_an_output():
     d = tracer.diff(before, after)
     root = next(g for g in d.graphs if g.a == "")
     assert "add_" in root.removed and mut.name in root.added
+    assert cap.export.decomposition == d  # kept in the record for the views (and its JSON)
+    assert tracer.export(mod, (x,)).export.decomposition is None
+
+
+def test_a_mutated_user_input_in_the_signature_before_and_after_decompositions():
+    from tests.export_models import InputMutation
+
+    cap = tracer.export(InputMutation(), (torch.ones(3),), decompose=True)
+    tracer.validate(cap)
+    ep = torch.export.export(InputMutation(), (torch.ones(3),))
+    before, after = cap.frames
+    _check_against_torch(before, ep)
+    _check_against_torch(after, ep.run_decompositions())
+    (mut,) = [o for o in after.export.outputs if o.kind == "user_input_mutation"]
+    assert after.export.mutated() == {mut.name: "x"} and after.graph.node(mut.name).target == "aten.mul.Tensor"
+    assert [n.target for n in before.graph.nodes if n.op == "call_function"][0] == "aten.mul_.Tensor"
+    assert cap.export.decomposition == tracer.diff(before, after)
 
 
 def test_json_round_trip_and_validate_catches_a_bad_kind():

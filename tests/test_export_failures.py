@@ -30,6 +30,9 @@ def test_data_dependent_branch_is_a_record_with_the_user_line_and_the_draft_repo
     line = _line_of(DataDependent, "the data-dependent line")
     assert (run.failure.user_line.file, run.failure.user_line.line) == (__import__("tests.export_models").export_models.__file__, line)
     assert cap.frames[0].status == "failed" and cap.frames[0].status_reason.startswith(type(torch_error.value).__name__)
+    # the graph torch had traced so far, as torch attached it to its exception: it stops at the `if`
+    assert run.failure.partial_graph == torch_error.value.partial_fx_graph
+    assert run.failure.partial_graph.strip().splitlines()[-1].strip().startswith("gt:")
     # draft_export ran instead: one data-dependent failure at the same line, and its program as frame 0/1
     (d,) = run.draft
     assert d.kind == "data_dependent" and d.user_line.line == line and "n > 2" in d.user_line.code
@@ -162,6 +165,47 @@ def test_shape_guards_in_hop_bodies_show_the_user_line_not_torchs():
     torch_only = {s.name for s in f.symbols if s.user_stack and all(fr.file.startswith(torch_dir) for fr in s.user_stack)}
     assert torch_only
     assert all(sp.user_line is None for sp in f.specializations if sp.kind == "zero_one" and sp.symbol in torch_only)
+
+
+def test_the_symbols_table_names_the_user_line_or_says_torch_created_the_symbol():
+    import os
+
+    from tests.export_models import LoopCheck
+    from viz.code_view import shapes_html
+    from viz.info import _symbols_of
+
+    args, shapes = (torch.ones(8), torch.ones(8)), ({0: Dim.AUTO}, {0: Dim.AUTO})
+    f = tracer.export(LoopCheck(), args, dynamic_shapes=shapes).frames[0]  # non-strict: torch logs Python stacks
+    torch_dir = os.path.dirname(torch.__file__) + os.sep
+
+    def torch_only(s):
+        return s.user_stack and all(fr.file.startswith(torch_dir) for fr in s.user_stack)
+
+    # torch creates a symbol for each HOP operand inside while_loop.py / cond.py: its stack has torch frames only
+    created_by_torch = [s for s in f.symbols if torch_only(s)]
+    assert created_by_torch and all(s.user_line is None for s in created_by_torch)
+    with_user = [s for s in f.symbols if s.user_stack and not torch_only(s)]
+    for s in with_user:  # the innermost frame outside torch, the one torch logged
+        assert s.user_line == [fr for fr in s.user_stack if not fr.file.startswith(torch_dir)][-1]
+        assert s.user_line.file == inspect_file(LoopCheck)
+    page = shapes_html(f)
+    rows = {r[0]: r[4] for r in _table_rows(page[:page.index("</table>")])}
+    assert {n: rows[n] for n in (s.name for s in created_by_torch)} == {
+        s.name: "unknown (only torch frames)" for s in created_by_torch}
+    assert all(rows[s.name] == str(s.user_line) for s in with_user)
+    assert all(rows[s.name] == "not logged by torch" for s in f.symbols if not s.user_stack)
+    assert "non_strict_utils.py" not in page and "while_loop.py" not in page and "cond.py" not in page
+    # the node inspector's symbol lines say the same
+    s = created_by_torch[0]
+    assert any("created at unknown (only torch frames)" in t for t in _symbols_of(f, {"shape": [s.name]}))
+
+
+def _table_rows(page: str) -> list[list[str]]:
+    import html
+    import re
+
+    return [[html.unescape(re.sub("<[^>]+>", "", c)) for c in re.findall(r"<td>(.*?)</td>", row, re.S)]
+            for row in re.findall(r"<tr>(.*?)</tr>", page, re.S) if "<td>" in row]
 
 
 def inspect_file(cls) -> str:

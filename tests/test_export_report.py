@@ -44,6 +44,8 @@ def test_failure_and_draft_report_in_the_overview(tmp_path):
     assert "torch.export (non-strict, torch.export.export): failed" in page
     (row,) = _rows(page, "why it failed")
     assert row[0].startswith("data_dependent") and row[1] == str(cap.export.failure.user_line)
+    partial = page[page.index('<details class="ds-export-partial">'):]
+    assert html.unescape(re.search(r"<pre>(.*?)</pre>", partial, re.S).group(1)) == cap.export.failure.partial_graph
     (draft,) = _rows(page, "draft_export's report (1)")
     assert draft[:3] == ["data_dependent", str(cap.export.draft[0].user_line), cap.export.draft[0].workaround]
 
@@ -67,6 +69,10 @@ def test_the_explorer_signature_tab_is_the_reports_signature_and_follows_the_fra
         ex.select(frame=f.compile_id)
         shown = ex.signature_tab.value
         assert signature_html(f) in shown and f"Frame {f.compile_id}: graph signature" in shown
+    # HOP bodies drill down as in a capture: the cond's branch of each program
+    ex.select("true_graph_0", frame="0/0")
+    assert ex.graph is decomposed.frames[0].subgraphs["true_graph_0"].graph
+    ex.select(frame="0/1")
     before, after = decomposed.frames
     assert _rows(ex.signature_tab.value, "Outputs by role (2)") == [[o.name, o.kind, o.target] for o in after.export.outputs]
     kinds = ", ".join(f"{k} {[o.kind for o in after.export.outputs].count(k)}" for k in dict.fromkeys(o.kind for o in after.export.outputs))
@@ -107,3 +113,44 @@ def test_a_shape_guard_whose_stack_has_only_torch_frames_says_so():
     rows = _rows(signature_html(f)[signature_html(f).index('class="ds-export-shapes"'):], "Shape guards")
     assert rows == [["s0 >= 4", "unknown (only torch frames)"], ["s1 >= 4", "not logged by torch"],
                     ["s2 >= 4", "model.py:7 in body: torch._check(x)"]]
+
+
+def _boxes(svg: str) -> dict[str, str]:
+    """data-node -> class attribute of every node box of an SVG."""
+    return {html.unescape(m.group(2)): m.group(1) for m in re.finditer(r'<g class="([^"]*)" data-node="([^"]*)"', svg)}
+
+
+def test_decomposition_before_and_after_side_by_side_in_the_report_and_the_explorer(decomposed, tmp_path):
+    """run_decompositions(): the in-graph add_ of the training IR (left, removed) and the functional add
+    that became the BUFFER_MUTATION output (right, added), in the report and in the explorer's tab."""
+    from viz.explorer import Explorer
+
+    before, after = decomposed.frames
+    d = decomposed.export.decomposition
+    (mut,) = [o for o in after.export.outputs if o.kind == "buffer_mutation"]
+    assert before.graph.find(target="aten.add_.Tensor") and after.graph.node(mut.name).target == "aten.add.Tensor"
+    page = expand(export_html(decomposed, tmp_path / "r.html").read_text())
+    start = page.index("run_decompositions(): frame 0/0 (before) and frame 0/1 (after)")
+    assert f"diff 0/0 → 0/1: {d.summary}" in page[start:page.index("<h2>Frames (", start)]  # its folded entry
+    section = page[page.index('<div class="ds-export-decomposition">'):]  # its payload, opened
+    assert _rows(section, "Mutations that became outputs (1)") == [[mut.name, "buffer_mutation", "count"]]
+    left, right = re.findall(r'<div class="ds-side"><div>(.*?)</div><div>(.*?)</div></div>', section, re.S)[0]
+    root = d.graph("")
+    assert {n for n, c in _boxes(left).items() if "ds-diff-removed" in c} == set(root.removed) >= {"add_"}
+    assert {n for n, c in _boxes(right).items() if "ds-diff-added" in c} == set(root.added) >= {mut.name}
+    assert "ds-diff-changed" in _boxes(right)["output"]  # the output node gained the mutated buffer's value
+    # the explorer: the same table, and the two programs' root graphs linked side by side
+    ex = Explorer(decomposed)
+    assert "Decompositions" in [ex._tabs.get_title(i) for i in range(len(ex._tabs.children))]
+    assert _rows(ex.decomposition_tab.children[0].value, "Mutations that became outputs (1)") == [
+        [mut.name, "buffer_mutation", "count"]]
+    linked = ex.decomposition_tab.linked
+    linked.choice.value = 0
+    view = linked.view
+    assert view is not None and {n for n, c in _boxes(view.svg_a).items() if "ds-diff-removed" in c} >= {"add_"}
+    view.select("a", "output")
+    assert view.selected_b == "output"
+    # a record without run_decompositions() has neither the section nor the tab
+    plain = tracer.export(CondLoop(), (torch.randn(2, 4),))
+    assert "run_decompositions()" not in expand(export_html(plain, tmp_path / "p.html").read_text())
+    assert "Decompositions" not in [Explorer(plain)._tabs.get_title(i) for i in range(len(Explorer(plain)._tabs.children))]

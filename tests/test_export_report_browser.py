@@ -38,6 +38,16 @@ def test_export_report_in_chromium(browser, tmp_path):
             body.locator("summary").click()
         body.scroll_into_view_if_needed()
         body.locator(".ds-graphbox svg [data-node]").first.wait_for(timeout=30_000)
+        # run_decompositions(): the two programs' root graphs side by side, add_ removed on the left
+        decomposition = page.locator("#ds-frame-decomposition")
+        if not decomposition.evaluate("(d) => d.open"):
+            decomposition.locator("summary").click()
+        page.wait_for_selector("#ds-frame-decomposition[data-ds-loaded='1'] .ds-side svg", timeout=30_000)
+        assert "buffer_mutation" in decomposition.locator(".ds-export-decomposition table").first.inner_text()
+        sides = decomposition.locator(".ds-side > div")
+        assert sides.count() == 2
+        assert sides.nth(0).locator("g.ds-diff-removed[data-node='add_']").count() == 1
+        assert sides.nth(1).locator("g.ds-diff-added").count() == len(cap.export.decomposition.graph("").added)
         assert not errors, errors
     finally:
         page.close()

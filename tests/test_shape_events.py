@@ -46,7 +46,7 @@ def test_a_backed_symbol_and_its_zero_one_specialization():
     stack = [frame(3, loc="y = x * 2"), frame(5, "g"), frame(7)]
     symbols, guards, specs = shape_records([sym("s0", "L['x'].size()[0]", stack=stack)], FILES)
     assert symbols == [ShapeSymbol("s0", "L['x'].size()[0]", "8", "[2, int_oo]", False,
-                                   [line(3, code="y = x * 2"), line(5, "g"), line(7)])]
+                                   [line(3, code="y = x * 2"), line(5, "g"), line(7)], line(7))]  # the innermost frame
     assert guards == []
     assert specs == [Specialization("zero_one", "s0", ["L['x'].size()[0]"], "[2, int_oo]", "0/1 specialization",
                                     user_line=line(7))]
@@ -67,7 +67,7 @@ def test_an_unbacked_symbol_has_no_value_and_no_zero_one():
     ev = ("create_unbacked_symbol", {"symbol": "u0", "vr": "[2, int_oo]", "source": None, "val": "5",
                                      "user_stack": [frame(4)]}, None)
     symbols, guards, specs = shape_records([ev], FILES)
-    assert symbols == [ShapeSymbol("u0", "", "", "[2, int_oo]", True, [line(4)])]
+    assert symbols == [ShapeSymbol("u0", "", "", "[2, int_oo]", True, [line(4)], line(4))]
     assert (guards, specs) == ([], [])
 
 
@@ -216,3 +216,10 @@ def test_with_user_file_a_guard_line_is_the_innermost_user_frame_and_none_withou
     assert [(sp.kind, sp.user_line) for sp in specs] == [("divisibility", line(7, "body", "torch._check(x)"))]
     only_lib = shape_records([sym("s2", "L['x'].size()[0]", stack=lib)], FILES, user)[2]
     assert only_lib[0].kind == "zero_one" and only_lib[0].user_line is None
+    # a symbol's user line follows the same rule: the innermost user frame, None with torch's frames only
+    inner_lib = [*lib[:1], frame(7, "body", "torch._check(x)"), *lib[1:]]
+    symbols = shape_records([sym("s2", "L['x'].size()[0]", stack=lib), sym("s3", "L['y'].size()[0]", stack=inner_lib),
+                             sym("s4", "L['z'].size()[0]")], FILES, user)[0]
+    assert [s.user_line for s in symbols] == [None, line(7, "body", "torch._check(x)"), None]
+    torch_free = shape_records([sym("s3", "", stack=inner_lib)], FILES)[0][0]  # no user_file (a log): the innermost
+    assert torch_free.user_line == line(224, "flat_body_fn", file=FILES[2])

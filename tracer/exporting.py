@@ -43,8 +43,9 @@ def export(mod: Any, args: tuple[Any, ...], kwargs: Optional[dict[str, Any]] = N
     With ``strict=True`` torch traces with Dynamo: ``frame.guards`` are the guards Dynamo built for the
     program, and a graph break (an error under strict export) is in ``cap.graph_breaks`` with its user line.
 
-    ``decompose=True`` adds frame "0/1", ``ep.run_decompositions()`` of it (``tracer.diff(cap.frames[0],
-    cap.frames[1])`` shows what changed). When the export fails, ``cap.export.failure`` says why
+    ``decompose=True`` adds frame "0/1", ``ep.run_decompositions()`` of it, and ``cap.export.decomposition``
+    is ``tracer.diff(cap.frames[0], cap.frames[1])``: what became functional, which mutations became
+    outputs (the explorer's "Decompositions" tab and the report draw the two graphs side by side). When the export fails, ``cap.export.failure`` says why
     (torch's message, the user line) and, with ``draft=True``, ``torch.export.draft_export`` runs once
     more: ``cap.export.draft`` lists what it worked around and frame "0/1" is its program (stage
     "draft"). ``raise_on_failure=True`` re-raises torch's exception instead, the record on ``err.capture``.
@@ -58,6 +59,7 @@ def export(mod: Any, args: tuple[Any, ...], kwargs: Optional[dict[str, Any]] = N
 
     from tracer._torch.export_failure import draft_failures, failure_of
     from tracer.active_session import raise_if_tracing
+    from tracer.diffing import diff
 
     raise_if_tracing("tracer.export()")  # Dynamo's compile lock is held by a paused trace: fail fast, never hang
     from tracer._torch.export_dynamo import recording_dynamo
@@ -103,6 +105,7 @@ def export(mod: Any, args: tuple[Any, ...], kwargs: Optional[dict[str, Any]] = N
             cap.frames.append(Frame(compile_id="0/1", code=code, status="failed", status_reason=why))
         else:
             cap.frames.append(frame_of_program(decomposed, compile_id="0/1", code=code, stage="decomposed"))
+            run.decomposition = diff(cap.frames[0], cap.frames[1])
     return cap
 
 

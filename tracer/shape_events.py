@@ -51,7 +51,8 @@ Event = tuple[str, Any, Any]  # (event name, its metadata value, payload or None
 # created for a HOP operand has torch frames only. So a caller that can tell a user file (the live
 # export, which knows where torch is installed) passes ``user_file`` and the line is the innermost
 # frame it accepts, None when it accepts none (the stack is kept whole either way); without it (a
-# capture, a log, read torch-free) the innermost frame is the line, as before.
+# capture, a log, read torch-free) the innermost frame is the line, as before. The same rule gives a
+# symbol's ``user_line`` (where it was created) and a 0/1 specialization's.
 def shape_records(events: list[Event], strings: dict[int, str], user_file: Optional[Callable[[str], bool]] = None
                   ) -> tuple[list[ShapeSymbol], list[ShapeGuard], list[Specialization]]:
     """(symbols, shape guards, specializations) from the events of one attempt, in trace order.
@@ -76,11 +77,12 @@ def shape_records(events: list[Event], strings: dict[int, str], user_file: Optio
             sym = ShapeSymbol(name=str(meta.get("symbol", "")), source=str(meta.get("source") or ""),
                               value="" if unbacked else str(meta.get("val", "")), range=str(meta.get("vr", "")),
                               unbacked=unbacked, user_stack=_stack(meta.get("user_stack"), strings))
+            sym.user_line = innermost(sym.user_stack)
             symbols.append(sym)
             if not unbacked and sym.range.startswith("[2,"):
                 specs.append(Specialization(kind="zero_one", symbol=sym.name, sources=[sym.source] if sym.source else [],
                                             value=sym.range, reason="0/1 specialization",
-                                            user_line=innermost(sym.user_stack)))
+                                            user_line=sym.user_line))
         elif name == "guard_added_fast":
             stack = _stack(meta.get("user_stack"), strings)
             last_guard = ShapeGuard(expr=str(meta.get("expr", "")), user_stack=stack, user_line=innermost(stack))

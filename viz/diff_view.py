@@ -19,7 +19,7 @@ from viz.grouping import first_expanded
 from viz.markup import fragment, render
 from viz.svg import to_svg
 
-__all__ = ["diff_html", "frame_of", "graph_diff_svg", "mimebundle", "recompiles_html"]
+__all__ = ["decomposition_html", "diff_html", "frame_of", "graph_diff_svg", "mimebundle", "recompiles_html"]
 
 # Note [Diff colours]
 # ~~~~~~~~~~~~~~~~~~~
@@ -104,6 +104,24 @@ def recompiles_html(cap: Capture) -> str:
         a, b = frame_of(cap, r.diff.a), frame_of(cap, r.diff.b)
         items.append((r, fragment(diff_html(r.diff, a, b))))
     return render("diff_recompiles.html.j2", items=items) if items else ""
+
+
+def decomposition_html(cap: Capture, heading: bool = True, graphs: bool = True) -> str:
+    """An export record's ``run_decompositions()`` before and after: the mutations that became outputs
+    (from the decomposed program's graph signature) above the diff of the two programs, graphs side by
+    side ("" without a decomposition). ``heading=False`` leaves out the heading (the one-file report
+    shows it beside the folded payload); ``graphs=False`` the diff (the explorer shows it linked)."""
+    d = cap.export.decomposition if cap.export is not None else None
+    if d is None:
+        return ""
+    a, b = frame_of(cap, d.a), frame_of(cap, d.b)
+    before = a.export.mutated() if a is not None and a.export is not None else {}
+    outputs = []
+    if b is not None and b.export is not None:
+        after = b.export.mutated()
+        outputs = [[o.name, o.kind, o.target] for o in b.export.outputs if o.name in after and o.name not in before]
+    return render("diff_decomposition.html.j2", d=d, outputs=outputs, heading=heading,
+                  body=fragment(diff_html(d, a, b)) if graphs else "")
 
 
 def frame_of(cap: Capture, compile_id: str) -> Optional[Frame]:

@@ -16,7 +16,7 @@ from tracer.model import Capture, Frame, FrameDiff
 from tracer.model.diff import frame_graphs
 from viz.diff_view import diff_html, frame_of, graph_diff_svg
 
-__all__ = ["DiffView", "recompiles_tab"]
+__all__ = ["DiffView", "diffs_tab", "recompiles_tab"]
 
 _ESM = """
 // Two SVGs side by side; a click on a node marks its partner (data-partner) in the other SVG.
@@ -89,14 +89,22 @@ def recompiles_tab(cap: Capture) -> Optional[Any]:
     """The explorer's "Recompiles" tab (None when no recompile has a diff): pick a recompile and a
     graph, see both sides linked (:class:`DiffView`) above the diff's tables. Nothing is laid out
     until a recompile is picked."""
+    recs = [r for r in cap.recompiles if r.diff is not None]
+    return diffs_tab(cap, [(f"{r.compile_id} replaced {r.replaced}: {r.diff.summary[:120]}", r.diff) for r in recs],
+                     "recompile")
+
+
+def diffs_tab(cap: Capture, diffs: list[tuple[str, FrameDiff]], noun: str) -> Optional[Any]:
+    """A tab comparing frames of ``cap``: pick one of ``diffs`` (label, FrameDiff) and a graph, see both
+    sides linked (:class:`DiffView`) above the diff's tables; None without diffs. Nothing is laid out
+    until a diff is picked."""
     import ipywidgets as W
 
-    recs = [r for r in cap.recompiles if r.diff is not None]
-    if not recs:
+    if not diffs:
         return None
-    choice = W.Dropdown(options=[("choose a recompile to compare", -1)]  # labels are text, never HTML
-                        + [(f"{r.compile_id} replaced {r.replaced}: {r.diff.summary[:120]}", i) for i, r in enumerate(recs)],
-                        description="recompile", layout=W.Layout(width="98%"))
+    choice = W.Dropdown(options=[(f"choose a {noun} to compare", -1)]  # labels are text, never HTML
+                        + [(label, i) for i, (label, _) in enumerate(diffs)],
+                        description=noun, layout=W.Layout(width="98%"))
     graph = W.Dropdown(options=[], description="graph", layout=W.Layout(width="60%"))
     body = W.VBox([])
     box = W.VBox([choice, graph, body])
@@ -108,17 +116,17 @@ def recompiles_tab(cap: Capture) -> Optional[Any]:
         if choice.value is None or choice.value < 0:
             body.children = []
             return
-        r = recs[choice.value]
-        a, b = frame_of(cap, r.diff.a), frame_of(cap, r.diff.b)
+        d = diffs[choice.value][1]
+        a, b = frame_of(cap, d.a), frame_of(cap, d.b)
         children = []
         if a is not None and b is not None and graph.value is not None:
-            children.append(DiffView(r.diff, a, b, graph=graph.value))
-        body.children = [*children, W.HTML(diff_html(r.diff))]
+            children.append(DiffView(d, a, b, graph=graph.value))
+        body.children = [*children, W.HTML(diff_html(d))]
         box.view = children[0] if children else None  # the linked view shown, for callers and tests
 
     def pick(_: Any) -> None:
         if choice.value is not None and choice.value >= 0:
-            d = recs[choice.value].diff
+            d = diffs[choice.value][1]
             names = [(f"{g.a or 'root'} ({len(g.changed)} changed, {len(g.added)} added, {len(g.removed)} removed)", g.a)
                      for g in d.graphs if g]
             picking.append(True)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from tracer.model import Capture, Frame, ShapeGuard
-from viz.markup import render
+from tracer.model import Capture, Frame
+from viz.markup import render, user_line_text
 
 __all__ = ["export_run_html", "signature_html"]
 
@@ -39,19 +39,12 @@ def signature_html(frame: Frame) -> str:
               for i in p.inputs]
     outputs = [[o.name or "(constant)", o.kind, o.target] for o in p.outputs]
     ranges = [[r.symbol, f"[{r.lower}, {r.upper}]"] for r in p.range_constraints]
-    shape_guards = [[g.expr, _guard_line(g)] for g in frame.shape_guards]
+    shape_guards = [[g.expr, user_line_text(g)] for g in frame.shape_guards]
     roles = [_roles(i.kind for i in p.inputs), _roles(o.kind for o in p.outputs)]
     calls = [[c.fqn or "(root)", ", ".join(c.inputs), ", ".join(c.outputs), ", ".join(c.forward_arg_names), c.in_spec]
              for c in p.module_calls]
     return render("export.html.j2", run=None, program=p, inputs=inputs, outputs=outputs, ranges=ranges, calls=calls,
                   shape_guards=shape_guards, roles=roles)
-
-
-def _guard_line(g: ShapeGuard) -> str:
-    """The user line of a shape guard, or why there is none (Note [The user line of a shape guard])."""
-    if g.user_line is not None:
-        return str(g.user_line)
-    return "unknown (only torch frames)" if g.user_stack else "not logged by torch"
 
 
 def _roles(kinds: Iterable[str]) -> str:

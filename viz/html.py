@@ -17,7 +17,7 @@ from typing import Callable, Optional
 from tracer.model import TIME_PHASES, Aot, Capture, Frame, Graph
 from viz import panels
 from viz.code_view import frame_code_html
-from viz.diff_view import recompiles_html
+from viz.diff_view import decomposition_html, recompiles_html
 from viz.export_view import signature_html
 from viz.graph_layout import layout
 from viz.grouping import first_expanded
@@ -96,5 +96,5 @@ def capture_html(cap: Capture, frame_block: Optional[Callable[[Frame, str], str]
         blocks = [frame_block(f, b) for f, b in zip(cap.frames, blocks, strict=True)]
     return render("report.html.j2", overview=fragment(panels.overview_html(cap)),
                   frames=[fragment(b) for b in blocks],
-                  diffs=fragment(recompiles_html(cap)), data=fragment(data),
+                  diffs=fragment(recompiles_html(cap) + decomposition_html(cap)), data=fragment(data),
                   script=fragment(report_script()), canvas_css=fragment(canvas_css()))

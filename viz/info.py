@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from tracer.model import Frame, Graph, format_meta
-from viz.markup import human_bytes
+from viz.markup import human_bytes, user_line_text
 
 __all__ = ["AOT_GRAPHS", "frame_graph", "lifted_chain", "node_info"]
 
@@ -161,7 +161,7 @@ def _symbols_of(frame: Frame, meta: dict[str, Any]) -> list[str]:
             continue
         line = f"{sym.name} = {sym.source or 'unbacked'}"
         if sym.user_stack:
-            line += f", created at {sym.user_stack[-1]}"
+            line += f", created at {user_line_text(sym)}"
         for sp in frame.specializations:
             if sp.symbol == sym.name:
                 line += f"; {sp.kind} {sp.value}" + (f" at {sp.user_line}" if sp.user_line is not None else "")

@@ -19,7 +19,7 @@ from markupsafe import Markup, escape
 
 from tracer import _text
 
-__all__ = ["fragment", "human_bytes", "json_block", "render", "render_string", "seconds"]
+__all__ = ["fragment", "human_bytes", "json_block", "render", "render_string", "seconds", "user_line_text"]
 
 # Note [Trusted fragments]
 # ~~~~~~~~~~~~~~~~~~~~~~~~
@@ -41,6 +41,20 @@ def seconds(value: Optional[float]) -> str:
     return "?" if value is None else _text.seconds(value)
 
 
+def user_line_text(item: Any) -> str:
+    """Where a shape guard or symbol came from (its ``user_line``), or why there is none: torch logged
+    only its own frames, or no stack at all (Note [The user line of a shape guard] in tracer/shape_events.py).
+
+    >>> from tracer.model import ShapeSymbol, SourceLine
+    >>> torch_frame = SourceLine("/venv/torch/_higher_order_ops/cond.py", 242, "cond_op_dense")
+    >>> user_line_text(ShapeSymbol("s0", "x.size()[0]", user_stack=[torch_frame]))
+    'unknown (only torch frames)'
+    """
+    if item.user_line is not None:
+        return str(item.user_line)
+    return "unknown (only torch frames)" if item.user_stack else "not logged by torch"
+
+
 def _lines(value: Any) -> Markup:
     """Escaped text whose line breaks become ``<br>`` (a table cell keeps its lines)."""
     text = escape(value)
@@ -56,7 +70,7 @@ _ENV = jinja2.Environment(
     auto_reload=False,
     extensions=["jinja2.ext.do"],
 )
-_ENV.filters.update(bytes=human_bytes, seconds=seconds, lines=_lines, zip=zip, headline=_text.headline)
+_ENV.filters.update(user_line=user_line_text, bytes=human_bytes, seconds=seconds, lines=_lines, zip=zip, headline=_text.headline)
 
 
 def json_block(value: Any) -> str:

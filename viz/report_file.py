@@ -36,7 +36,7 @@ from tracer.model.profile_diff import ProfileDiff
 from viz import panels
 from viz.browser_code import bundle
 from viz.code_view import frame_code_html
-from viz.diff_view import diff_html, frame_of
+from viz.diff_view import decomposition_html, diff_html, frame_of
 from viz.html import frame_html
 from viz.markup import fragment, render
 from viz.profile_view import graph_times, profile_html, time_facts
@@ -289,6 +289,13 @@ def _section(cap: Capture, prefix: str, heading: str, stats: ReportStats, blocks
         stats.payload_bytes += len(p)
         blocks.append(_block(key, p, []))
         recompiles.append(({"compile_id": r.compile_id, "replaced": r.replaced, "diff": {"summary": r.diff.summary}}, key))
+    decomposition = None  # an export record's run_decompositions() diff, stored like a recompile's
+    if cap.export is not None and cap.export.decomposition is not None:
+        d, key = cap.export.decomposition, f"{prefix}decomposition"
+        p = encode_payload(decomposition_html(cap, heading=False))
+        stats.payload_bytes += len(p)
+        blocks.append((key, p))
+        decomposition = {"a": d.a, "b": d.b, "summary": d.summary, "key": key}
     entries, counts = [], []
     for fi, f in enumerate(cap.frames):
         entry = _entry(f, f"{prefix}{fi}")
@@ -304,7 +311,7 @@ def _section(cap: Capture, prefix: str, heading: str, stats: ReportStats, blocks
         counts.append((panels.ops(f.graph), entry["guards"]))
         if release:
             _let_go(f)
-    return {"heading": heading, "recompiles": recompiles, "frames": entries,
+    return {"heading": heading, "recompiles": recompiles, "decomposition": decomposition, "frames": entries,
             "overview": fragment((profile_html(profile) if profile is not None else "")
                                  + panels.overview_html(cap, counts, [e["key"] for e in entries]))}
 

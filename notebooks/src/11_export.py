@@ -78,8 +78,8 @@ print(failure.message.splitlines()[0])
 # time, and the answer depends on data export does not have. It would have to guard on `u0 > 6`, so it
 # raises `GuardOnDataDependentSymNode` instead. Before raising, torch prints the graph it had traced so
 # far to stderr (the exception's `partial_fx_graph`; caught in `partial` above): it ends at the
-# comparison `item > 6`. The record keeps torch's own message and the user line torch named, and `cap`
-# shows them in the explorer's overview; with `draft=True` (the default)
+# comparison `item > 6`. The record keeps torch's own message, the user line torch named and that
+# partial graph (`failure.partial_graph`), and `cap` shows them in the explorer's overview; with `draft=True` (the default)
 # `tracer.export` also runs `torch.export.draft_export`, which lists such failures with the assumption
 # it made in their place.
 
@@ -94,6 +94,7 @@ assert graph_so_far and graph_so_far in partial.getvalue()
 assert graph_so_far.splitlines()[-1].strip().startswith('gt: "Sym(u0 > 6)" = item > 6')  # it stops at the `if`
 assert type(torch_error).__name__ == "GuardOnDataDependentSymNode" == failure.error_type
 assert failure.message == str(torch_error) and failure.kind == "data_dependent"
+assert failure.partial_graph == torch_error.partial_fx_graph
 assert failure.user_line.code == "if n > x.shape[0]:" and "u0 > 6" in failure.message
 assert cap.frames[0].status == "failed"
 
@@ -162,8 +163,10 @@ print("outputs, decomposed:   ", [(o.name, o.kind, o.target) for o in decomposed
 # graph, an in-place op as in `forward`, and the signature has only the user's output. After
 # `run_decompositions()` the graph is functional: it computes the new value (`add`) and returns it as
 # a `BUFFER_MUTATION` output whose target is `calls`; whoever runs the program copies it back into the
-# buffer. `tracer.diff(cap.frames[0], cap.frames[1])` lists the graph's changes, and the explorer's
-# *Signature* tab shows these tables for the chosen frame.
+# buffer. `cap.export.decomposition` is `tracer.diff(cap.frames[0], cap.frames[1])`, the graph's
+# changes; the explorer's *Signature* tab shows these tables for the chosen frame, and its
+# *Decompositions* tab (a section of the report) the mutations that became outputs above the two
+# graphs side by side.
 
 # %% tags=["remove-input"]
 sig = ep.graph_signature
@@ -175,6 +178,8 @@ dsig = ep.run_decompositions().graph_signature
 assert [(o.kind, o.target) for o in decomposed.export.outputs] == [
     (s.kind.name.lower(), s.target or "") for s in dsig.output_specs] == [("buffer_mutation", "calls"), ("user_output", "")]
 assert not decomposed.graph.find(target="aten.add_.Tensor")
+assert cap.export.decomposition == tracer.diff(program, decomposed)
+assert "add_" in cap.export.decomposition.graph("").removed
 
 # %% [markdown]
 # ## The control-flow bodies

@@ -183,6 +183,10 @@ SYMBOLS: list[Private] = [
 # or ``self.attribute =`` in the class's source) and, for the tracing state, on the real instances a
 # tiny compile hands to a comptime callback.
 _TX = "torch._dynamo.symbolic_convert:InstructionTranslatorBase"
+# Not listed (no class to check it on): ``partial_fx_graph``, which torch sets on whatever exception
+# escapes a trace (torch/fx/_symbolic_trace.py ``Tracer.trace``, torch/_dynamo/symbolic_convert.py) and
+# torch/export/_trace.py prints; export_failure.py reads it with getattr and a default (ExportFailure.partial_graph,
+# "" without it), and tests/test_export_failures.py checks it equals torch's on every release the suite runs on.
 ATTRIBUTES: list[Private] = [
     *_attrs("torch.export._draft_export:DraftExportReport", _DRAFT, "failures", "str_to_filename"),
     *_attrs("torch.export._draft_export:FailureReport", _DRAFT, "failure_type", "data"),

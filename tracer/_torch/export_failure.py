@@ -90,7 +90,17 @@ def failure_of(e: BaseException, *, strict: bool) -> ExportFailure:
     """The failure record of the exception ``torch.export.export`` raised."""
     chain = _chain(e)
     return ExportFailure(kind=_kind(chain, strict), message=str(e), error_type=type(e).__name__,
-                         user_line=_user_line(chain))
+                         user_line=_user_line(chain), partial_graph=_partial_graph(chain))
+
+
+def _partial_graph(chain: list[BaseException]) -> str:
+    """The graph traced so far, as torch attached it to the exception (``partial_fx_graph``: fx's
+    ``Tracer.trace`` and Dynamo's ``InstructionTranslator`` set it, torch/export/_trace.py prints it); ""."""
+    for x in chain:
+        text = getattr(x, "partial_fx_graph", None)
+        if isinstance(text, str) and text.strip():
+            return text
+    return ""
 
 
 def _report_of(ep: Any) -> Any:

@@ -60,9 +60,12 @@ def recording_shapes(problems: list[str]) -> Iterator[ShapeEvents]:
 def fill_shapes(frame: Frame, reader: ShapeEvents) -> None:
     """The frame's symbols, shape guards and specializations from what ``reader`` kept; a guard's user
     line is the innermost frame of its stack outside torch (Note [The user line of a shape guard] in
-    tracer/shape_events.py), and a guard whose stack has torch's frames only is a problem of the frame."""
+    tracer/shape_events.py), as is a symbol's; a guard whose stack has torch's frames only is a problem of the
+    frame. A symbol's is not: torch creates one for each HOP operand in its own code, so most programs with a
+    HOP have such symbols, and the symbols table says "unknown (only torch frames)" for each."""
     frame.symbols, frame.shape_guards, frame.specializations = shape_records(reader.events, interned_strings(),
                                                                              _user_file)
     for g in frame.shape_guards:
         if g.user_stack and g.user_line is None:
             frame.problems.append(f"shape guard {g.expr}: torch logged only its own frames, the user line is unknown")
+

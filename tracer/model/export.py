@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from tracer.model.diff import FrameDiff
 from tracer.model.shapes import SourceLine
 
 __all__ = [
@@ -36,7 +37,8 @@ __all__ = [
 # report, JSON and ``tracer.diff`` read them as they read compile attempts: frame "0/0" is the
 # program ``torch.export.export`` returned (the training IR), and with ``decompose=True`` frame
 # "0/1" is ``ep.run_decompositions()`` of it (what became functional, which mutations became
-# outputs: ``tracer.diff(cap.frames[0], cap.frames[1])``). HOP bodies are the program's
+# outputs: ``tracer.diff(cap.frames[0], cap.frames[1])``, kept as ``Export.decomposition`` for the
+# views). HOP bodies are the program's
 # GraphModule submodules (``true_graph_0``), read by the shared HOP tree (tracer/hop_tree.py). An
 # exported program does not say which body inputs were the user's operands and which were lifted
 # free variables (both are operands of the HOP call by then), so those kinds are "unknown", said
@@ -139,6 +141,9 @@ class ExportFailure:
     error_type: str = ""  # the exception's class ("GuardOnDataDependentSymNode"); draft_export: its FailureType
     user_line: Optional[SourceLine] = None  # the user line torch pointed at; None when it named none
     workaround: str = ""  # draft_export: the guard or assertion it added instead ("" when none)
+    # a failed export: the graph torch had traced when it failed, as torch printed it (the exception's
+    # ``partial_fx_graph``, set by fx's tracer and by Dynamo); "" when torch gave none
+    partial_graph: str = ""
 
     def __str__(self) -> str:
         where = f" at {self.user_line}" if self.user_line is not None else ""
@@ -155,6 +160,8 @@ class Export:
     dynamic_shapes: str = ""  # repr of the dynamic_shapes asked for ("" when none)
     failure: Optional[ExportFailure] = None  # status "failed": why
     draft: list[ExportFailure] = field(default_factory=list)  # draft_export's report, after a failure
+    # decompose=True: tracer.diff(frame "0/0", frame "0/1"), what run_decompositions() changed (None otherwise)
+    decomposition: Optional[FrameDiff] = None
 
     def __repr__(self) -> str:
         why = f": {self.failure.kind}" if self.failure is not None else ""

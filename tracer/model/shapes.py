@@ -43,7 +43,10 @@ class ShapeSymbol:
     value: str = ""  # the hint it was created with ("8"); "" for unbacked symbols
     range: str = ""  # value range as torch logs it, "[2, int_oo]"
     unbacked: bool = False  # created by create_unbacked_symbol (data-dependent)
-    user_stack: list[SourceLine] = field(default_factory=list)  # where user code first touched it
+    user_stack: list[SourceLine] = field(default_factory=list)  # as torch logged it, outermost first
+    # the user line that created it: the innermost frame of ``user_stack`` outside torch, as for a ShapeGuard
+    # (Note [The user line of a shape guard] in tracer/shape_events.py); None when torch logged only its own frames
+    user_line: Optional[SourceLine] = None
 
     def __repr__(self) -> str:
         return f"ShapeSymbol({self.name} = {self.source or 'unbacked'})"
