@@ -140,8 +140,9 @@ class _Streamed:
             self.notes += notes
             del a
         self.seqs[rank] = [c for i in sorted(seq) for c in seq[i]]
+        cut = cap.meta.get("cut_in")
         return RankSummary(cap.fn, [frames[i] for i in sorted(frames)], [*cap.problems, *(p for i in sorted(problems) for p in problems[i])],
-                           path, loader)
+                           path, loader, str(cap.meta.get("not_read") or ""), list(cut) if isinstance(cut, list) else None)
 
     def result(self) -> tuple[list[Divergence], list[str]]:
         if len(self.seqs) < 2:
