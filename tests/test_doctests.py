@@ -50,6 +50,7 @@ MODULES = [
     "viz.markup",
     "viz.mimebundle",
     "viz.panels",
+    "viz.per_graph",
     "viz.profile_explorer",
     "viz.report_file",
     "viz.report_graphs",
