@@ -50,6 +50,7 @@ MODULES = [
     "viz.markup",
     "viz.mimebundle",
     "viz.panels",
+    "viz.node_facts",
     "viz.per_graph",
     "viz.profile_explorer",
     "viz.report_file",
