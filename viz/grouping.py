@@ -14,6 +14,7 @@ from typing import Iterable, Optional
 
 from tracer.model import Graph, Node
 from viz.backward_groups import NO_MODULE, edge_kind, place_unmoduled
+from viz.per_graph import per_graph
 
 __all__ = [
     "BACKWARD_SUFFIX",
@@ -182,9 +183,11 @@ def _chain(stack: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
     return tuple(chain)
 
 
+@per_graph  # Note [Computed once per graph] in viz/per_graph.py: an explorer build asks 9 times
 def graph_chains(graph: Graph) -> list[list[tuple[str, str]]]:
     """:func:`module_chain` of every node of ``graph`` in order, with Note [Backward nodes without a
-    forward node] (viz/backward_groups.py) applied."""
+    forward node] (viz/backward_groups.py) applied; computed once per graph, so callers must not
+    change the lists."""
     chains = [module_chain(n) for n in graph.nodes]
     if _sparse_log_groups(graph, chains):  # Note [Groups inferred from a log]
         return [[] for _ in chains]

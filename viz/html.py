@@ -23,6 +23,7 @@ from viz.graph_layout import layout
 from viz.grouping import first_expanded
 from viz.markup import fragment, render
 from viz.module_view import module_html
+from viz.node_facts import node_facts_html
 from viz.report_graphs import canvas_css, report_data, report_script
 from viz.style import ROLE_STYLE
 from viz.svg import to_svg
@@ -52,11 +53,12 @@ def _partition_html(aot: Aot) -> str:
     return render("partition.html.j2", rows=rows, tables=fragment(panels.aot_tables_html(aot)))
 
 
-def frame_html(frame: Frame, graphs: list[tuple[str, str, int, int]] = (), code: str = "") -> str:
+def frame_html(frame: Frame, graphs: list[tuple[str, str, int, int]] = (), code: str = "", facts: str = "") -> str:
     """One compile attempt: status (and why, if it did not compile), compile times, problems; with
     a graph also the subgraph tree, speculations, a box per graph of ``graphs`` (kind, title, index
     into the report's drawings, nodes; see :func:`viz.report_graphs.report_data`), module tree, lifted
-    inputs, guards, partition, code; ``code`` is the Code tab's HTML (:func:`viz.code_view.frame_code_html`)."""
+    inputs, guards, partition, code; ``code`` is the Code tab's HTML (:func:`viz.code_view.frame_code_html`),
+    ``facts`` every node's inspector rows (:func:`viz.node_facts.node_facts_html`), shown under the graphs."""
     guards = fragment(panels.guards_html(frame.guards, report=True))
     code_tab = fragment(code) if code else None
     if not frame.has_graph:
@@ -68,7 +70,7 @@ def frame_html(frame: Frame, graphs: list[tuple[str, str, int, int]] = (), code:
         signature=fragment(signature_html(frame)) if frame.export is not None else None,
         speculations=fragment(panels.speculations_html(frame)),
         legend=list(ROLE_STYLE.values()),
-        graphs=list(graphs),
+        graphs=list(graphs), facts=fragment(facts) if facts else None,
         modules=fragment(module_html(frame, graph_index=root)),
         lifted=[fragment(panels.lifted_html(frame, name)) for name in ["", *frame.subgraphs]],
         guards=guards,
@@ -79,19 +81,21 @@ def frame_html(frame: Frame, graphs: list[tuple[str, str, int, int]] = (), code:
 
 
 def capture_html(cap: Capture, frame_block: Optional[Callable[[Frame, str], str]] = None, *,
-                 code: bool = False) -> str:
+                 code: bool = False, facts: bool = False) -> str:
     """Self-contained HTML of ``cap``: overview, then per frame its graphs (drawn from layout data by
     the one embedded script), module tree and tables. ``frame_block(frame, html)`` may wrap each
     frame's section (the job view anchors them per rank). ``code``: also each frame's Code tab
     (original vs transformed code, resume functions, guard function, shapes, Inductor's output code
-    and kernels), as the static report shows it.
+    and kernels), as the static report shows it. ``facts``: also every node's inspector rows as plain
+    tables, for a page whose script does not run (Note [Node facts without a script] in viz/node_facts.py).
 
-    Used for the ``text/html`` mimebundle entry (without the Code tab: Dynamo's generated names and
+    Used for the ``text/html`` mimebundle entry (with the node facts, without the Code tab: Dynamo's generated names and
     the guard function's measured latency differ run to run, and notebooks store this HTML) and by
     :func:`export_html` (with it); deterministic for a given capture.
     """
     data, per_frame = report_data(cap.frames)
-    blocks = [frame_html(f, g, frame_code_html(cap, f) if code else "") for f, g in zip(cap.frames, per_frame, strict=True)]
+    blocks = [frame_html(f, g, frame_code_html(cap, f) if code else "", node_facts_html(f) if facts else "")
+              for f, g in zip(cap.frames, per_frame, strict=True)]
     if frame_block is not None:
         blocks = [frame_block(f, b) for f, b in zip(cap.frames, blocks, strict=True)]
     return render("report.html.j2", overview=fragment(panels.overview_html(cap)),

@@ -2,7 +2,7 @@
 
 Invariant: ``text/plain`` is ``str(cap)`` (deterministic: no ids, no addresses, no timings) and is
 always present; ``text/html`` is self-contained (no kernel, no script needed) for nbconvert and
-GitHub; the widget view is added when it is wanted, and a frontend with widgets prefers it.
+GitHub, and carries every node's inspector facts as plain tables (viz/node_facts.py); the widget view is added when it is wanted, and a frontend with widgets prefers it.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def mimebundle(cap: Capture, include: Container[str] | None = None,
     def html() -> str:
         from viz.html import capture_html
 
-        return capture_html(cap)
+        return capture_html(cap, facts=True)  # Note [Node facts without a script] in viz/node_facts.py
 
     return bundle(explorer, html, str(cap), include, exclude)
 

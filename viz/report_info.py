@@ -28,7 +28,7 @@ from viz.info import node_info
 from viz.markup import json_block
 from viz.report_graphs import frame_graphs
 
-__all__ = ["MARK", "Interner", "intern", "report_info", "unintern"]
+__all__ = ["MARK", "Interner", "graph_names", "intern", "report_info", "unintern"]
 
 # Note [Interned node facts]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -121,7 +121,7 @@ def unintern(value: Any, values: list[Any]) -> Any:
     return value
 
 
-def _graph_names(frame: Frame) -> dict[int, str]:
+def graph_names(frame: Frame) -> dict[int, str]:
     """id(graph) -> the name node_info knows it by ("" root, a body's qualified name, "aot.<kind>")."""
     names = {id(g): name for name, g in frame.graphs().items()}
     if frame.aot is not None:
@@ -170,7 +170,7 @@ def _report_info(frames: list[Frame], extra: Optional[Callable[[Frame, str, str]
     table = Interner()
     graphs: list[dict[str, Any]] = []
     for frame in frames:
-        names = _graph_names(frame)
+        names = graph_names(frame)
         for kind, _title, g, _hi in frame_graphs(frame):
             name = names.get(id(g))  # None: not a graph node_info can name, drawn without facts
             graphs.append({} if name is None else {n.name: node_info(frame, name, n.name)
