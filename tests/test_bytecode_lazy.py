@@ -74,3 +74,80 @@ def test_damaged_bytes_are_a_problem_not_a_crash():
     ct = CodeText("f", code=base64.b64encode(b"\x00not marshal").decode())
     assert ct.source == "" and "not decompiled" in ct.problem and ct.dis.startswith("<not listed")
     assert not ct.pending
+
+
+# -- constants marshal cannot write (Note [Constants marshal cannot write] in tracer/_torch/bytecode.py)
+
+
+class _DeviceOut(torch.nn.Module):
+    """Dynamo's transformed code for this forward loads torch.device and torch.dtype constants."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x), x.device, x.dtype
+
+
+def _early_texts(monkeypatch):
+    """Wrap kept_code so every code object is also turned into text at once (the value read early)."""
+    from tracer._torch import bytecode
+
+    early: list[tuple[CodeText, CodeText]] = []
+    real = bytecode.kept_code
+
+    def kept_code(code, *, original=False):
+        out = real(code, original=original)
+        early.append((out, bytecode.code_text(code, original=original)))
+        return out
+
+    monkeypatch.setattr(bytecode, "kept_code", kept_code)
+    return early
+
+
+def test_constants_marshal_cannot_write_are_kept_and_read_late_as_early(monkeypatch):
+    import gc
+    import weakref
+
+    early = _early_texts(monkeypatch)
+    model = _DeviceOut()
+    ref = weakref.ref(model)
+    cap = tracer.capture(model, torch.randn(2, 4))
+    kept = [(late, now) for late, now in early if late.__dict__.get("_constants")]
+    assert kept, "the transformed code of this forward has no device constant: the test checks nothing"
+    for late, _ in kept:
+        assert late.pending and {type(c) for c in late.__dict__["_constants"]} <= {torch.device, torch.dtype}
+    del model
+    gc.collect()
+    assert ref() is None  # the kept constants hold nothing of the model
+    loaded = tracer.Capture.from_json(cap.to_json())  # the first read: to_json reads every field
+    for late, now in early:
+        assert (late.source, late.dis, late.problem) == (now.source, now.dis, now.problem) and not late.pending
+        assert "_constants" not in late.__dict__  # dropped once put back
+    for _late, now in kept:
+        assert "device(type='cpu')" in now.dis and "__co_consts[" in now.source  # depyf's own rendering
+    assert loaded.frames[0].bytecode == cap.frames[0].bytecode
+
+
+def test_a_constant_that_cannot_be_kept_is_turned_into_text_at_once():
+    from tracer._torch import bytecode
+
+    code = one_break.__code__
+    with_object = code.replace(co_consts=(*code.co_consts, object()))
+    ct = bytecode.kept_code(with_object)
+    assert not ct.pending and ct.code == "" and ct.dis == bytecode.code_text(with_object).dis
+    with_device = code.replace(co_consts=(*code.co_consts, torch.device("cpu")))
+    kept = bytecode.kept_code(with_device)
+    assert kept.pending and kept.__dict__["_constants"] == (torch.device("cpu"),)
+    assert kept.dis == dis.Bytecode(with_device).dis()
+
+
+def test_stand_ins_without_their_constants_are_not_listed():
+    from tracer._torch import bytecode
+
+    code = one_break.__code__.replace(co_consts=(*one_break.__code__.co_consts, torch.device("cpu")))
+    ct = bytecode.kept_code(code)
+    lost = CodeText(ct.name, code=ct.code)  # the bytes alone, as a hand-made document would carry them
+    assert lost.dis.startswith("<not listed") and "constants" in lost.problem and lost.source == ""
+    assert bytecode._STAND_IN not in lost.dis

@@ -74,6 +74,7 @@ def test_tracing_state_attributes_on_real_instances():
         seen["SideEffects"] = tx.output.side_effects
         seen["Instruction"] = tx.current_instruction
         seen["TraceId"] = CompileContext.current_trace_id()
+        seen["CompileId"] = seen["TraceId"].compile_id
         seen["Guard"] = next(iter(tx.output.guards), None)
 
     def f(x):

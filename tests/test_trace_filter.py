@@ -75,12 +75,58 @@ def test_only_what_a_reader_keeps_is_formatted():
             _emit(calls)
         assert calls == ["kept_event", "kept_artifact"]
         names = [next(iter(m)) for m, _ in reader.records]
-        assert names == ["kept_event", "other_event", "artifact", "artifact"]  # every event still arrives...
-        assert [p for _, p in reader.records] == ["kept_event", None, "kept_artifact", None]  # ...the others bare
-        assert reader.records[1][0]["other_event"] == {} and reader.records[0][0]["kept_event"] == {"n": "kept_event"}
+        assert names == ["kept_event", "artifact"]  # a reader needing no other record gets none
+        assert reader.records[0][0]["kept_event"] == {"n": "kept_event"}
         # removed after: every module calls torch's own function again
         assert compile_fx.trace_structured is internal.trace_structured is torch._logging.trace_structured
         assert not hasattr(internal.trace_structured, "__wrapped__")
+
+
+class Needy(Reader):
+    """A reader that needs every record (as the capture's handler does until it knows the attempt)."""
+
+    def needs_any_record(self, akey):
+        return True
+
+
+def test_a_reader_needing_other_records_gets_them_bare():
+    with alone():
+        calls: list[str] = []
+        reader = Needy()
+        with reader, Patches() as patches:
+            assert install_payload_filter(patches, [reader])
+            _emit(calls)
+        assert calls == ["kept_event", "kept_artifact"]
+        names = [next(iter(m)) for m, _ in reader.records]
+        assert names == ["kept_event", "other_event", "artifact", "artifact"]  # every event arrives...
+        assert [p for _, p in reader.records] == ["kept_event", None, "kept_artifact", None]  # ...the others bare
+        assert reader.records[1][0]["other_event"] == {}
+
+
+def test_records_no_reader_needs_are_not_logged_in_a_real_capture():
+    """The capture's handler gets one record per attempt beyond the events it keeps (Note [Records no
+    reader needs]); each attempt is still seen, in the order attempts ran."""
+    from tracer._torch import structured
+
+    seen: list[str] = []
+    real = structured.TraceReader.emit
+
+    def emit(self, record):
+        meta = record.metadata
+        if isinstance(self, structured.StructuredTraceHandler) and isinstance(meta, dict):
+            seen.append(next(iter(meta)))
+        return real(self, record)
+
+    with alone():
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(structured.TraceReader, "emit", emit)
+            cap = tracer.capture(breaks_and_recompiles, torch.randn(3), 2, more_calls=[(torch.randn(5), 3)])
+    assert [f.compile_id for f in cap.frames] == ["0/0", "0/0_1", "1/0", "0/1", "0/1_1", "1/1"]
+    from tracer._torch import trace_events
+
+    kept = {"dynamo_start", "compilation_metrics", "artifact", *structured.GRAPH_TEXTS, *trace_events.EVENTS}
+    others = [name for name in seen if name not in kept]
+    assert 0 < len(others) <= len(cap.frames)  # at most the first record of each attempt (torch logs hundreds)
 
 
 def test_another_handler_gets_every_payload():

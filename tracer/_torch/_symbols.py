@@ -204,6 +204,8 @@ ATTRIBUTES: list[Private] = [
     *_attrs("torch._dynamo.side_effects:SideEffects", _PAUSE, "store_attr_mutations"),
     *_attrs("torch._dynamo.variables:CellVariable", _PAUSE, "pre_existing_contents"),
     *_attrs("torch._guards:TraceId", "compile ids of every record (Frame.compile_id)", "compile_id", "attempt"),
+    *_attrs("torch._guards:CompileId", "compile ids of every record (Frame.compile_id)", "frame_id",
+            "frame_compile_id", "compiled_autograd_id"),
     *_attrs("torch._dynamo.bytecode_transformation:Instruction", _PAUSE, "starts_line", "offset", "opname",
             "argrepr", "argval"),
     # guards.py / pause_snapshot.py: a Guard's source name, stack and code

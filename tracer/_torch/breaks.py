@@ -38,12 +38,19 @@ class BreakRecord:
     problem: str = ""  # set when the user stack could not be read
 
 
-def format_stack(stack: Any) -> list[str]:
-    """"file.py:LINE in fn" per frame (basename), outermost first."""
+def format_stack(stack: Any, lines: Optional[dict[tuple[Any, Any, Any], str]] = None) -> list[str]:
+    """"file.py:LINE in fn" per frame (basename), outermost first. ``lines``: a table shared by the
+    calls for one record (a frame's guards), so a frame many stacks share is formatted, and held, once
+    (a transformer's guards repeat the same few user frames over a thousand times)."""
     out = []
     for fs in stack or []:
         try:
-            text = f"{os.path.basename(fs.filename)}:{fs.lineno} in {fs.name}"
+            key = (fs.filename, fs.lineno, fs.name)
+            text = lines.get(key) if lines is not None else None
+            if text is None:
+                text = f"{os.path.basename(fs.filename)}:{fs.lineno} in {fs.name}"
+                if lines is not None:
+                    lines[key] = text
         except Exception:  # except: display text only (a stack line as the frame's own text)
             text = str(fs)
         out.append(text)

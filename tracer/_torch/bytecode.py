@@ -101,15 +101,84 @@ class BytecodeRecorder:
         self.resumes.clear()
 
 
+# Note [Constants marshal cannot write]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The code Dynamo installs can hold constants ``marshal`` does not know: the transformed code of every
+# ``transformers`` model of the zoo bench loads ``torch.device`` objects as constants (torch 2.13).
+# Decompiling such a code object at once cost 4-5 % of a whole capture (bench/RESULTS.md). So a
+# constant of a type in KEPT_CONSTANTS (small values that reference nothing else) is replaced, for
+# marshal, by a stand-in string, and the constants themselves are kept beside the bytes on the
+# CodeText (in its ``__dict__``, not a field: never written to JSON). When the text is first read the
+# stand-ins are put back, so depyf and ``dis`` see the very code object Dynamo made, and the kept
+# constants are dropped. Any other constant marshal refuses (it could reference anything, a tensor)
+# still makes the text at once. A CodeText whose stand-ins cannot be put back (a copy that lost its
+# constants) is not listed, never listed with the stand-ins.
+KEPT_CONSTANTS = ("device", "dtype", "layout", "memory_format")  # torch.<name> types kept as constants
+_STAND_IN = "\x00dynascope: constant kept beside the bytes #"
+
+
+class _NotKept(Exception):
+    """A constant marshal cannot write and the stand-ins cannot keep."""
+
+
+def _kept_type(value: Any) -> bool:
+    import torch
+
+    return any(type(value) is getattr(torch, name) for name in KEPT_CONSTANTS)
+
+
+def _with_stand_ins(code: types.CodeType, kept: list[Any]) -> types.CodeType:
+    """``code`` (and the code objects among its constants) with each constant marshal cannot write
+    replaced by a stand-in naming its index in ``kept``; raises _NotKept for a constant it cannot keep."""
+    consts = []
+    for value in code.co_consts:
+        if isinstance(value, types.CodeType):
+            value = _with_stand_ins(value, kept)
+        elif isinstance(value, str) and value.startswith(_STAND_IN):
+            raise _NotKept("a constant looks like a stand-in")
+        else:
+            try:
+                marshal.dumps(value)
+            except ValueError:
+                if not _kept_type(value):
+                    raise _NotKept(type(value).__name__) from None
+                kept.append(value)
+                value = f"{_STAND_IN}{len(kept) - 1}"
+        consts.append(value)
+    return code.replace(co_consts=tuple(consts))
+
+
+def _put_back(code: types.CodeType, kept: Optional[tuple[Any, ...]]) -> types.CodeType:
+    """``code`` with its stand-ins replaced by the kept constants; raises _NotKept when some cannot be."""
+    consts = []
+    for value in code.co_consts:
+        if isinstance(value, types.CodeType):
+            value = _put_back(value, kept)
+        elif isinstance(value, str) and value.startswith(_STAND_IN):
+            index = int(value[len(_STAND_IN):])
+            if kept is None or index >= len(kept):
+                raise _NotKept("the constants kept beside the bytes are gone")
+            value = kept[index]
+        consts.append(value)
+    return code.replace(co_consts=tuple(consts))
+
+
 def kept_code(code: types.CodeType, *, original: bool = False) -> CodeText:
     """``code`` kept as bytes, to be listed and decompiled when first read (Note [Decompiled when first
-    read] in tracer/model/bytecode.py); the user's own source at once when ``original``. A code object
-    marshal cannot write (a constant it does not know) is turned into text now."""
+    read] in tracer/model/bytecode.py); the user's own source at once when ``original``. Constants
+    marshal cannot write are kept beside the bytes (Note [Constants marshal cannot write]); a code
+    object holding one that cannot be kept is turned into text now."""
+    constants: list[Any] = []
     try:
         kept = base64.b64encode(marshal.dumps(code)).decode("ascii")
     except ValueError:
-        return code_text(code, original=original)
+        try:
+            kept = base64.b64encode(marshal.dumps(_with_stand_ins(code, constants))).decode("ascii")
+        except (ValueError, _NotKept):
+            return code_text(code, original=original)
     out = CodeText(name=code.co_name, code=kept)
+    if constants:
+        out.__dict__["_constants"] = tuple(constants)
     source = _user_source(code) if original else None
     if source is not None:
         out.source = source
@@ -125,6 +194,13 @@ def _resolve(text: CodeText) -> None:
         text.dis = f"<not listed: the kept bytecode does not load here: {type(e).__name__}: {e}>"
         if not text.source:
             text.problem = f"{text.name}: not decompiled, the kept bytecode does not load here"
+        return
+    try:
+        code = _put_back(code, text.__dict__.pop("_constants", None))
+    except (_NotKept, ValueError) as e:  # See Note [Constants marshal cannot write]
+        text.dis = f"<not listed: {e}>"
+        if not text.source:
+            text.problem = f"{text.name}: not decompiled, {e}"
         return
     if text.source:
         text.dis = _dis(code)
@@ -155,17 +231,30 @@ def code_text(code: types.CodeType, *, original: bool = False) -> CodeText:
     import depyf
     from depyf.decompiler import Decompiler
 
+    counted = Decompiler.temp_count
+    Decompiler.temp_count = 0  # See Note [depyf's temporary names]
     try:
         source = depyf.decompile(code)
     except Exception as e:  # except: records a problem (depyf raises many kinds on bytecode it does not know)
         return CodeText(name=code.co_name, dis=listing,
                         problem=f"depyf could not decompile {code.co_name}: {type(e).__name__}: {e}"[:400])
     finally:
+        Decompiler.temp_count = counted
         # Note [depyf's decompile cache]: Decompiler.decompile is an lru_cache on the method, so every
         # Decompiler (and the code and state it holds) would live for the rest of the process; a
         # Capture must not keep anything of the compile alive (tests/test_capture_memory.py).
         Decompiler.decompile.cache_clear()
     return CodeText(name=code.co_name, source=source, dis=listing)
+
+
+# Note [depyf's temporary names]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# depyf names the temporaries of a decompilation ``__temp_<n>`` from one counter on the Decompiler
+# class that only grows, so the same code object decompiled later in a process reads
+# ``__temp_20`` where it read ``__temp_9`` before: the text would depend on when it was first read
+# (Note [Decompiled when first read] in tracer/model/bytecode.py) and on what was decompiled
+# earlier. Each decompilation here counts from 0 (the counter is put back after it), so the text of
+# a code object is the same whenever it is read.
 
 
 def _dis(code: types.CodeType) -> str:

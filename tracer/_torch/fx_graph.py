@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import sys
 from typing import Any, Callable, Optional
 
 import torch
@@ -240,7 +241,9 @@ def node_meta(node: torch.fx.Node) -> dict[str, Any]:
         meta = {}
     st = fx_meta.get("stack_trace")
     if isinstance(st, str) and st:
-        meta["stack_trace"] = st
+        # one object per distinct trace: the joint, forward and backward graphs carry equal but separate
+        # strings of 2-5 kB each (interned strings are freed with their last reference)
+        meta["stack_trace"] = st = sys.intern(st) if type(st) is str else st
         src = source_of(st)
         if src:
             meta["source"] = src

@@ -32,6 +32,7 @@ def guards_from_set(guards: Any) -> list[Guard]:
         items = sorted(guards, key=_sort_key)
     except Exception:  # except: display text only (the order guards are listed in)
         items = list(guards)
+    lines: dict[tuple[Any, Any, Any], str] = {}  # one string per distinct user frame (format_stack)
     for g in items:
         try:
             kind = g.create_fn_name()
@@ -44,7 +45,7 @@ def guards_from_set(guards: Any) -> list[Guard]:
             unknown(f"the source of a {kind} guard", e)
             source = ""
         code = [str(c) for c in (getattr(g, "code_list", None) or [])]
-        out.append(Guard(kind=str(kind), source=source, code=code, user_stack=format_stack(getattr(g, "user_stack", None))))
+        out.append(Guard(kind=str(kind), source=source, code=code, user_stack=format_stack(getattr(g, "user_stack", None), lines)))
     return out
 
 

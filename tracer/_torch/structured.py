@@ -77,6 +77,12 @@ class TraceReader(logging.Handler):
     def _read(self, record: logging.LogRecord) -> None:
         raise NotImplementedError
 
+    def needs_any_record(self, akey: AttemptKey | None) -> bool:
+        """Whether a record of an event outside EVENTS/ARTIFACTS, logged under attempt ``akey`` (None:
+        no frame compile id), would tell this reader anything (Note [Records no reader needs] in
+        tracer/_torch/trace_filter.py). A reader that reads only its EVENTS and ARTIFACTS needs none."""
+        return False
+
     def __enter__(self) -> TraceReader:
         from torch._logging._internal import trace_log
 
@@ -117,6 +123,10 @@ class StructuredTraceHandler(TraceReader):
         self.on_metrics = on_metrics
         self._attempts: set[AttemptKey] = set()
         self.texts: dict[tuple[tuple[int, int], str], str] = {}  # (compile key, GRAPH_TEXTS name) -> text
+
+    def needs_any_record(self, akey: AttemptKey | None) -> bool:
+        """Any record is the first news of its attempt, until one was read (``on_attempt``)."""
+        return akey is not None and akey not in self._attempts
 
     def _read(self, record: logging.LogRecord) -> None:
         meta = getattr(record, "metadata", None)

@@ -35,6 +35,18 @@ __all__ = ["install_payload_filter"]
 # (compile_fx, graph_compile, meta_utils, ...). A module first imported during the capture keeps
 # the original function: it formats everything, which is slower, never wrong.
 #
+# Note [Records no reader needs]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Even emptied, each event costs a LogRecord and a call of every handler (about 0.1 ms): a
+# transformer's compile logs hundreds (``describe_storage``/``describe_tensor``/``describe_source``
+# for every fake tensor, a chromium event per phase), 0.5 % of a capture of the zoo bench's Swin.
+# The only thing an emptied record tells a reader is that its attempt ran, which only the first
+# record of that attempt tells (``StructuredTraceHandler.on_attempt``). So an event no reader keeps
+# is not passed to torch at all when no reader ``needs_any_record`` of its attempt, the attempt
+# being read as torch reads it (the current trace id, else the ``compile_id`` argument). torch's
+# own bookkeeping of the time spent logging (``structured_logging_overhead``) then counts less: it
+# is the time of logging that did not happen.
+#
 # Not installed at all when another handler is already on the logger at the start: torch's
 # ``TORCH_TRACE`` formatter writes the caller's file and line into every log line, which would then
 # name this module. (torch's ``LazyTraceHandler`` sits on the logger until the first event of the
@@ -45,6 +57,20 @@ __all__ = ["install_payload_filter"]
 
 def _empty() -> None:
     return None
+
+
+def _attempt(kwargs: dict[str, Any]) -> tuple[int, int, int] | None:
+    """The (frame_id, frame_compile_id, attempt) torch would log a record under, as ``trace_structured``
+    reads it; None when it would log no frame compile id (no reader reads such a record)."""
+    from torch._guards import CompileContext
+
+    if kwargs.get("suppress_context"):
+        return None
+    trace_id = CompileContext.current_trace_id()
+    cid = trace_id.compile_id if trace_id is not None else kwargs.get("compile_id")
+    if cid is None or cid.compiled_autograd_id is not None or cid.frame_id is None or cid.frame_compile_id is None:
+        return None
+    return (int(cid.frame_id), int(cid.frame_compile_id), int(trace_id.attempt or 0) if trace_id is not None else 0)
 
 
 _SCANNED: set[str] = set()  # names of the modules looked at by earlier captures
@@ -87,6 +113,8 @@ def install_payload_filter(patches: Patches, readers: Iterable[Any]) -> bool:
             meta = metadata_fn()
             if isinstance(meta, dict) and meta.get("name") in artifacts:
                 return original(name, lambda: meta, **kwargs)
+        if not any(r.needs_any_record(_attempt(kwargs)) for r in ours):  # See Note [Records no reader needs]
+            return None
         # no stack either: torch logs one only for a record without a compile id, which no reader keeps
         return original(name, dict, **{**kwargs, "payload_fn": _empty, "expect_trace_id": False})
 
