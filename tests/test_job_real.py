@@ -62,7 +62,9 @@ def test_the_job_ran_on_eight_ranks_and_one_log_is_cut(transformer_job):
     assert len(ids[ODD_RANK]) > len(ids[0])
     assert ids[CUT_RANK] == ids[0][:len(ids[CUT_RANK])]  # the cut log holds the first compiles of the others
     texts = {r: p.read_text(encoding="utf-8", errors="replace") for r, p in logs.items()}
-    assert [r for r in range(RANKS) if "torch._dynamo.graph_break()" in texts[r]] == [ODD_RANK]
+    # the explanation Dynamo logs for a call to graph_break() (torch/_dynamo/variables/functions.py); not the
+    # call's text, which torch 2.15's hints for other breaks quote on every rank
+    assert [r for r in range(RANKS) if "User-inserted graph break" in texts[r]] == [ODD_RANK]
 
 
 def test_load_job_names_the_divergent_rank_and_the_cut_log(transformer_job):

@@ -294,7 +294,7 @@ def _section(cap: Capture, prefix: str, heading: str, stats: ReportStats, blocks
         d, key = cap.export.decomposition, f"{prefix}decomposition"
         p = encode_payload(decomposition_html(cap, heading=False))
         stats.payload_bytes += len(p)
-        blocks.append((key, p))
+        blocks.append(_block(key, p, []))
         decomposition = {"a": d.a, "b": d.b, "summary": d.summary, "key": key}
     entries, counts = [], []
     for fi, f in enumerate(cap.frames):
