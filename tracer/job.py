@@ -93,7 +93,7 @@ def load_job(path: str, *, workers: Optional[int] = 1, progress: Optional[Callab
 # ``find_divergence`` runs on captures in memory (``_compare_captures``), so the findings are the
 # same. Read here (one worker), both captures are lazy (graphs parse on first read): the pair is
 # walked frame by frame, and once a frame pair is compared, its summary and collectives taken, both
-# frames' graphs and guards are emptied (``_let_go``); the reference is read again, lazily, for each
+# frames' graphs and guards are emptied (``Frame.let_go``); the reference is read again, lazily, for each
 # rank, since its emptied frames cannot be read twice. So memory holds two lazily loaded logs and
 # one frame pair parsed, plus the summaries and findings. With worker processes a rank arrives fully
 # read (its JSON decoded): the reference rank is kept as it arrived, and each other rank is let go
@@ -130,7 +130,7 @@ class _Streamed:
             for f in cap.frames:
                 taken(f)
                 if not keep:
-                    _let_go(f)
+                    f.let_go()
         else:
             a = ref()
             unique = all(len({f.compile_id for f in c.frames}) == len(c.frames) for c in (a, cap))
@@ -157,24 +157,11 @@ def _released(taken: Callable[[Frame], None]) -> Callable[[Optional[Frame], Opti
     def done(a: Optional[Frame], b: Optional[Frame]) -> None:
         if b is not None:
             taken(b)
-            _let_go(b)
+            b.let_go()
         if a is not None:
-            _let_go(a)
+            a.let_go()
 
     return done
-
-
-def _let_go(frame: Frame) -> None:
-    """Empty a compared frame's graphs and guards (a lazily read capture only load_job holds): See
-    Note [Ranks compared one at a time]."""
-    graphs = [*frame.graphs().values(), *(p.graph for p in frame.pieces)]
-    for aot in [frame.aot, *(p.aot for p in frame.pieces)]:
-        if aot is not None:
-            graphs += [g for g in (aot.joint, aot.forward, aot.backward, aot.inference) if g is not None]
-            graphs += aot.subgraphs.values()
-    for g in graphs:
-        g.nodes = []
-    frame.guards = []
 
 
 def rank_files(problems: dict[str, str], path: str, names: list[str]) -> dict[int, str]:

@@ -199,17 +199,6 @@ def _entry(frame: Frame, key: str) -> dict[str, object]:
 # caller's.
 
 
-def _let_go(frame: Frame) -> None:
-    graphs = [*frame.graphs().values(), *(p.graph for p in frame.pieces)]
-    for aot in [frame.aot, *(p.aot for p in frame.pieces)]:
-        if aot is not None:
-            graphs += [g for g in (aot.joint, aot.forward, aot.backward, aot.inference) if g is not None]
-            graphs += aot.subgraphs.values()
-    for g in graphs:
-        g.nodes = []
-    frame.guards = []
-
-
 # Note [One capture at a time]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # ``write_report`` takes its captures from an iterable and is done with each before it asks for the
@@ -310,7 +299,7 @@ def _section(cap: Capture, prefix: str, heading: str, stats: ReportStats, blocks
         entries.append(entry)
         counts.append((panels.ops(f.graph), entry["guards"]))
         if release:
-            _let_go(f)
+            f.let_go()
     return {"heading": heading, "recompiles": recompiles, "decomposition": decomposition, "frames": entries,
             "overview": fragment((profile_html(profile) if profile is not None else "")
                                  + panels.overview_html(cap, counts, [e["key"] for e in entries]))}

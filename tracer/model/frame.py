@@ -64,6 +64,19 @@ class Frame:
         """Every graph of the frame by qualified name, the root as ""."""
         return {"": self.graph, **{k: v.graph for k, v in self.subgraphs.items()}}
 
+    def let_go(self) -> None:
+        """Empty every graph (Dynamo, pieces, AOT) and the guards of this frame, for a reader that holds
+        many frames one at a time and is done with this one (``load_job``, ``dynascope report``): the
+        frame is not usable afterwards."""
+        graphs = [*self.graphs().values(), *(p.graph for p in self.pieces)]
+        for aot in [self.aot, *(p.aot for p in self.pieces)]:
+            if aot is not None:
+                graphs += [g for g in (aot.joint, aot.forward, aot.backward, aot.inference) if g is not None]
+                graphs += aot.subgraphs.values()
+        for g in graphs:
+            g.nodes = []
+        self.guards = []
+
     def children(self, parent: str = "") -> list[Subgraph]:
         return [s for s in self.subgraphs.values() if s.parent == parent]
 
