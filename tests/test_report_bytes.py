@@ -14,6 +14,7 @@ import tracer
 import viz
 from bench import models
 from bench.report_bytes import LIMIT, _log, contents
+from bench.report_parts import breakdown
 from viz.report_file import payloads
 from viz.report_graphs import frame_graphs
 
@@ -44,8 +45,13 @@ def test_the_bench_sees_an_undrawn_node_and_missing_code(tmp_path):
     TORCH_TRACE log has no bytecode (the loader does not read it), so its code is None, not a yes."""
     model, args = models.make("cnn", "tiny")
     cap = tracer.capture(model, *args)
-    decoded = payloads(viz.export_html(cap, tmp_path / "cnn.html").read_text(encoding="utf-8"))
+    page = viz.export_html(cap, tmp_path / "cnn.html").read_text(encoding="utf-8")
+    decoded = payloads(page)
     assert contents(decoded, cap) == {"drawn": True, "code": True}
+    parts = breakdown(page)  # bench/report_parts.py: where the bytes go, adding up to the file
+    assert sum(parts.values()) == len(page.encode("utf-8"))
+    assert all(parts[k] > 0 for k in ("layout", "node facts", "guard function", "guards", "graph code", "page"))
+    assert parts["inductor code"] == parts["recompile diffs"] == 0  # aot_eager, one frame
     (key, html), = decoded.items()
     block = re.search(r'(<script type="application/json" class="ds-drawings">)([^<]*)', html)
     drawings = json.loads(block.group(2))
