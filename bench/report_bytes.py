@@ -103,18 +103,21 @@ def contents(decoded: dict[str, str], cap: Any, prefix: str = "") -> dict[str, O
 
 
 def _report(cap: Any, page_path: str, seconds: float) -> dict[str, Any]:
+    from bench.report_parts import breakdown
     from viz.report_file import payloads
 
     with open(page_path, encoding="utf-8") as f:
         page = f.read()
-    return {"bytes": os.path.getsize(page_path), **contents(payloads(page), cap), "seconds": round(seconds, 2)}
+    return {"bytes": os.path.getsize(page_path), **contents(payloads(page), cap), "seconds": round(seconds, 2),
+            "parts": breakdown(page)}
 
 
 def measure(name: str, size: str = "full", log: bool = True, backend: str = "aot_eager") -> dict[str, Any]:
     """For one zoo model, its live capture's report (``viz.export_html``) and, with ``log``, the report
     ``dynascope report`` writes of the same step's TORCH_TRACE log: each as {"bytes", "drawn": every
     graph's every node drawn, "code": every frame's code in it (:func:`contents`), "seconds": the
-    export's wall time (the CLI's: a whole process that loads the log)}; "log_input": the log's bytes;
+    export's wall time (the CLI's: a whole process that loads the log), "parts": its bytes by kind
+    (bench/report_parts.py)}; "log_input": the log's bytes;
     "frames", "nodes": of the live capture."""
     import tracer
     import viz
@@ -175,6 +178,10 @@ def table(res: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
+    from bench import report_parts
+
     res = run(size=sys.argv[1] if len(sys.argv) > 1 else "full", names=sys.argv[2:] or None)
     print(json.dumps(res, indent=1))
     print(table(res))
+    print(report_parts.table({f"{row} {kind}": m[kind]["parts"] for row, m in res["models"].items()
+                              for kind in ("live", "log") if kind in m}))
