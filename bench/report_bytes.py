@@ -79,8 +79,9 @@ def contents(decoded: dict[str, str], cap: Any, prefix: str = "") -> dict[str, O
     ``drawn``, every node of every graph of every frame has a box in its frame's drawings (opening module boxes as needed); ``code``, every frame's code as the Code tab
     shows it — each code object's source (or, without one, its ``dis`` listing), the guard function
     and each Inductor output code — is in the frame's decoded HTML, read as text (tags dropped, entities
-    decoded: Pygments splits highlighted code into spans); None when the capture has no code at all (a
-    TORCH_TRACE log carries no bytecode, and Inductor's output code only when Inductor compiled)."""
+    decoded: Pygments splits highlighted code into spans); None when the capture has no code at all (one
+    loaded from a TORCH_TRACE log: the loader reads neither Dynamo's bytecode, logged for resume
+    functions only, nor Inductor's output code, tracer/trace_log/events.py IGNORED)."""
     drawn, code = True, True
     some = False
     for fi, frame in enumerate(cap.frames):
@@ -164,15 +165,16 @@ def run(size: str = "full", log: bool = True, names: list[str] | None = None) ->
 
 def table(res: dict[str, Any]) -> str:
     """The RESULTS.md table of :func:`run`'s result."""
-    lines = ["| model (training step) | nodes drawn | report | bytes | every graph drawn | code available | export s |",
+    lines = ["| model (training step) | nodes drawn (live) | report | bytes | every graph drawn | code available | export s |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for row, m in res["models"].items():
         for kind in ("live", "log"):
             if kind in m:
                 r = m[kind]
                 what = "live capture" if kind == "live" else f"log ({m['log_input']:,} B)"
-                code = {True: "yes", False: "NO", None: "none recorded"}[r["code"]]
-                lines.append(f"| {row} | {m['nodes']:,} | {what} | **{r['bytes']:,}** | {'yes' if r['drawn'] else 'NO'} "
+                code = {True: "yes", False: "NO", None: "none loaded"}[r["code"]]
+                nodes = f"{m['nodes']:,}" if kind == "live" else ""
+                lines.append(f"| {row} | {nodes} | {what} | **{r['bytes']:,}** | {'yes' if r['drawn'] else 'NO'} "
                              f"| {code} | {r['seconds']} |")
     return "\n".join(lines)
 
