@@ -3,9 +3,11 @@ the same training step's TORCH_TRACE log, against the 1 MB target.
 
 Invariant: every size comes from a real run. Live: ``tracer.capture`` of the model (a training step:
 its parameters want gradients, so AOTAutograd's joint, forward and backward graphs are drawn), then
-``viz.export_html``. Log: the same model compiled with ``torch.compile(backend="aot_eager")`` and
-stepped backward in a child process with ``TORCH_TRACE`` set, then ``dynascope report`` (the CLI, a
-whole process) on its log. Sizes are deterministic for a given torch, model and dynascope.
+``viz.export_html``. Log: the same model compiled with ``torch.compile`` and the row's backend
+(``aot_eager``, or ``inductor`` for GPT-2's second row) and stepped backward in a child process with
+``TORCH_TRACE`` set, then ``dynascope report`` (the CLI, a whole process) on its log. Sizes are
+deterministic for a given torch, model and dynascope; each report is also checked to hold every node
+of every graph and every frame's code (:func:`contents`), so a size is never bought by leaving out.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import sys
 import tempfile
 from typing import Any, Optional
 
-__all__ = ["LIMIT", "ZOO", "run"]
+__all__ = ["LIMIT", "ZOO", "contents", "measure", "run", "table"]
 
 LIMIT = 1_000_000  # bytes: a report must stay small enough to attach to a bug or drop in a chat
 # (row, name in bench.models, backend, what it is); all but resnet18, transformer12 and cnn need transformers

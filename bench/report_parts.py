@@ -19,7 +19,7 @@ from typing import Any
 
 from viz.report_file import decode_payload
 
-__all__ = ["PIECES", "breakdown"]
+__all__ = ["PIECES", "breakdown", "table"]
 
 _BLOCK = re.compile(r'<script type="application/octet-stream" class="ds-payload" data-frame="[0-9a-z-]+" '
                     r'data-encoding="deflate"(?: data-parts="([0-9 ]*)")?>([A-Za-z0-9+/=]*)</script>')
