@@ -212,7 +212,10 @@ def rows(res: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         out.append((f"saved for backward ({name}), MB: all / activations / params+buffers",
                     f"{mb['saved_bytes']} / {mb['activation_bytes']} / {mb['param_bytes']}", "", ""))
     for name, m in res.get("report_bytes_zoo", {}).items():
-        out.append((f"report bytes ({name}): live capture / log", f"{m['live']} / {m.get('log', '-')}", "", ""))
+        log = m["log"]["bytes"] if "log" in m else "-"
+        whole = all(r["drawn"] and r["code"] is not False for r in (m["live"], m.get("log", m["live"])))
+        out.append((f"report bytes ({name}): live capture / log{'' if whole else ' (NOT all drawn / code)'}",
+                    f"{m['live']['bytes']} / {log}", "", ""))
     if res.get("joint_dot_cap_hit"):
         out.append(("  (dot was killed at the cap)", f"{res['joint_dot_cap_seconds']:g}", "", ""))
     return out

@@ -231,6 +231,18 @@ class HFLoss(torch.nn.Module):
         return self.model(ids, labels=ids).loss
 
 
+class HFLabelled(torch.nn.Module):
+    """A ``transformers`` model whose forward returns its own loss on given labels (a training step's
+    graph): ``model(inputs, labels=labels).loss``."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, inputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return self.model(inputs, labels=labels).loss
+
+
 def _mlp(size: str) -> tuple[torch.nn.Module, tuple]:
     w = 64 if size == "full" else 8
     return MLP(w), (torch.randn(8, w),)
@@ -276,6 +288,50 @@ def _gpt2_hf(size: str) -> tuple[torch.nn.Module, tuple]:
     return HFLoss(transformers.GPT2LMHeadModel(cfg)), (torch.randint(0, 1000, (2, seq)),)
 
 
+def _bert_hf(size: str) -> tuple[torch.nn.Module, tuple]:
+    # transformers' BertForMaskedLM from its config, random weights; its masked-LM loss on the ids
+    import transformers
+
+    layers, hidden, seq = (4, 256, 64) if size == "full" else (1, 32, 8)
+    cfg = transformers.BertConfig(vocab_size=1000, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4,
+                                  intermediate_size=4 * hidden, max_position_embeddings=128)
+    ids = torch.randint(0, 1000, (2, seq))
+    return HFLabelled(transformers.BertForMaskedLM(cfg)), (ids, ids)
+
+
+def _llama_hf(size: str) -> tuple[torch.nn.Module, tuple]:
+    # transformers' LlamaForCausalLM from its config (grouped-query attention, RoPE, RMSNorm, SwiGLU)
+    import transformers
+
+    layers, hidden, seq = (4, 256, 64) if size == "full" else (1, 32, 8)
+    cfg = transformers.LlamaConfig(vocab_size=1000, hidden_size=hidden, intermediate_size=2 * hidden,
+                                   num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
+                                   max_position_embeddings=128)
+    ids = torch.randint(0, 1000, (2, seq))
+    return HFLabelled(transformers.LlamaForCausalLM(cfg)), (ids, ids)
+
+
+def _t5_hf(size: str) -> tuple[torch.nn.Module, tuple]:
+    # transformers' T5ForConditionalGeneration: encoder and decoder stacks; the labels make the decoder's input
+    import transformers
+
+    layers, hidden, seq = (4, 256, 64) if size == "full" else (1, 32, 8)
+    cfg = transformers.T5Config(vocab_size=1000, d_model=hidden, d_kv=hidden // 4, d_ff=2 * hidden, num_layers=layers,
+                                num_decoder_layers=layers, num_heads=4, decoder_start_token_id=0, pad_token_id=0)
+    ids = torch.randint(0, 1000, (2, seq))
+    return HFLabelled(transformers.T5ForConditionalGeneration(cfg)), (ids, ids)
+
+
+def _vit_tiny(size: str) -> tuple[torch.nn.Module, tuple]:
+    # transformers' ViTForImageClassification at ViT-Ti's width and depth (d 192, 3 heads, 12 layers), 64 px
+    import transformers
+
+    layers, hidden, heads, hw = (12, 192, 3, 64) if size == "full" else (1, 24, 2, 16)
+    cfg = transformers.ViTConfig(image_size=hw, patch_size=8, hidden_size=hidden, num_hidden_layers=layers,
+                                 num_attention_heads=heads, intermediate_size=4 * hidden, num_labels=10)
+    return HFLabelled(transformers.ViTForImageClassification(cfg)), (torch.randn(2, 3, hw, hw), torch.tensor([1, 7]))
+
+
 MODELS: dict[str, Callable[[str], tuple[torch.nn.Module, tuple]]] = {
     "mlp": _mlp,
     "transformer12": _transformer12,
@@ -287,7 +343,11 @@ MODELS: dict[str, Callable[[str], tuple[torch.nn.Module, tuple]]] = {
 # Models only the report-size benchmark builds (bench/report_bytes.py): real architectures at their size.
 ZOO: dict[str, Callable[[str], tuple[torch.nn.Module, tuple]]] = {
     "resnet18": _resnet18,
-    "gpt2_hf": _gpt2_hf,  # needs transformers
+    "gpt2_hf": _gpt2_hf,  # needs transformers, as the four below
+    "bert_hf": _bert_hf,
+    "llama_hf": _llama_hf,
+    "t5_hf": _t5_hf,
+    "vit_tiny": _vit_tiny,
 }
 
 
