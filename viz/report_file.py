@@ -140,7 +140,8 @@ def _frame_pieces(cap: Capture, frame: Frame, cache: Optional[DrawingCache], fac
     html = render("report_frame.html.j2", body=fragment(body), data=fragment(_DATA), info=fragment(_INFO))
     rest, _, end = html.rpartition(_INFO)  # the last marks are the template's: the body comes before them
     head, _, mid = rest.rpartition(_DATA)
-    return head, data, mid + report_info([frame], facts, extra) + end
+    digest = cache.nodes_digest if cache is not None else None
+    return head, data, mid + report_info([frame], facts, extra, digest) + end
 
 
 def payloads(page: str) -> dict[str, str]:
@@ -228,7 +229,7 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
         caps = list(caps)
     one = not headings and len(caps) == 1  # type: ignore[arg-type]
     stats = ReportStats(pathlib.Path(path), headings=list(headings) if isinstance(headings, list) else [])
-    cache, facts = DrawingCache(), {}  # facts: viz/report_info.py's blocks of repeated frames
+    cache, facts = DrawingCache(stable=True), {}  # facts: viz/report_info.py's blocks of repeated frames
     sections: list[dict[str, object]] = []
     blocks: list[str] = []  # payload and part elements, in page order
     parts = _Parts()
