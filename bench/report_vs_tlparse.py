@@ -249,6 +249,13 @@ def report_split(log: str) -> dict[str, Any]:
     tables, code) and its compression (each frame's head, each distinct part once, as the report file
     stores them); plus one frame's payload without the equal-graph cache (the cost
     of a frame whose graphs were not seen before)."""
+    from tracer.trace_log.deferred import read_only_graphs
+
+    with read_only_graphs():  # as the CLI reads a log (viz/cli.py)
+        return _report_split(log)
+
+
+def _report_split(log: str) -> dict[str, Any]:
     from tracer.trace_log import load_trace
     from viz.report_file import ReportStats, _frame_pieces, _Parts, encode_payload, frame_payload
     from viz.report_graphs import DrawingCache
@@ -261,13 +268,13 @@ def report_split(log: str) -> dict[str, Any]:
     for f in cap.frames:
         f.guards  # noqa: B018 (the first read parses)
     t.append(time.process_time())
-    cache, facts = DrawingCache(), {}
+    cache, facts = DrawingCache(stable=True), {}  # as write_report makes them
     pieces = [_frame_pieces(cap, f, cache, facts, None) for f in cap.frames]
     t.append(time.process_time())
     parts, blocks, stats = _Parts(), [], ReportStats(pathlib.Path(log))  # as write_report compresses them
     for head, data, rest in pieces:
         encode_payload(head)
-        parts.add(data, blocks, stats)
+        parts.add((data,), blocks, stats)
         parts.add(rest, blocks, stats)
     t.append(time.process_time())
     frame_payload(cap, cap.frames[-1])
