@@ -284,5 +284,52 @@ def _report_split(log: str) -> dict[str, Any]:
             "compress": d[4], "one_frame_uncached": d[5], "layouts_reused": cache.hits, "parts_stored": len(parts.known)}
 
 
+# One measured run: wall, CPU (user + system) and peak RSS of the command as the only child of a small
+# Python process (``RUSAGE_CHILDREN``), and the load average when it started.
+_ROUND = ("import os, resource, subprocess, sys, time; load = os.getloadavg()[0]; t0 = time.perf_counter(); "
+          "subprocess.run(sys.argv[1:], check=True, capture_output=True, timeout=1200); "
+          "r = resource.getrusage(resource.RUSAGE_CHILDREN); "
+          "print(time.perf_counter() - t0, r.ru_utime + r.ru_stime, r.ru_maxrss, load)")
+
+
+def alternating(cmds: dict[str, tuple[list[str], str]], rounds: int) -> list[dict[str, Any]]:
+    """Per round, per name: wall s, CPU s, peak RSS MB and the load average at its start, the commands
+    (each run in its own checkout: ``python -m`` imports from the working directory first) one after the
+    other in each round."""
+    out = []
+    for _ in range(rounds):
+        row: dict[str, Any] = {}
+        for name, (cmd, root) in cmds.items():
+            r = subprocess.run([sys.executable, "-c", _ROUND, *cmd], check=True, capture_output=True, text=True,
+                               env=dict(os.environ, PYTHONPATH=root), cwd=root, timeout=1300)
+            wall, cpu, kb, load = r.stdout.split()
+            row[name] = {"wall": round(float(wall), 2), "cpu": round(float(cpu), 2),
+                         "rss_mb": round(int(kb) / 1024, 1), "load": float(load)}
+        out.append(row)
+    return out
+
+
+def _rounds_main(argv: list[str]) -> None:
+    """``python -m bench.report_vs_tlparse rounds LOG N [BASE_CHECKOUT]``: N alternating rounds of
+    ``dynascope report`` (this checkout, and BASE_CHECKOUT's when given) and tlparse on LOG, one JSON
+    line per round."""
+    log, n = argv[0], int(argv[1])
+    tmp = tempfile.mkdtemp(prefix="dynascope-rounds-")
+    try:
+        cmds = {}
+        for name, root in [("ours", ROOT)] + ([("base", os.path.abspath(argv[2]))] if len(argv) > 2 else []):
+            cmds[name] = ([sys.executable, "-m", "viz.cli", "report", os.path.abspath(log), "-o",
+                           os.path.join(tmp, f"{name}.html")], root)
+        cmds["tlparse"] = ([_tlparse(), os.path.abspath(log), "-o", os.path.join(tmp, "tl"), "--overwrite",
+                            "--no-browser"], ROOT)
+        for row in alternating(cmds, n):
+            print(json.dumps(row), flush=True)
+    finally:
+        shutil.rmtree(tmp)
+
+
 if __name__ == "__main__":
-    print(json.dumps(run(repeat=int(sys.argv[1]) if len(sys.argv) > 1 else 3), indent=1))
+    if sys.argv[1:2] == ["rounds"]:
+        _rounds_main(sys.argv[2:])
+    else:
+        print(json.dumps(run(repeat=int(sys.argv[1]) if len(sys.argv) > 1 else 3), indent=1))
