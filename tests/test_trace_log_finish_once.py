@@ -172,15 +172,17 @@ def test_read_only_graphs_share_equal_nodes_and_read_as_copies_do(logs, name):
     assert not {id(g.nodes) for g in fresh} & {id(g.nodes) for g in graphs}
 
 
-def test_a_report_of_read_only_graphs_is_the_page_of_copies(logs, tmp_path):
+@pytest.mark.parametrize("name", ["child", "transformer12"])
+def test_a_report_of_read_only_graphs_is_the_page_of_copies(logs, name, tmp_path):
     """The CLI's way (read-only graphs, frames let go: viz/cli.py) writes byte for byte the page a report
-    of a capture read outside the scope writes (Note [One digest per node list] in viz/report_graphs.py)."""
+    of a capture read outside the scope writes (Note [One digest per node list] in viz/report_graphs.py);
+    the child's log has a wrap body, a graph break and recompiles (their diffs read both frames' graphs)."""
     from viz.report_file import write_report
 
     deferred._shared.clear()
     with deferred.read_only_graphs():
-        shared = write_report(tmp_path / "shared.html", [load_trace(logs["transformer12"])], title="t", release=True)
+        shared = write_report(tmp_path / "shared.html", [load_trace(logs[name])], title="t", release=True)
     deferred._shared.clear()
-    copies = write_report(tmp_path / "copies.html", [load_trace(logs["transformer12"])], title="t")
+    copies = write_report(tmp_path / "copies.html", [load_trace(logs[name])], title="t")
     assert shared.path.read_text() == copies.path.read_text()
     assert shared.layouts_reused == copies.layouts_reused > 0

@@ -76,7 +76,7 @@ _PART = re.compile(r'\n?<script type="application/octet-stream" class="ds-part" 
 # (its compile id, its code) differs. So a frame payload is cut in three at fixed places of its
 # template: the head (the section, up to the drawings block's opening tag) stays in the frame's own
 # block; the drawings JSON, and the rest (the facts block and the closing tags), are *parts*, each
-# compressed once per distinct text (keyed by its SHA-256) and written once, as a
+# compressed once per distinct text (keyed by its pieces' SHA-256 digests, ``_Parts``) and written once, as a
 # ``<script class="ds-part" data-part="N">`` block; the frame's block names its parts in order
 # (``data-parts="N M"``) and its HTML is its head followed by them, exactly the text one block held
 # before (``frame_payload``). Compressing 64 equal 12-layer frames then costs 64 heads and 2 parts,
