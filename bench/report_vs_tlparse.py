@@ -160,7 +160,8 @@ def run(repeat: int = 3, size: str = "full", big_bytes: int = 100 * 2**20) -> di
     a deep frame's graph drawn after it is asked for, ms), where the report's CPU time goes
     (``big_report_split_cpu_seconds``); then load_mb_per_s (>= 50) and capture_bytes_over_log (<= 2)
     as ``load_trace`` returns it, and the same two once every graph, guard and problem has been read
-    (``*_all_read``: what the lazy load defers, not what it saves)."""
+    (``*_all_read``: what the lazy load defers, not what it saves), and once more as ``dynascope report``
+    reads it, equal graphs sharing their nodes (``*_all_read_shared``, :func:`_read_only_read`)."""
     from tracer.trace_log import load_trace
 
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -204,6 +205,7 @@ def run(repeat: int = 3, size: str = "full", big_bytes: int = 100 * 2**20) -> di
         tracemalloc.stop()
         frames = len(cap.frames)
         del cap
+        shared_s, shared_held = _read_only_read(big, repeat)
         mb = 2**20
         return {
             "report_log_bytes": os.path.getsize(log),
@@ -236,7 +238,33 @@ def run(repeat: int = 3, size: str = "full", big_bytes: int = 100 * 2**20) -> di
             "load_mb_per_s_all_read": round(nbytes / 2**20 / read_s, 1),
             "capture_bytes_over_log": round(held / nbytes, 3),
             "capture_bytes_over_log_all_read": round(held_all / nbytes, 3),
+            "load_mb_per_s_all_read_shared": round(nbytes / 2**20 / shared_s, 1),
+            "capture_bytes_over_log_all_read_shared": round(shared_held / nbytes, 3),
         }
+
+
+def _read_only_read(log: str, repeat: int) -> tuple[float, int]:
+    """The fully read load as ``dynascope report`` reads it (Note [Read-only graphs] in
+    tracer/trace_log/deferred.py: equal graphs share one node list): best CPU seconds of ``repeat``
+    loads and reads, then the bytes held after one (``tracemalloc``)."""
+    from tracer.trace_log import deferred, load_trace
+
+    best = float("inf")
+    with deferred.read_only_graphs():
+        for _ in range(repeat):
+            deferred._shared.clear()  # each round parses as a fresh process would
+            t0 = time.process_time()
+            _read_everything(load_trace(log))
+            best = min(best, time.process_time() - t0)
+        deferred._shared.clear()
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        cap = load_trace(log)
+        _read_everything(cap)
+        held = tracemalloc.get_traced_memory()[0] - before
+        tracemalloc.stop()
+    del cap
+    return best, held
 
 
 def _dir_bytes(path: str) -> int:
@@ -249,6 +277,13 @@ def report_split(log: str) -> dict[str, Any]:
     tables, code) and its compression (each frame's head, each distinct part once, as the report file
     stores them); plus one frame's payload without the equal-graph cache (the cost
     of a frame whose graphs were not seen before)."""
+    from tracer.trace_log.deferred import read_only_graphs
+
+    with read_only_graphs():  # as the CLI reads a log (viz/cli.py)
+        return _report_split(log)
+
+
+def _report_split(log: str) -> dict[str, Any]:
     from tracer.trace_log import load_trace
     from viz.report_file import ReportStats, _frame_pieces, _Parts, encode_payload, frame_payload
     from viz.report_graphs import DrawingCache
@@ -261,13 +296,13 @@ def report_split(log: str) -> dict[str, Any]:
     for f in cap.frames:
         f.guards  # noqa: B018 (the first read parses)
     t.append(time.process_time())
-    cache, facts = DrawingCache(), {}
+    cache, facts = DrawingCache(stable=True), {}  # as write_report makes them
     pieces = [_frame_pieces(cap, f, cache, facts, None) for f in cap.frames]
     t.append(time.process_time())
     parts, blocks, stats = _Parts(), [], ReportStats(pathlib.Path(log))  # as write_report compresses them
     for head, data, rest in pieces:
         encode_payload(head)
-        parts.add(data, blocks, stats)
+        parts.add((data,), blocks, stats)
         parts.add(rest, blocks, stats)
     t.append(time.process_time())
     frame_payload(cap, cap.frames[-1])
@@ -277,5 +312,52 @@ def report_split(log: str) -> dict[str, Any]:
             "compress": d[4], "one_frame_uncached": d[5], "layouts_reused": cache.hits, "parts_stored": len(parts.known)}
 
 
+# One measured run: wall, CPU (user + system) and peak RSS of the command as the only child of a small
+# Python process (``RUSAGE_CHILDREN``), and the load average when it started.
+_ROUND = ("import os, resource, subprocess, sys, time; load = os.getloadavg()[0]; t0 = time.perf_counter(); "
+          "subprocess.run(sys.argv[1:], check=True, capture_output=True, timeout=1200); "
+          "r = resource.getrusage(resource.RUSAGE_CHILDREN); "
+          "print(time.perf_counter() - t0, r.ru_utime + r.ru_stime, r.ru_maxrss, load)")
+
+
+def alternating(cmds: dict[str, tuple[list[str], str]], rounds: int) -> list[dict[str, Any]]:
+    """Per round, per name: wall s, CPU s, peak RSS MB and the load average at its start, the commands
+    (each run in its own checkout: ``python -m`` imports from the working directory first) one after the
+    other in each round."""
+    out = []
+    for _ in range(rounds):
+        row: dict[str, Any] = {}
+        for name, (cmd, root) in cmds.items():
+            r = subprocess.run([sys.executable, "-c", _ROUND, *cmd], check=True, capture_output=True, text=True,
+                               env=dict(os.environ, PYTHONPATH=root), cwd=root, timeout=1300)
+            wall, cpu, kb, load = r.stdout.split()
+            row[name] = {"wall": round(float(wall), 2), "cpu": round(float(cpu), 2),
+                         "rss_mb": round(int(kb) / 1024, 1), "load": float(load)}
+        out.append(row)
+    return out
+
+
+def _rounds_main(argv: list[str]) -> None:
+    """``python -m bench.report_vs_tlparse rounds LOG N [BASE_CHECKOUT]``: N alternating rounds of
+    ``dynascope report`` (this checkout, and BASE_CHECKOUT's when given) and tlparse on LOG, one JSON
+    line per round."""
+    log, n = argv[0], int(argv[1])
+    tmp = tempfile.mkdtemp(prefix="dynascope-rounds-")
+    try:
+        cmds = {}
+        for name, root in [("ours", ROOT)] + ([("base", os.path.abspath(argv[2]))] if len(argv) > 2 else []):
+            cmds[name] = ([sys.executable, "-m", "viz.cli", "report", os.path.abspath(log), "-o",
+                           os.path.join(tmp, f"{name}.html")], root)
+        cmds["tlparse"] = ([_tlparse(), os.path.abspath(log), "-o", os.path.join(tmp, "tl"), "--overwrite",
+                            "--no-browser"], ROOT)
+        for row in alternating(cmds, n):
+            print(json.dumps(row), flush=True)
+    finally:
+        shutil.rmtree(tmp)
+
+
 if __name__ == "__main__":
-    print(json.dumps(run(repeat=int(sys.argv[1]) if len(sys.argv) > 1 else 3), indent=1))
+    if sys.argv[1:2] == ["rounds"]:
+        _rounds_main(sys.argv[2:])
+    else:
+        print(json.dumps(run(repeat=int(sys.argv[1]) if len(sys.argv) > 1 else 3), indent=1))

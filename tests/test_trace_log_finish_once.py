@@ -142,3 +142,47 @@ def test_an_edit_to_one_frame_changes_no_other_graph(logs):
             assert _fields(g) == _fields(h)
         if i != first:
             assert _fields(f.graph) == _fields(c.graph)
+
+
+@pytest.mark.parametrize("name", ["child", "transformer12", "tied_reused"])
+def test_read_only_graphs_share_equal_nodes_and_read_as_copies_do(logs, name):
+    """Note [Read-only graphs]: inside the scope every waiting graph reads node for node as its own finish,
+    equal graphs (the copies of the repeated log) share one node list, and the frames' problems are the
+    same; a graph read after the scope is a fresh copy again."""
+    deferred._shared.clear()
+    cap = load_trace(logs[name])
+    with deferred.read_only_graphs():
+        graphs = [g for f in cap.frames for g in [f.graph, *_aot(f)] if g is not None and g.code and not g.parsed]
+        for g in graphs:
+            g.nodes  # noqa: B018 (the first read parses, inside the scope)
+    ref = load_trace(logs[name])
+    ref_graphs = [g for f in ref.frames for g in [f.graph, *_aot(f)] if g is not None and g.code and not g.parsed]
+    want = _references(logs[name], ref)
+    assert len(graphs) == len(ref_graphs) >= 3
+    for g, r in zip(graphs, ref_graphs, strict=True):
+        assert _fields(g) == want[id(r)]
+    n = len(graphs) // 3
+    shared = [graphs[i].nodes is graphs[i + n].nodes is graphs[i + 2 * n].nodes for i in range(n)]
+    # shared: every graph whose finished parse is kept; a frame's AOT graphs whose Dynamo graph has
+    # HOP bodies (parsed at load) are finished on each hand-out, so each is its own copy
+    assert all(shared) if name != "child" else any(shared)
+    assert [f.problems for f in cap.frames] == [f.problems for f in ref.frames]
+    after = load_trace(logs[name])
+    fresh = [g for f in after.frames for g in [f.graph, *_aot(f)] if g is not None and g.code and not g.parsed]
+    assert not {id(g.nodes) for g in fresh} & {id(g.nodes) for g in graphs}
+
+
+@pytest.mark.parametrize("name", ["child", "transformer12"])
+def test_a_report_of_read_only_graphs_is_the_page_of_copies(logs, name, tmp_path):
+    """The CLI's way (read-only graphs, frames let go: viz/cli.py) writes byte for byte the page a report
+    of a capture read outside the scope writes (Note [One digest per node list] in viz/report_graphs.py);
+    the child's log has a wrap body, a graph break and recompiles (their diffs read both frames' graphs)."""
+    from viz.report_file import write_report
+
+    deferred._shared.clear()
+    with deferred.read_only_graphs():
+        shared = write_report(tmp_path / "shared.html", [load_trace(logs[name])], title="t", release=True)
+    deferred._shared.clear()
+    copies = write_report(tmp_path / "copies.html", [load_trace(logs[name])], title="t")
+    assert shared.path.read_text() == copies.path.read_text()
+    assert shared.layouts_reused == copies.layouts_reused > 0

@@ -23,6 +23,7 @@ from tracer._text import plural
 from tracer.model.capture import Capture
 from tracer.rank_pool import read_ranks, worker_count
 from tracer.trace_log import load_trace, log_files
+from tracer.trace_log.deferred import read_only_graphs
 from viz.report_file import write_report as _write_file
 
 __all__ = ["main"]
@@ -80,6 +81,11 @@ def write_report(path: str, out: str, workers: Optional[int] = 1) -> pathlib.Pat
     ``out``; the logs of a directory are read by ``workers`` processes (1: in this process, lazily;
     None: one per core) and rendered one at a time."""
     paths = None if path.endswith(".pt2") and os.path.isfile(path) else log_files(path)
+    with read_only_graphs():  # the report only reads: Note [Read-only graphs] in tracer/trace_log/deferred.py
+        return _write(path, out, workers, paths)
+
+
+def _write(path: str, out: str, workers: Optional[int], paths: Optional[list[str]]) -> pathlib.Path:
     t0 = time.perf_counter()
     if paths is None or len(paths) == 1:
         caps = _load_pt2(path) if paths is None else [_load_one(paths[0])]

@@ -76,7 +76,7 @@ _PART = re.compile(r'\n?<script type="application/octet-stream" class="ds-part" 
 # (its compile id, its code) differs. So a frame payload is cut in three at fixed places of its
 # template: the head (the section, up to the drawings block's opening tag) stays in the frame's own
 # block; the drawings JSON, and the rest (the facts block and the closing tags), are *parts*, each
-# compressed once per distinct text (keyed by its SHA-256) and written once, as a
+# compressed once per distinct text (keyed by its pieces' SHA-256 digests, ``_Parts``) and written once, as a
 # ``<script class="ds-part" data-part="N">`` block; the frame's block names its parts in order
 # (``data-parts="N M"``) and its HTML is its head followed by them, exactly the text one block held
 # before (``frame_payload``). Compressing 64 equal 12-layer frames then costs 64 heads and 2 parts,
@@ -95,18 +95,33 @@ def encode_payload(html: str) -> str:
 
 
 class _Parts:
-    """The parts written so far (Note [Equal parts of payloads stored once]): digest -> number."""
+    """The parts written so far (Note [Equal parts of payloads stored once]): key -> number. A part
+    comes as pieces (the drawings JSON alone; the facts block between the template's text around it)
+    and its key is the tuple of the pieces' SHA-256 digests, each computed once per string object: a
+    repeated frame's drawings and facts blocks are the very strings the caches of viz/report_graphs.py
+    and viz/report_info.py handed out before, so they are not hashed again (a string cannot change)."""
 
     def __init__(self) -> None:
-        self.known: dict[bytes, int] = {}
+        self.known: dict[tuple[bytes, ...], int] = {}
+        self._digests: dict[int, tuple[str, bytes]] = {}  # id -> (the string, held so the id stays its, digest)
 
-    def add(self, text: str, blocks: list[str], stats: "ReportStats") -> int:
-        raw = text.encode("utf-8")
-        digest = hashlib.sha256(raw).digest()
-        n = self.known.get(digest)
+    def _digest(self, text: str) -> bytes:
+        got = self._digests.get(id(text))
+        if got is not None and got[0] is text:
+            return got[1]
+        digest = hashlib.sha256(text.encode("utf-8")).digest()
+        if len(text) > 4096:  # only long texts are worth remembering (the small ones are new strings each frame)
+            if len(self._digests) >= 8:
+                self._digests.pop(next(iter(self._digests)))
+            self._digests[id(text)] = (text, digest)
+        return digest
+
+    def add(self, pieces: tuple[str, ...], blocks: list[str], stats: "ReportStats") -> int:
+        key = tuple(self._digest(p) for p in pieces)
+        n = self.known.get(key)
         if n is None:
-            n = self.known[digest] = len(self.known)
-            p = base64.b64encode(zlib.compress(raw, _LEVEL)).decode("ascii")
+            n = self.known[key] = len(self.known)
+            p = base64.b64encode(zlib.compress("".join(pieces).encode("utf-8"), _LEVEL)).decode("ascii")
             stats.payload_bytes += len(p)
             blocks.append(f'<script type="application/octet-stream" class="ds-part" data-part="{n}" '
                           f'data-encoding="deflate">{p}</script>')
@@ -127,12 +142,14 @@ def frame_payload(cap: Capture, frame: Frame, cache: Optional[DrawingCache] = No
     included) inside a ``.ds-report`` of its own with its drawings block and its nodes' facts for
     the inspector (viz/report_info.py, Note [One inspector] in viz/inspector.py); with ``profile``,
     graphs coloured by time and each node's time in the inspector (viz/profile_view.py)."""
-    return "".join(_frame_pieces(cap, frame, cache, facts, profile))
+    head, data, rest = _frame_pieces(cap, frame, cache, facts, profile)
+    return head + data + "".join(rest)
 
 
 def _frame_pieces(cap: Capture, frame: Frame, cache: Optional[DrawingCache], facts: Optional[dict[bytes, str]],
-                  profile: Optional[Profile]) -> tuple[str, str, str]:
-    """``frame_payload``'s HTML cut at Note [Equal parts of payloads stored once]: (head, drawings, rest)."""
+                  profile: Optional[Profile]) -> tuple[str, str, tuple[str, str, str]]:
+    """``frame_payload``'s HTML cut at Note [Equal parts of payloads stored once]: (head, drawings, rest),
+    the rest as its three pieces (the template's text, the facts block, the template's text)."""
     times = [graph_times(profile, frame)] if profile is not None else None
     data, (graphs,) = report_data([frame], cache, times)
     extra = (lambda f, kind, node: time_facts(profile, f, kind, node)) if profile is not None else None
@@ -140,7 +157,8 @@ def _frame_pieces(cap: Capture, frame: Frame, cache: Optional[DrawingCache], fac
     html = render("report_frame.html.j2", body=fragment(body), data=fragment(_DATA), info=fragment(_INFO))
     rest, _, end = html.rpartition(_INFO)  # the last marks are the template's: the body comes before them
     head, _, mid = rest.rpartition(_DATA)
-    return head, data, mid + report_info([frame], facts, extra) + end
+    digest = cache.nodes_digest if cache is not None else None
+    return head, data, (mid, report_info([frame], facts, extra, digest), end)
 
 
 def payloads(page: str) -> dict[str, str]:
@@ -228,7 +246,7 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
         caps = list(caps)
     one = not headings and len(caps) == 1  # type: ignore[arg-type]
     stats = ReportStats(pathlib.Path(path), headings=list(headings) if isinstance(headings, list) else [])
-    cache, facts = DrawingCache(), {}  # facts: viz/report_info.py's blocks of repeated frames
+    cache, facts = DrawingCache(stable=True), {}  # facts: viz/report_info.py's blocks of repeated frames
     sections: list[dict[str, object]] = []
     blocks: list[str] = []  # payload and part elements, in page order
     parts = _Parts()
@@ -291,11 +309,11 @@ def _section(cap: Capture, prefix: str, heading: str, stats: ReportStats, blocks
         head, data, rest = _frame_pieces(cap, f, cache, facts, profile)
         p = encode_payload(head)
         stats.frames += 1
-        stats.html_bytes += len(head) + len(data) + len(rest)
+        stats.html_bytes += len(head) + len(data) + sum(map(len, rest))
         stats.payload_bytes += len(p)
         at = len(blocks)
         blocks.append("")  # the frame's block before the parts it is the first to name
-        blocks[at] = _block(entry["key"], p, [parts.add(data, blocks, stats), parts.add(rest, blocks, stats)])
+        blocks[at] = _block(entry["key"], p, [parts.add((data,), blocks, stats), parts.add(rest, blocks, stats)])
         entries.append(entry)
         counts.append((panels.ops(f.graph), entry["guards"]))
         if release:

@@ -131,25 +131,57 @@ def pack(d: dict[str, Any], strings: dict[str, int]) -> dict[str, Any]:
 # when every graph of a ``report_data`` call has a key seen together before (the next copy of the same
 # frame), the whole JSON block is reused.
 
+# Note [One digest per node list]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Both the drawing key and the facts key (viz/report_info.py) need a digest of a graph's nodes, and
+# encoding every node to JSON was most of what a repeated frame cost. ``DrawingCache.nodes_digest``
+# encodes a node list once per list *object* while a ``stable`` cache lives (the one ``write_report``
+# makes), holding the list so that its id names no other list meanwhile: the facts key of a frame reuses its
+# drawings' digests, and graphs that share one node list (Note [Read-only graphs] in
+# tracer/trace_log/deferred.py: every equal graph of a log read by ``dynascope report``) are encoded
+# once in all. It is exact as long as no node changes while one report is written, which nothing
+# that writes a report does (viz assigns no Node field); a cache made without ``stable`` (the
+# default: its caller may change nodes between two uses) encodes each time.
+
 
 class DrawingCache:
     """The last ``size`` unpacked drawings by Note [Drawings of equal graphs]'s key; ``hits`` counts reuses."""
 
-    def __init__(self, size: int = 32) -> None:
+    def __init__(self, size: int = 32, stable: bool = False) -> None:
         self.size, self.hits = size, 0
+        self.stable = stable  # no node changes while this cache lives: Note [One digest per node list]
         self._items: collections.OrderedDict[bytes, tuple[dict[str, Any], dict[str, dict[str, Any]]]] = \
             collections.OrderedDict()
         # whole drawings blocks of report_data by the keys of all their graphs (the last 4)
         self.blocks: collections.OrderedDict[bytes, tuple[str, list[list[tuple[str, str, int, int]]]]] = \
             collections.OrderedDict()
+        # id(node list) -> (that list, its digest): See Note [One digest per node list]
+        self._digests: collections.OrderedDict[int, tuple[list[Any], Optional[bytes]]] = collections.OrderedDict()
+
+    def nodes_digest(self, nodes: list[Any]) -> Optional[bytes]:
+        """SHA-256 of msgspec's JSON of ``nodes`` (None: a meta value JSON cannot hold), computed once
+        per list object while a ``stable`` cache lives (Note [One digest per node list])."""
+        if not self.stable:
+            return _digest(nodes)
+        got = self._digests.get(id(nodes))
+        if got is not None and got[0] is nodes:
+            self._digests.move_to_end(id(nodes))
+            return got[1]
+        digest = _digest(nodes)
+        self._digests[id(nodes)] = (nodes, digest)  # the list held: its id cannot name another list meanwhile
+        while len(self._digests) > 16:  # a frame's graphs; more would keep let-go frames' nodes alive
+            self._digests.popitem(last=False)
+        return digest
+
+    def graph_key(self, graph: Graph, highlight: list[str]) -> Optional[bytes]:
+        """:meth:`key`, with the nodes' digest from :meth:`nodes_digest`."""
+        return _graph_key(graph, highlight, self.nodes_digest(graph.nodes))
 
     @staticmethod
     def key(graph: Graph, highlight: list[str]) -> Optional[bytes]:
-        try:
-            body = msgspec.json.encode([graph.name, highlight, graph.nodes])
-        except (TypeError, msgspec.EncodeError):  # a meta value JSON cannot hold: drawn without the cache
-            return None
-        return hashlib.sha256(body).digest()  # twice blake2b's speed here (SHA extensions)
+        """The drawing's key: a digest of the graph's name, ``highlight`` and every field of its nodes;
+        None when a meta value cannot be JSON (drawn without the cache)."""
+        return _graph_key(graph, highlight, _digest(graph.nodes))
 
     def get(self, key: bytes) -> Optional[tuple[dict[str, Any], dict[str, dict[str, Any]]]]:
         hit = self._items.get(key)
@@ -162,6 +194,19 @@ class DrawingCache:
         self._items[key] = value
         while len(self._items) > self.size:
             self._items.popitem(last=False)
+
+
+def _digest(nodes: list[Any]) -> Optional[bytes]:
+    try:
+        return hashlib.sha256(msgspec.json.encode(nodes)).digest()  # twice blake2b's speed here (SHA extensions)
+    except (TypeError, msgspec.EncodeError):  # a meta value JSON cannot hold
+        return None
+
+
+def _graph_key(graph: Graph, highlight: list[str], nodes: Optional[bytes]) -> Optional[bytes]:
+    if nodes is None:
+        return None
+    return hashlib.sha256(msgspec.json.encode([graph.name, highlight]) + nodes).digest()
 
 
 def _unpacked(graph: Graph, highlight: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -214,7 +259,7 @@ def graph_drawing(graph: Graph, highlight: list[str], strings: dict[str, int],
     one level down (``"open"``: box id -> drawing, nested the same way). See Note [Folding in the report];
     with ``cache``, an equal graph
     drawn before is not laid out again (Note [Drawings of equal graphs])."""
-    return _graph_drawing(graph, highlight, strings, cache, DrawingCache.key(graph, highlight) if cache is not None else None)
+    return _graph_drawing(graph, highlight, strings, cache, cache.graph_key(graph, highlight) if cache is not None else None)
 
 
 def _graph_drawing(graph: Graph, highlight: list[str], strings: dict[str, int], cache: Optional[DrawingCache],
@@ -237,7 +282,7 @@ def report_data(frames: list[Frame], cache: Optional[DrawingCache] = None,
     gets ``"heat"`` (Note [Time on the drawing]); such graphs are drawn without the cache."""
     if times is not None:
         cache = None
-    todo = [[(kind, title, g, hi, DrawingCache.key(g, hi) if cache is not None else None)
+    todo = [[(kind, title, g, hi, cache.graph_key(g, hi) if cache is not None else None)
              for kind, title, g, hi in frame_graphs(f)] for f in frames]
     block_key = None
     if cache is not None and all(e[4] is not None for rows in todo for e in rows):

@@ -132,13 +132,22 @@ def graph_names(frame: Frame) -> dict[int, str]:
     return names
 
 
-def _facts_key(frames: list[Frame]) -> Optional[bytes]:
+def _facts_key(frames: list[Frame], digest: Optional[Callable[[list[Any]], Optional[bytes]]] = None) -> Optional[bytes]:
     """A digest of everything node_info reads of ``frames`` (graphs, bodies' inputs, symbols and their
-    specializations, kernels, saved values), not their ids or times: equal for a repeated frame."""
+    specializations, kernels, saved values), not their ids or times: equal for a repeated frame.
+    ``digest``: a node list's digest (Note [One digest per node list] in viz/report_graphs.py), used
+    for the nodes instead of encoding them here."""
     parts = []
     for f in frames:
         aot = f.aot
-        parts.append([[g.name for _, _, g, _ in frame_graphs(f)], [g.nodes for _, _, g, _ in frame_graphs(f)],
+        graphs = [g for _, _, g, _ in frame_graphs(f)]
+        if digest is None:
+            nodes: list[Any] = [g.nodes for g in graphs]
+        else:
+            nodes = [digest(g.nodes) for g in graphs]
+            if None in nodes:  # a value JSON cannot hold: computed without the cache
+                return None
+        parts.append([[g.name for g in graphs], nodes,
                       {k: [sg.parent, sg.hop, sg.inputs] for k, sg in f.subgraphs.items()}, f.symbols,
                       f.specializations, [[g.aot_id, [[k.name, k.dynamo_nodes] for k in g.kernels]] for g in f.inductor],
                       aot.saved if aot is not None else None])
@@ -149,13 +158,15 @@ def _facts_key(frames: list[Frame]) -> Optional[bytes]:
 
 
 def report_info(frames: list[Frame], cache: Optional[dict[bytes, str]] = None,
-                extra: Optional[Callable[[Frame, str, str], dict[str, Any]]] = None) -> str:
+                extra: Optional[Callable[[Frame, str, str], dict[str, Any]]] = None,
+                digest: Optional[Callable[[list[Any]], Optional[bytes]]] = None) -> str:
     """The JSON block of every drawn node's facts: ``{"values": [...], "graphs": [{node: facts}]}``,
     one entry per graph in :func:`viz.report_graphs.report_data`'s numbering; ``extra(frame, graph kind,
     node)``: more facts for a node (a profile's time, :func:`viz.profile_view.time_facts`). ``cache``: the last few
     blocks by :func:`_facts_key`, so a repeated frame (the same graph on every rank, a log repeated)
-    costs one digest (as Note [Drawings of equal graphs] in viz/report_graphs.py does for drawings)."""
-    key = _facts_key(frames) if cache is not None and extra is None else None
+    costs one digest (as Note [Drawings of equal graphs] in viz/report_graphs.py does for drawings);
+    ``digest``: see :func:`_facts_key`."""
+    key = _facts_key(frames, digest) if cache is not None and extra is None else None
     if key is not None and key in cache:
         return cache[key]
     block = _report_info(frames, extra)

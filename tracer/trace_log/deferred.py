@@ -7,6 +7,8 @@ frame's ``problems`` say why (Note [Graphs parsed on first access] in tracer/mod
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from collections import OrderedDict
 from typing import Any, Callable, Hashable, NamedTuple, Optional
 
@@ -15,7 +17,8 @@ from tracer.model.graph import Graph, Node
 from tracer.model.lazy import on_first_read, peek
 from tracer.trace_log.graph_text import ParsedModule, parse_readable
 
-__all__ = ["deferred_graph", "has_bodies", "parse_finished", "parse_logged", "problems_wait_for_graphs"]
+__all__ = ["deferred_graph", "has_bodies", "parse_finished", "parse_logged", "problems_wait_for_graphs",
+           "read_only_graphs"]
 
 # Note [Which logged graphs wait]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -67,13 +70,14 @@ class _Kept(NamedTuple):
     name: str
     children: dict[str, _Kept]
     errors: list[str]
+    shared: list[list[Node]]  # empty, or the one node list read-only hand-outs share (Note [Read-only graphs])
 
 
 def _keep(p: ParsedModule) -> _Kept:
     nodes = [(n.name, n.op, n.target, n.args, n.kwargs, n.inputs, n.users, n.role, n.calls, n.meta,
               tuple((k, _nested(v)) for k, v in n.meta.items() if type(v) is list or type(v) is dict),
               _nested(n.args) or _nested(n.kwargs)) for n in p.graph.nodes]
-    return _Kept(nodes, p.graph.code, p.graph.name, {k: _keep(c) for k, c in p.children.items()}, p.errors)
+    return _Kept(nodes, p.graph.code, p.graph.name, {k: _keep(c) for k, c in p.children.items()}, p.errors, [])
 
 
 def _nested(v: Any) -> bool:
@@ -132,6 +136,45 @@ def _fresh(p: _Kept) -> ParsedModule:
                         {k: _fresh(c) for k, c in p.children.items()}, list(p.errors))
 
 
+# Note [Read-only graphs]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# A reader that only reads (``dynascope report``: it renders each frame once, then lets it go) pays
+# for hand-outs it does not need: copying a kept parse node by node is most of what reading a
+# repeated graph costs, and freeing the copies again after the frame is done a good part of the rest.
+# Inside ``with read_only_graphs():`` a waiting graph whose finished parse is kept (``parse_finished``:
+# the Dynamo graph and its AOT graphs, Note [One finish per distinct graph and context]) gets, on its
+# first read, a Graph of its own whose ``nodes`` is *one list shared by every equal graph read that
+# way*, built once per kept parse: equal graphs then share their Node objects, and a reader can tell
+# equal graphs by ``a.nodes is b.nodes``. Nothing may change those nodes -- a change would show in
+# every equal graph of every frame -- so the scope is only for code that reads: the report, whose
+# rendering writes into no node (viz never assigns a Node field). Outside the scope (the default,
+# and every graph parsed outside it, e.g. by another thread) each hand-out is a fresh copy as before.
+# The scope is a ContextVar, read at the moment of the parse, not at load: a capture loaded outside
+# the scope and read inside it shares; one read outside does not. A graph parsed with bodies, or
+# not kept (``parse_logged``), is never shared.
+_READ_ONLY: contextvars.ContextVar[bool] = contextvars.ContextVar("dynascope_read_only_graphs", default=False)
+
+
+@contextlib.contextmanager
+def read_only_graphs():  # type: ignore[no-untyped-def]
+    """Within: graphs parsed on first read share their nodes with equal graphs (Note [Read-only graphs]);
+    only for a reader that changes no node."""
+    token = _READ_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _READ_ONLY.reset(token)
+
+
+def _hand_out(p: _Kept) -> ParsedModule:
+    """A fresh copy of ``p``, or in ``read_only_graphs`` its one shared node list (Note [Read-only graphs])."""
+    if not _READ_ONLY.get() or p.children:
+        return _fresh(p)
+    if not p.shared:
+        p.shared.append(_fresh(p).graph.nodes)
+    return ParsedModule(Graph(nodes=p.shared[0], code=p.code, name=p.name), {}, list(p.errors))
+
+
 def parse_logged(problems: list[str], text: str, line: int, name: str) -> Optional[ParsedModule]:
     """Parse one logged graph text; what it cannot read goes to ``problems`` (None: not parsed).
     Each distinct text is parsed once (Note [One parse per distinct graph text])."""
@@ -180,13 +223,13 @@ def parse_finished(problems: list[str], text: str, line: int, name: str, finish:
         kept = _shared[k] = _keep(p)
         if len(_shared) > _SHARED_MAX:
             _shared.popitem(last=False)
-        out = _fresh(kept)
+        out = _hand_out(kept)
     else:
         try:
             _shared.move_to_end(k)
         except KeyError:  # another thread's parse let it go meanwhile: ``kept`` is still whole
             pass
-        out = _fresh(kept)
+        out = _hand_out(kept)
         problems.extend(f"line {line}: {e}" for e in _errors(out))
         if reads is not None:
             reads()

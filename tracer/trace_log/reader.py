@@ -98,30 +98,36 @@ class Reader:
                 self.unterminated, self.skipped_before_end = self.lines + 1, len(self.skipped)
                 self.unterminated_head = buf[pos:min(stop, pos + 200)]
             if pos < stop or end is not None:
-                rec = self._unit(buf[pos:stop])
+                rec = self._unit(buf, pos, stop)
                 if rec is not None:
                     yield rec
             if end is None:
                 return
             pos = scan = stop + 1
 
-    def _unit(self, unit: str) -> Optional[Record]:
-        """One line and the payload lines after it (Note [Reading a log in blocks]); counts its lines."""
+    def _unit(self, buf: str, pos: int, stop: int) -> Optional[Record]:
+        """One line and the payload lines after it, ``buf[pos:stop]`` (Note [Reading a log in blocks]);
+        counts its lines. Every newline inside a unit is followed by a tab (a unit ends at the first
+        that is not), so the payload's length says how many lines it had: no second pass to count them."""
         first = self.lines + 1
-        nl = unit.find("\n")
-        self.lines += unit.count("\n") + 1
-        if unit.startswith("\t"):
+        nl = buf.find("\n", pos, stop)
+        if buf.startswith("\t", pos):
+            self.lines += buf.count("\n", pos, stop) + 1
             self._orphans(first, self.lines)
             return None
-        rec = self._record(unit if nl < 0 else unit[:nl], first)
+        rec = self._record(buf[pos:stop] if nl < 0 else buf[pos:nl], first)
         if rec is not None and "str" in rec.meta and len(rec.meta) == 1:
             self._intern(rec, first)
             rec = None
-        if nl >= 0:  # unit[nl + 1] is the tab of the first payload line
-            if rec is None:
-                self._orphans(first + 1, self.lines)
-            else:
-                rec.payload = unit[nl + 2:].replace("\n\t", "\n")
+        if nl < 0:
+            self.lines += 1
+        elif rec is None:
+            self.lines += buf.count("\n", pos, stop) + 1
+            self._orphans(first + 1, self.lines)
+        else:  # buf[nl + 1] is the tab of the first payload line
+            raw = stop - nl - 2
+            rec.payload = buf[nl + 2:stop].replace("\n\t", "\n")
+            self.lines += 2 + raw - len(rec.payload)  # the first line, the first payload line, one per "\n\t" removed
         return rec
 
     def _orphans(self, first: int, last: int) -> None:
