@@ -115,6 +115,27 @@ def test_a_module_imported_later_is_found_and_an_unchanged_sys_modules_is_not_re
             del sys.modules[late.__name__]
 
 
+def test_a_module_imported_during_the_capture_gets_torchs_function_back():
+    """Note [Modules imported during the capture]: it bound the wrapper; after the capture it holds
+    torch's own function (seen live: a first compile imports torch._inductor.debug that way)."""
+    import sys
+    import types
+
+    with alone():
+        reader = Reader()
+        original = internal.trace_structured
+        with reader, Patches() as patches:
+            assert install_payload_filter(patches, [reader])
+            late = types.ModuleType("dynascope_test_imported_during")
+            late.trace_structured = torch._logging.trace_structured  # ``from torch._logging import ...`` now
+            sys.modules[late.__name__] = late
+            assert late.trace_structured.__wrapped__ is original
+        try:
+            assert late.trace_structured is original is internal.trace_structured
+        finally:
+            del sys.modules[late.__name__]
+
+
 class Needy(Reader):
     """A reader that needs every record (as the capture's handler does until it knows the attempt)."""
 

@@ -32,8 +32,15 @@ __all__ = ["install_payload_filter"]
 # that write ``torch._logging.trace_structured(...)`` or import it inside a function),
 # ``torch._logging._internal.trace_structured`` (``trace_structured_artifact``, ``intern_string``),
 # and every loaded module that bound the name with ``from torch._logging import trace_structured``
-# (compile_fx, graph_compile, meta_utils, ...). A module first imported during the capture keeps
-# the original function: it formats everything, which is slower, never wrong.
+# (compile_fx, graph_compile, meta_utils, ...). See Note [Modules imported during the capture].
+#
+# Note [Modules imported during the capture]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A module first imported while the wrapper is installed (a first compile imports torch._inductor.debug,
+# torch._dynamo.backends.distributed, ...) binds the wrapper itself. So when the patches are undone,
+# the modules that appeared in ``sys.modules`` since the install and hold the wrapper get torch's own
+# function back; nothing of the capture stays bound anywhere (the wrapper holds its readers). The next
+# capture's scan finds them as binders of torch's function like any other.
 #
 # Note [Records no reader needs]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -133,4 +140,15 @@ def install_payload_filter(patches: Patches, readers: Iterable[Any]) -> bool:
     trace_structured.__wrapped__ = original  # type: ignore[attr-defined]
     for owner in [torch._logging, internal, *_binders(original)]:
         patches.set(owner, "trace_structured", trace_structured)
+    count = len(sys.modules)
+
+    def unbind_new_modules() -> None:  # See Note [Modules imported during the capture]
+        if len(sys.modules) == count:
+            return
+        for name in sys.modules.keys() - _SCANNED:
+            m = sys.modules.get(name)
+            if m is not None and getattr(m, "__dict__", {}).get("trace_structured") is trace_structured:
+                m.trace_structured = original
+
+    patches.on_restore(unbind_new_modules)
     return True
