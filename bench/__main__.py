@@ -25,6 +25,7 @@ from bench import (
     capture_overhead,
     diff_speed,
     explorer_scaling,
+    export_overhead,
     inductor_overhead,
     job_scale,
     memory,
@@ -149,6 +150,9 @@ def _steps(quick: bool, out: dict[str, Any], held: dict[str, Any]) -> list[Step]
          lambda: inductor_overhead.run(("mlp", "cnn") if quick else inductor_overhead.NAMES, size=size)),
         ("report size, write time and first paint vs tlparse",
          lambda: report_size.run(repeat=repeat, size=size, browser=True, tlparse=not quick)),
+        ("torch.export record overhead",
+         lambda: export_overhead.run(("mlp",) if quick else export_overhead.NAMES, repeat=repeat if quick else 11,
+                                     size=size)),
         ("tracer.profile attribution cost", lambda: profile_cost.run(("mlp",) if quick else profile_cost.NAMES, size=size)),
         ("report bytes of the zoo" + ("" if quick else ", live capture and log"), lambda: _zoo_bytes(quick, size)),
     ]
@@ -200,6 +204,11 @@ def rows(res: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     for name, ratio in res.get("inductor_overhead", {}).items():
         out.append((f"inductor capture / torch.compile inductor ({name})", f"{ratio:.3f}", f"<= {OVERHEAD_TARGET:.2f}",
                     "ok" if ratio <= OVERHEAD_TARGET else "MISS"))
+    for name, ratio in res.get("export_overhead", {}).items():
+        cpu = res.get("export_overhead_cpu", {}).get(name)
+        out.append((f"tracer.export / torch.export.export ({name}; CPU time)",
+                    f"{ratio:.3f}" + (f" ({cpu:.3f})" if cpu is not None else ""), f"<= {OVERHEAD_TARGET:.2f}",
+                    "ok" if ratio <= OVERHEAD_TARGET else "MISS"))
     for name, ratio in res.get("trace_file_overhead", {}).items():
         out.append((f"TORCH_TRACE compile / torch.compile ({name})", f"{ratio:.3f}", "", ""))
     for key, what, target, check in TARGETS:
@@ -237,7 +246,7 @@ def table(res: dict[str, Any]) -> str:
 
 def verdicts(res: dict[str, Any]) -> dict[str, bool]:
     """Every target in ``res`` by its JSON key (``capture_overhead[mlp]`` for a per-model ratio): met or not."""
-    out = {f"{group}[{name}]": ratio <= OVERHEAD_TARGET for group in ("capture_overhead", "inductor_overhead")
+    out = {f"{group}[{name}]": ratio <= OVERHEAD_TARGET for group in ("capture_overhead", "inductor_overhead", "export_overhead")
            for name, ratio in res.get(group, {}).items()}
     out.update((key, bool(check(res[key]))) for key, _, _, check in TARGETS if check is not None and key in res)
     return out

@@ -3,7 +3,8 @@
 Invariant: both sides export the same seeded model on the same input from a fresh Dynamo state, in
 alternating order (drift from a noisy neighbour hits both alike); a ratio is the median of the
 per-round ratios, of wall time (the target) and of this process's CPU time (what a loaded machine
-perturbs least: waiting for a core is not counted). Not wired into ``python -m bench`` yet: ``python -m bench.export_overhead [--quick]``.
+perturbs least: waiting for a core is not counted). ``python -m bench`` runs it (11 rounds); alone:
+``python -m bench.export_overhead [--quick] [--repeat N]``.
 
 Note [Samples long enough to compare]: the mlp exports in about 30 ms, and on a shared 2-core machine
 one export's wall time varies by more than the record costs (measured: min 27 ms, median 61 ms over 15

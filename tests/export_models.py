@@ -132,3 +132,26 @@ class LoopCheck(torch.nn.Module):
 
         _, z = while_loop(lambda i, z: i < 3, body, (torch.tensor(0), x))
         return torch.cond(z.sum() > 0, lambda a, b: a + b, lambda a, b: a - b, (z, y))  # the branch's add
+
+
+_LIB = torch.library.Library("dynascope_tests", "FRAGMENT")  # an operator defined the low-level way
+_LIB.define("no_kernel_for_fakes(Tensor x) -> Tensor")
+_LIB.impl("no_kernel_for_fakes", lambda x: x * 2, "CPU")  # a CPU kernel only: no fake (Meta) kernel
+
+
+class NoMetaKernel(torch.nn.Module):
+    """An operator with neither a fake impl nor a Meta kernel: fake tensors cannot run it."""
+
+    def forward(self, x):
+        y = x.cos()
+        return torch.ops.dynascope_tests.no_kernel_for_fakes(y) + 1  # the unsupported op line
+
+
+class TensorBranch(torch.nn.Module):
+    """Branches on a tensor: strict export's Dynamo stops there, with the graph traced so far."""
+
+    def forward(self, x):
+        y = x.sin() * 2
+        if y.sum() > 0:  # the tensor branch line
+            return y + 1
+        return y - 1

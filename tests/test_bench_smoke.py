@@ -157,3 +157,14 @@ def test_job_scale_keys_and_the_report_of_every_rank():
     assert keys <= set(res) and res["job_workers_n"] == 2 and res["job_cores"] == os.cpu_count()
     assert set(res["job_loadavg"]) == {"start", "one_rank", "report_1", "report_n", "end"}
     assert res["job_total_bytes"] == 2 * res["job_rank_log_bytes"] >= 4 * 2**20
+
+
+def test_export_overhead_keys_and_table_rows():
+    from bench import export_overhead
+
+    res = export_overhead.run(("mlp",), repeat=1, size="tiny")
+    assert set(res["export_overhead"]) == set(res["export_overhead_cpu"]) == {"mlp"}
+    assert res["export_overhead"]["mlp"] > 0 and res["export_seconds"]["mlp"] > 0
+    (row,) = [r for r in bench_main.rows(res) if r[0].startswith("tracer.export")]
+    assert row[0] == "tracer.export / torch.export.export (mlp; CPU time)" and row[2] == "<= 1.10"
+    assert "export_overhead[mlp]" in bench_main.verdicts(res)

@@ -61,6 +61,12 @@ def _check_against_torch(frame: tracer.Frame, ep: torch.export.ExportedProgram) 
         (s.arg.name, s.kind.name.lower(), s.target or "") for s in sig.input_specs]
     assert [(o.name, o.kind, o.target) for o in frame.export.outputs] == [
         (s.arg.name, s.kind.name.lower(), s.target or "") for s in sig.output_specs]
+    # module call signatures, entry for entry as ep.module_call_graph holds them
+    calls = [(e.fqn, [a.name for a in e.signature.inputs], [a.name for a in e.signature.outputs],
+              str(e.signature.in_spec), str(e.signature.out_spec), list(e.signature.forward_arg_names or []))
+             if e.signature is not None else (e.fqn, [], [], "", "", []) for e in ep.module_call_graph]
+    assert [(m.fqn, m.inputs, m.outputs, m.in_spec, m.out_spec, m.forward_arg_names)
+            for m in frame.export.module_calls] == calls
 
 
 @pytest.mark.parametrize("strict", [False, True])

@@ -212,3 +212,83 @@ def inspect_file(cls) -> str:
     import inspect
 
     return inspect.getsourcefile(cls)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_an_operator_with_no_fake_or_meta_kernel_is_an_unsupported_operator(strict):
+    """A torch.library operator with a CPU kernel only: fake tensors cannot run it, torch raises its
+    UnsupportedOperatorException (under strict export wrapped in Dynamo's Unsupported)."""
+    from tests.export_models import NoMetaKernel
+
+    x = torch.ones(3)
+    with pytest.raises(Exception) as torch_error:
+        torch.export.export(NoMetaKernel(), (x,), strict=strict)
+    chain, e = [], torch_error.value
+    while e is not None:
+        chain.append(type(e).__name__)
+        e = e.__cause__ or e.__context__
+    assert "UnsupportedOperatorException" in chain
+    draft = torch.export.draft_export(NoMetaKernel(), (x,), strict=strict)
+    report = next(v for v in vars(draft).values() if type(v).__name__ == "DraftExportReport")  # torch's own report
+    cap = tracer.export(NoMetaKernel(), (x,), strict=strict)
+    tracer.validate(cap)
+    f = cap.export.failure
+    assert cap.export.status == "failed" and f.kind == "unsupported"
+    assert f.message == str(torch_error.value) and f.error_type == type(torch_error.value).__name__
+    line = _line_of(NoMetaKernel, "the unsupported op line")
+    assert (f.user_line.file, f.user_line.line) == (inspect_file(NoMetaKernel), line)
+    assert "no_kernel_for_fakes(y)" in f.user_line.code
+    assert f.partial_graph == getattr(torch_error.value, "partial_fx_graph", "") == ""  # torch attached none
+    if strict:  # Dynamo's Unsupported: the break it stopped at, at the same line
+        (brk,) = cap.graph_breaks
+        assert brk.location == f"export_models.py:{line}" and brk.reason == torch_error.value.msg
+    else:
+        assert cap.graph_breaks == []
+    # draft_export ran on: its report names the missing fake kernel, as torch's own report does
+    assert [(d.kind, d.error_type) for d in cap.export.draft] == [
+        ("missing_fake_kernel", r.failure_type.name) for r in report.failures]
+    assert "dynascope_tests.no_kernel_for_fakes" in cap.export.draft[0].message
+    assert cap.export.draft[0].user_line is None  # torch's report of a missing fake kernel has no stack
+    assert cap.frames[1].export.stage == "draft"
+    assert cap.frames[1].graph.find(target="dynascope_tests.no_kernel_for_fakes")
+
+
+def test_strict_export_keeps_the_graph_dynamo_had_traced_node_for_node():
+    """Dynamo attaches the graph it had traced to a data-dependent branch's error (``partial_fx_graph``);
+    the record keeps torch's text, and its nodes are those Dynamo traces before that branch when
+    torch.compile breaks the graph there instead."""
+    from tests.export_models import TensorBranch
+    from tracer.trace_log.graph_text import parse_readable
+
+    x = torch.ones(3)
+    with pytest.raises(Exception) as torch_error:
+        torch.export.export(TensorBranch(), (x,), strict=True)
+    cap = tracer.export(TensorBranch(), (x,), strict=True, draft=False)
+    tracer.validate(cap)
+    f = cap.export.failure
+    assert f.kind == "graph_break" and f.partial_graph == torch_error.value.partial_fx_graph
+    assert f.user_line.line == _line_of(TensorBranch, "the tensor branch line")
+    assert cap.graph_breaks[0].location.endswith(f":{f.user_line.line}")
+    parsed = parse_readable(f.partial_graph)
+    assert not parsed.errors
+
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    torch._dynamo.reset()
+    try:
+        torch.compile(TensorBranch(), backend=backend)(x)  # breaks at the branch: its first graph stops there
+    finally:
+        torch._dynamo.reset()
+    compiled = [n for n in graphs[0].graph.nodes if n.op not in ("placeholder", "output")]
+    ours = [n for n in parsed.graph.nodes if n.op not in ("placeholder", "output")]
+    assert [(n.name, n.op) for n in ours] == [(n.name, n.op) for n in compiled] == [
+        ("sin", "call_method"), ("y", "call_function"), ("sum_1", "call_method"), ("gt", "call_function")]
+    # the input is named after export's flattened argument there, after forward's parameter here
+    (ph,), (compiled_ph,) = parsed.graph.placeholders, [n for n in graphs[0].graph.nodes if n.op == "placeholder"]
+    for a, b in zip(ours, compiled, strict=True):
+        assert a.target.rsplit(".", 1)[-1] == (b.target if isinstance(b.target, str) else b.target.__name__)
+        assert [compiled_ph.name if i == ph.name else i for i in a.inputs] == [i.name for i in b.all_input_nodes]

@@ -48,6 +48,11 @@ def test_failure_and_draft_report_in_the_overview(tmp_path):
     assert html.unescape(re.search(r"<pre>(.*?)</pre>", partial, re.S).group(1)) == cap.export.failure.partial_graph
     (draft,) = _rows(page, "draft_export's report (1)")
     assert draft[:3] == ["data_dependent", str(cap.export.draft[0].user_line), cap.export.draft[0].workaround]
+    # the explorer's overview shows the same failure and draft_export report
+    from viz.explorer import Explorer
+    from viz.export_view import export_run_html
+
+    assert export_run_html(cap) and export_run_html(cap) in Explorer(cap)._overview.value
 
 
 def test_user_text_is_escaped(tmp_path):

@@ -82,6 +82,60 @@ def test_only_what_a_reader_keeps_is_formatted():
         assert not hasattr(internal.trace_structured, "__wrapped__")
 
 
+def test_a_module_imported_later_is_found_and_an_unchanged_sys_modules_is_not_rescanned():
+    """Note [Scanning only new modules]: a module that bound torch's ``trace_structured`` after an
+    earlier scan is patched by the next capture; while ``sys.modules`` keeps its length the scan is
+    skipped and the modules found before are still patched."""
+    import sys
+    import types
+
+    from tracer._torch import trace_filter
+
+    with alone():
+        reader = Reader()
+        with reader, Patches() as patches:  # a scan, so the module below is new to it
+            assert install_payload_filter(patches, [reader])
+        late = types.ModuleType("dynascope_test_late_binder")
+        late.trace_structured = internal.trace_structured
+        sys.modules[late.__name__] = late
+        try:
+            with reader, Patches() as patches:
+                assert install_payload_filter(patches, [reader])
+                assert late.trace_structured is internal.trace_structured  # patched like torch's own modules
+                assert late.trace_structured.__wrapped__ is torch._logging.trace_structured.__wrapped__
+            assert not hasattr(late.trace_structured, "__wrapped__")  # and restored
+            scanned = set(trace_filter._SCANNED)
+            sys.modules["dynascope_test_late_binder"] = late  # same length: no scan ...
+            with reader, Patches() as patches:
+                assert install_payload_filter(patches, [reader])
+                assert trace_filter._SCANNED == scanned
+                assert compile_fx.trace_structured is internal.trace_structured  # ... the known binders still patched
+                assert late.trace_structured is internal.trace_structured
+        finally:
+            del sys.modules[late.__name__]
+
+
+def test_a_module_imported_during_the_capture_gets_torchs_function_back():
+    """Note [Modules imported during the capture]: it bound the wrapper; after the capture it holds
+    torch's own function (seen live: a first compile imports torch._inductor.debug that way)."""
+    import sys
+    import types
+
+    with alone():
+        reader = Reader()
+        original = internal.trace_structured
+        with reader, Patches() as patches:
+            assert install_payload_filter(patches, [reader])
+            late = types.ModuleType("dynascope_test_imported_during")
+            late.trace_structured = torch._logging.trace_structured  # ``from torch._logging import ...`` now
+            sys.modules[late.__name__] = late
+            assert late.trace_structured.__wrapped__ is original
+        try:
+            assert late.trace_structured is original is internal.trace_structured
+        finally:
+            del sys.modules[late.__name__]
+
+
 class Needy(Reader):
     """A reader that needs every record (as the capture's handler does until it knows the attempt)."""
 

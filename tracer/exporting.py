@@ -9,7 +9,6 @@ Note [Exported programs as frames] in tracer/model/export.py.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
 from typing import Any, Optional
 
@@ -19,12 +18,12 @@ __all__ = ["export", "load_export"]
 
 
 def _where(mod: Any) -> str:
-    """"file.py:LINE in Class.forward" for a module (or function) being exported; its qualified name otherwise."""
-    fn = getattr(type(mod), "forward", None) if not inspect.isfunction(mod) else mod
+    """"file.py:LINE in Class.forward" for the module being exported; its class's name otherwise."""
+    fn = getattr(type(mod), "forward", None)
     try:
         code = fn.__code__  # type: ignore[union-attr]
         return f"{os.path.basename(code.co_filename)}:{code.co_firstlineno} in {fn.__qualname__}"  # type: ignore[union-attr]
-    except AttributeError:  # a callable without Python code (a C function): name it
+    except AttributeError:  # a forward without Python code (a C function): name the class
         return type(mod).__qualname__
 
 
@@ -50,6 +49,11 @@ def export(mod: Any, args: tuple[Any, ...], kwargs: Optional[dict[str, Any]] = N
     more: ``cap.export.draft`` lists what it worked around and frame "0/1" is its program (stage
     "draft"). ``raise_on_failure=True`` re-raises torch's exception instead, the record on ``err.capture``.
 
+    A call that cannot be an export raises before anything runs (Note [Bad input or failed export] in
+    tracer/_torch/export_inputs.py): ``TypeError`` when ``mod`` is not a ``torch.nn.Module``, ``args`` not a
+    tuple, ``kwargs`` not a dict, a flag not a bool, or the inputs do not bind to ``forward``;
+    ``ValueError`` with torch's own message when torch.export's check rejects ``dynamic_shapes``.
+
     >>> import torch, tracer
     >>> cap = tracer.export(torch.nn.Linear(3, 2), (torch.randn(4, 3),))
     >>> [(i.name, i.kind, i.target) for i in cap.frames[0].export.inputs]
@@ -58,9 +62,12 @@ def export(mod: Any, args: tuple[Any, ...], kwargs: Optional[dict[str, Any]] = N
     import torch
 
     from tracer._torch.export_failure import draft_failures, failure_of
+    from tracer._torch.export_inputs import check_export_inputs
     from tracer.active_session import raise_if_tracing
     from tracer.diffing import diff
 
+    check_export_inputs(mod, args, kwargs, dynamic_shapes, {"strict": strict, "decompose": decompose, "draft": draft,
+                                                            "raise_on_failure": raise_on_failure})
     raise_if_tracing("tracer.export()")  # Dynamo's compile lock is held by a paused trace: fail fast, never hang
     from tracer._torch.export_dynamo import recording_dynamo
     from tracer._torch.export_program import EXPORT_LIMIT, frame_of_program
@@ -70,14 +77,14 @@ def export(mod: Any, args: tuple[Any, ...], kwargs: Optional[dict[str, Any]] = N
     code = _where(mod)
     run = Export(status="exported", strict=strict, source="torch.export.export",
                  dynamic_shapes="" if dynamic_shapes is None else repr(dynamic_shapes))
-    cap = Capture(fn=type(mod).__qualname__ if not inspect.isfunction(mod) else mod.__qualname__,
+    cap = Capture(fn=type(mod).__qualname__,
                   limits=[EXPORT_LIMIT], meta={"torch": torch.__version__}, export=run)
     error: Optional[Exception] = None
     with contextlib.ExitStack() as stack:
         shapes = stack.enter_context(recording_shapes(cap.problems))
         dynamo = stack.enter_context(recording_dynamo(cap.problems)) if strict else None  # Note [Strict export's Dynamo frame]
         try:
-            ep = torch.export.export(mod, tuple(args), kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
+            ep = torch.export.export(mod, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
         except Exception as e:  # except: records a problem (kept as error: the failure is the record)
             error = e
     if error is not None:
@@ -129,7 +136,7 @@ def _draft(cap: Capture, mod: Any, args: Any, kwargs: dict[str, Any], dynamic_sh
     import torch
 
     try:
-        ep = torch.export.draft_export(mod, tuple(args), kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
+        ep = torch.export.draft_export(mod, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict)
     except Exception as e:  # except: records a problem (draft_export failed too: no report)
         cap.problems.append(f"draft_export failed too, so there is no report: {type(e).__name__}: {e}"[:500])
         return

@@ -136,6 +136,9 @@ SYMBOLS: list[Private] = [
             releases=_SINCE_2_13),
     # export_failure.py: Note [Where an export failure points]; draft_export's report after a failed export
     *_names(_DRAFT, "torch.export._draft_export:DraftExportReport", "torch.export._draft_export:FailureReport.print"),
+    # export_inputs.py: Note [Bad input or failed export] (torch.export's own first checks, run before exporting)
+    *_names("tracer.export's errors for inputs that do not fit forward or dynamic_shapes",
+            "torch.export.dynamic_shapes:_combine_args", "torch.export.dynamic_shapes:_check_dynamic_shapes"),
     # export_dynamo.py: Note [Strict export's Dynamo frame] (read from 2.13 on: Note [Strict export's guards
     # before torch 2.13] in since_2_13.py; the names exist on 2.11 too)
     *_names("strict export's Dynamo guards (Frame.guards of an export)",

@@ -209,7 +209,8 @@ def _source_of(stack_trace: str) -> Optional[dict[str, Any]]:
 
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep  # dynascope's own frames, never the user's line
+# the tracer package (tracer/exporting.py calls torch.export itself): dynascope's own frames, never the user's line
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def _library_file(path: str) -> bool:

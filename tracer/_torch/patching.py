@@ -15,6 +15,7 @@ __all__ = ["ACTIVE", "Patches"]
 ACTIVE: list[tuple[Any, str]] = []
 
 _MISSING = object()
+_CALL = object()  # an undo entry that is a function to call (Patches.on_restore)
 
 
 class Patches:
@@ -32,9 +33,16 @@ class Patches:
         self._undo.append((owner, name, original))
         ACTIVE.append((owner, name))
 
+    def on_restore(self, fn: Any) -> None:
+        """Call ``fn()`` at :meth:`restore`, in reverse order with the patches set before it."""
+        self._undo.append((fn, "", _CALL))
+
     def restore(self) -> None:
         while self._undo:
             owner, name, original = self._undo.pop()
+            if original is _CALL:
+                owner()
+                continue
             if original is _MISSING:
                 try:
                     delattr(owner, name)

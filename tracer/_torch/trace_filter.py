@@ -32,8 +32,15 @@ __all__ = ["install_payload_filter"]
 # that write ``torch._logging.trace_structured(...)`` or import it inside a function),
 # ``torch._logging._internal.trace_structured`` (``trace_structured_artifact``, ``intern_string``),
 # and every loaded module that bound the name with ``from torch._logging import trace_structured``
-# (compile_fx, graph_compile, meta_utils, ...). A module first imported during the capture keeps
-# the original function: it formats everything, which is slower, never wrong.
+# (compile_fx, graph_compile, meta_utils, ...). See Note [Modules imported during the capture].
+#
+# Note [Modules imported during the capture]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A module first imported while the wrapper is installed (a first compile imports torch._inductor.debug,
+# torch._dynamo.backends.distributed, ...) binds the wrapper itself. So when the patches are undone,
+# the modules that appeared in ``sys.modules`` since the install and hold the wrapper get torch's own
+# function back; nothing of the capture stays bound anywhere (the wrapper holds its readers). The next
+# capture's scan finds them as binders of torch's function like any other.
 #
 # Note [Records no reader needs]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -74,19 +81,31 @@ def _attempt(kwargs: dict[str, Any]) -> tuple[int, int, int] | None:
 
 
 _SCANNED: set[str] = set()  # names of the modules looked at by earlier captures
+_SCANNED_COUNT = [-1]  # len(sys.modules) when they were last looked at (Note [Scanning only new modules])
 _BINDERS: list[Any] = []  # those among them that bound ``trace_structured``
 
 
+# Note [Scanning only new modules]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Each Inductor compile imports its output code as a module, so scanning the whole of ``sys.modules``
+# at every capture would grow with the session; only names not scanned before are looked at. Even
+# the set difference over a few thousand names is 0.1-0.4 ms, a measurable share of exporting a small
+# model (bench/RESULTS.md, torch.export record overhead), so it is skipped while ``sys.modules`` has
+# the length it had at the last scan. A module swapped for another at equal length (one removed, one
+# imported) is then not scanned until the length next changes: that module keeps torch's own
+# ``trace_structured`` for this capture, which formats everything, slower, never wrong (Note
+# [Formatting only what we read]).
 def _binders(fn: Any) -> list[Any]:
-    """Loaded modules other than torch._logging(._internal) whose global ``trace_structured`` is ``fn``.
-    Only modules imported since the last capture are looked at (each Inductor compile imports its
-    output code as a module, so the whole of sys.modules would be scanned at every capture)."""
-    for name in sys.modules.keys() - _SCANNED:
-        _SCANNED.add(name)
-        m = sys.modules.get(name)
-        if name not in ("torch._logging", "torch._logging._internal") and m is not None \
-                and getattr(m, "__dict__", {}).get("trace_structured") is fn:
-            _BINDERS.append(m)
+    """Loaded modules other than torch._logging(._internal) whose global ``trace_structured`` is ``fn``
+    (Note [Scanning only new modules])."""
+    if len(sys.modules) != _SCANNED_COUNT[0]:
+        _SCANNED_COUNT[0] = len(sys.modules)
+        for name in sys.modules.keys() - _SCANNED:
+            _SCANNED.add(name)
+            m = sys.modules.get(name)
+            if name not in ("torch._logging", "torch._logging._internal") and m is not None \
+                    and getattr(m, "__dict__", {}).get("trace_structured") is fn:
+                _BINDERS.append(m)
     return [m for m in _BINDERS if m.__dict__.get("trace_structured") is fn]
 
 
@@ -121,4 +140,15 @@ def install_payload_filter(patches: Patches, readers: Iterable[Any]) -> bool:
     trace_structured.__wrapped__ = original  # type: ignore[attr-defined]
     for owner in [torch._logging, internal, *_binders(original)]:
         patches.set(owner, "trace_structured", trace_structured)
+    count = len(sys.modules)
+
+    def unbind_new_modules() -> None:  # See Note [Modules imported during the capture]
+        if len(sys.modules) == count:
+            return
+        for name in sys.modules.keys() - _SCANNED:
+            m = sys.modules.get(name)
+            if m is not None and getattr(m, "__dict__", {}).get("trace_structured") is trace_structured:
+                m.trace_structured = original
+
+    patches.on_restore(unbind_new_modules)
     return True
