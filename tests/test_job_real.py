@@ -103,6 +103,8 @@ def test_load_job_names_the_divergent_rank_and_the_cut_log(transformer_job):
         a, b = (job.ranks[r].frame(code.compile_ids[r]) for r in (0, ODD_RANK))
         assert a.compile_id == b.compile_id and a.code != b.code and "torch_dynamo_resume_in_forward" in b.code
     assert tracer.Job.from_json(job.to_json()) == job
+    # ranks compared in worker processes (each worker its rank against rank 0): the same Job
+    assert tracer.load_job(str(transformer_job.trace), workers=2).to_json() == job.to_json()
 
 
 def test_the_cut_rank_agrees_with_its_whole_log_up_to_the_cut(transformer_job):
