@@ -44,8 +44,10 @@ elif mode == "job_all":  # load_job, then every finding, summary and problem rea
 else:
     from viz.cli import write_report
     write_report(path, sys.argv[4], workers=workers)
+kids = resource.getrusage(resource.RUSAGE_CHILDREN)  # the worker processes, once the pool has joined them
 print(json.dumps({"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
-                  "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+                  "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                  "workers_cpu": kids.ru_utime + kids.ru_stime, "workers_rss": kids.ru_maxrss * 1024}))
 """
 
 
@@ -75,10 +77,12 @@ def _load() -> str:
         return " ".join(fh.read().split()[:3])
 
 
-def job_memory(log: str, rank_bytes: int, ranks: int, tmp: str) -> dict[str, Any]:
+def job_memory(log: str, rank_bytes: int, ranks: int, tmp: str, workers: int = 1) -> dict[str, Any]:
     """``job_load_all_rss_over_one_rank``: peak RSS of ``load_job`` (1 worker) of ``ranks`` copies of the
     synthetic log grown from ``log`` to ``rank_bytes``, with every finding read, ÷ one rank fully read
-    (target <= 1: one rank's memory plus the job's summary), with both figures and walls."""
+    (target <= 1: one rank's memory plus the job's summary), with both figures, walls and CPU times;
+    with ``workers`` > 1 the same with that many worker processes (``*_n_workers``: the caller's peak
+    RSS, and the largest worker's, each ÷ one rank fully read; CPU of the caller and of its workers)."""
     from bench.report_vs_tlparse import synthetic_log
 
     big = os.path.join(tmp, "rank_mem.log")
@@ -88,13 +92,25 @@ def job_memory(log: str, rank_bytes: int, ranks: int, tmp: str) -> dict[str, Any
     one = _child("one", big, 1)
     load["one_rank"] = _load()
     full = _child("job_all", many, 1, str(ranks))
-    load["end"] = _load()
+    load["1_worker"] = _load()
     mb = 2**20
-    return {"job_mem_rank_log_bytes": nbytes, "job_mem_ranks": ranks, "job_mem_total_bytes": nbytes * ranks,
-            "job_mem_one_rank_rss_mb": round(one["rss"] / mb, 1), "job_mem_one_rank_seconds": round(one["wall"], 2),
-            "job_load_all_rss_mb": round(full["rss"] / mb, 1), "job_load_all_seconds": round(full["wall"], 2),
-            "job_load_all_cpu_seconds": round(full["cpu"], 2),
-            "job_load_all_rss_over_one_rank": round(full["rss"] / one["rss"], 3), "job_mem_loadavg": load}
+    out = {"job_mem_rank_log_bytes": nbytes, "job_mem_ranks": ranks, "job_mem_total_bytes": nbytes * ranks,
+           "job_mem_one_rank_rss_mb": round(one["rss"] / mb, 1), "job_mem_one_rank_seconds": round(one["wall"], 2),
+           "job_mem_one_rank_cpu_seconds": round(one["cpu"], 2),
+           "job_load_all_rss_mb": round(full["rss"] / mb, 1), "job_load_all_seconds": round(full["wall"], 2),
+           "job_load_all_cpu_seconds": round(full["cpu"], 2),
+           "job_load_all_rss_over_one_rank": round(full["rss"] / one["rss"], 3), "job_mem_loadavg": load}
+    if workers > 1:
+        par = _child("job_all", many, workers, str(ranks))
+        load["n_workers"] = _load()
+        out.update({"job_mem_workers": workers, "job_load_all_rss_mb_n_workers": round(par["rss"] / mb, 1),
+                    "job_load_all_worker_rss_mb_n_workers": round(par["workers_rss"] / mb, 1),
+                    "job_load_all_rss_over_one_rank_n_workers": round(par["rss"] / one["rss"], 3),
+                    "job_load_all_worker_rss_over_one_rank_n_workers": round(par["workers_rss"] / one["rss"], 3),
+                    "job_load_all_seconds_n_workers": round(par["wall"], 2),
+                    "job_load_all_cpu_seconds_n_workers": round(par["cpu"], 2),
+                    "job_load_all_workers_cpu_seconds_n_workers": round(par["workers_cpu"], 2)})
+    return out
 
 
 _VIEWS = """async () => {
@@ -199,7 +215,7 @@ def run(size: str = "full", rank_bytes: int = 100 * 2**20, ranks: int = 10, job_
         load1 = _child("job", few, 1)
         loadn = _child("job", few, n)
         out["job_loadavg"]["end"] = _load()
-        out.update(job_memory(log, rank_bytes, ranks, tmp))
+        out.update(job_memory(log, rank_bytes, ranks, tmp, n))
         out.update(page_paint(log, tmp, "" if size == "full" else log))
     mb = 2**20
     out.update({
@@ -222,10 +238,10 @@ def run(size: str = "full", rank_bytes: int = 100 * 2**20, ranks: int = 10, job_
 
 if __name__ == "__main__":
     args = dict(a.split("=", 1) for a in sys.argv[1:])
-    if "log" in args:  # only the memory of load_job over a given log: python -m bench.job_scale log=L rank_mb=100 ranks=10
+    if "log" in args:  # only the memory of load_job over a given log: python -m bench.job_scale log=L rank_mb=100 ranks=10 [workers=2]
         with tempfile.TemporaryDirectory(prefix="dynascope-bench-job-") as tmp:
             print(json.dumps(job_memory(args["log"], int(float(args.get("rank_mb", 100)) * 2**20),
-                                        int(args.get("ranks", 10)), tmp), indent=1))
+                                        int(args.get("ranks", 10)), tmp, int(args.get("workers", 1))), indent=1))
         sys.exit(0)
     if "page" in args:  # only the job page's first paint and views: python -m bench.job_scale page=LOG [other=LOG]
         with tempfile.TemporaryDirectory(prefix="dynascope-bench-job-") as tmp:
