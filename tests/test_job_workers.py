@@ -14,7 +14,7 @@ import weakref
 import pytest
 
 import tracer
-from tracer.job import rank_part
+from tracer.job import _part_in_worker, rank_part
 from tracer.model import Job
 from tracer.rank_pool import _context, _result, compare_ranks, read_ranks, worker_count
 
@@ -38,7 +38,7 @@ def test_workers_answer_with_each_ranks_part_not_its_capture(ddp_job_dir):
     (summary, findings, collectives), the one rank_part gives in this process; no capture crosses
     (Note [Ranks compared one at a time] in tracer/job.py)."""
     files = {r: str(p) for r, p in enumerate(sorted((ddp_job_dir / "trace").glob("*rank_*.log")))}
-    got = list(compare_ranks(files, "trace", 2))
+    got = list(compare_ranks(files, "trace", _part_in_worker, Job.from_json, 2))
     assert [r for r, _, _ in got] == [0, 1] and all(err is None and isinstance(part, Job) for _, part, err in got)
     for r, part, _ in got:
         assert list(part.ranks) == [r] and "collectives" in part.meta

@@ -75,7 +75,7 @@ def load_job(path: str, *, workers: Optional[int] = 1, progress: Optional[Callab
             job.ranks[rank] = cmp.add(rank, cap, ref, path=files[rank], loader=kind)
             del cap  # See Note [Ranks compared one at a time]
     else:  # each worker compares its rank with the reference: See Note [Ranks compared one at a time]
-        for rank, part, error in compare_ranks(files, kind, workers, progress):
+        for rank, part, error in compare_ranks(files, kind, _part_in_worker, Job.from_json, workers, progress):
             if part is None:
                 notes[os.path.basename(files[rank])] = f"{os.path.basename(files[rank])}: rank {rank} not loaded: {error}"
                 continue
@@ -185,6 +185,14 @@ def rank_part(kind: str, path: str, rank: int, ref_rank: int, ref_path: Optional
                       path=path, loader=kind)
     return Job(ranks={rank: summary}, divergence=cmp.found, checked=cmp.notes,
                meta={"collectives": [list(c) for c in cmp.seqs[rank]]})
+
+
+def _part_in_worker(kind: str, path: str, rank: int, ref_rank: int, ref_path: Optional[str]) -> tuple[bool, str]:
+    """In a worker process: (True, :func:`rank_part`'s JSON text) or (False, the loader's error line). Strings only."""
+    try:
+        return True, rank_part(kind, path, rank, ref_rank, ref_path).to_json()
+    except (OSError, ValueError) as e:  # the rank's defined error; anything else reaches the caller's future
+        return False, str(e)
 
 
 def _released(taken: Callable[[Frame], None]) -> Callable[[Optional[Frame], Optional[Frame]], None]:

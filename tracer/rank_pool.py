@@ -4,9 +4,9 @@ time (:func:`read_ranks`), or -> what each rank adds to a job, compared in its w
 Invariant: only plain data crosses the process boundary. A worker gets file paths, rank numbers and
 the name of a loader and sends back JSON text tracer.model's encoder writes (its rank's
 ``Capture.to_json``, or a one-rank ``Job.to_json``), or one error line; the parent decodes that
-text with the typed decoder (``Capture.from_json``, ``Job.from_json``). No object of ours is ever pickled in either direction, so what reaches the
-parent is exactly what a saved capture would give, and a result equals the serial load's (tests
-compare the two jobs' JSON). A worker that raises, or dies, becomes that rank's error line, never a
+text with the typed decoder (``Capture.from_json``, ``Job.from_json``). No object of ours is ever
+pickled in either direction, so what reaches the parent is exactly what a saved capture (or job)
+would give, and a result equals the serial load's (tests compare the two jobs' JSON). A worker that raises, or dies, becomes that rank's error line, never a
 hang and never the loss of the other ranks. See Note [Ranks read in worker processes].
 """
 
@@ -19,11 +19,10 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from tracer._text import plural
 from tracer.model.capture import Capture
-from tracer.model.job import Job
 
 __all__ = ["LOADERS", "RankResult", "compare_ranks", "load_rank", "read_ranks", "worker_count"]
 
@@ -141,23 +140,26 @@ def read_ranks(files: dict[int, str], kind: str, workers: Optional[int] = None,
         del text  # the JSON text is dropped before the next rank is asked for
 
 
-def compare_ranks(files: dict[int, str], kind: str, workers: Optional[int] = None,
-                  progress: Optional[Callable[[str], None]] = None) -> Iterator[tuple[int, Optional[Job], Optional[str]]]:
+def compare_ranks(files: dict[int, str], kind: str, task: Callable[[str, str, int, int, Optional[str]], tuple[bool, str]],
+                  decode: Callable[[str], Any], workers: Optional[int] = None,
+                  progress: Optional[Callable[[str], None]] = None) -> Iterator[tuple[int, Any, Optional[str]]]:
     """``(rank, part, None)`` or ``(rank, None, error line)`` for every rank of ``files``, in rank order:
-    ``part`` is what :func:`tracer.job.rank_part` found for the rank in a worker process (its summary
-    and findings with the reference, the lowest rank that can be read), decoded from its JSON text with
-    ``Job.from_json``. A reference that cannot be read is that rank's error line, and the ranks after
-    it are compared again with the next one. See Note [Ranks read in worker processes]."""
+    ``part`` is what ``task(kind, path, rank, reference rank, reference path or None)`` (a module-level
+    function: tracer/job.py's, answering ``(True, a one-rank Job's JSON)`` or ``(False, error line)``)
+    found for the rank in a worker process (its summary and findings with the reference, the lowest
+    rank that can be read), decoded from its JSON text by ``decode`` (``Job.from_json``). A reference
+    that cannot be read is that rank's error line, and the ranks after it are compared again with the
+    next one. See Note [Ranks read in worker processes]."""
     todo = sorted(files)
     n = worker_count(len(todo), workers)
     t0 = time.perf_counter()
     while todo:
         ref, redo = todo[0], None
-        calls = [(r, _compare_in_worker, (kind, files[r], r, ref, None if r == ref else files[ref])) for r in todo]
+        calls = [(r, task, (kind, files[r], r, ref, None if r == ref else files[ref])) for r in todo]
         answers = _pooled(calls, n)
         try:
             for r, text, err in answers:
-                part = Job.from_json(text) if err is None else None
+                part = decode(text) if err is None else None
                 if progress is not None:
                     what = plural(len(part.ranks[r].frames), "compile attempt") if part is not None else f"not read: {err}"
                     progress(f"rank {r} ({os.path.basename(files[r])}): {what} [{time.perf_counter() - t0:.1f}s, "
@@ -169,16 +171,6 @@ def compare_ranks(files: dict[int, str], kind: str, workers: Optional[int] = Non
         finally:
             answers.close()  # the pool's outstanding calls are cancelled
         todo = redo or []
-
-
-def _compare_in_worker(kind: str, path: str, rank: int, ref_rank: int, ref_path: Optional[str]) -> tuple[bool, str]:
-    """In a worker: (True, the JSON text of :func:`tracer.job.rank_part`) or (False, the loader's error line)."""
-    from tracer.job import rank_part  # tracer.job imports this module
-
-    try:
-        return True, rank_part(kind, path, rank, ref_rank, ref_path).to_json()
-    except (OSError, ValueError) as e:  # the rank's defined error; anything else reaches the parent's future
-        return False, str(e)
 
 
 def _pooled(calls: list[tuple[int, Callable[..., tuple[bool, str]], tuple]], n: int) -> Iterator[tuple[int, Optional[str], Optional[str]]]:
