@@ -8,7 +8,8 @@ of its multi-rank ``index.html`` and the non-``ok`` counters of its per-rank ``S
 ours are ``Job.divergence``, ``Job.problems`` and the findings a cut explains (``Job.checked``, "not
 counted"). Every time is one run, wall clock, on whatever else the machine is doing (load average printed).
 
-``python -m bench.job_real [--tlparse PATH] [--wraps ddp,fsdp2] [--out DIR]``: one section per wrap, then one JSON line.
+``python -m bench.job_real [--tlparse PATH] [--wraps ddp,fsdp2] [--out DIR]``: one section per wrap, then one JSON line;
+``--page-of <out>/<wrap>/trace``: only the job page of a job run before (one JSON line).
 """
 
 from __future__ import annotations
@@ -89,28 +90,18 @@ def compare(trace: str, tlparse: str, out: str) -> dict[str, Any]:
     }
 
 
-def _page(job_dir: str, out: str) -> dict[str, Any]:
-    """The static job page (viz.export_job_html): bytes, and Chromium's first contentful paint and load event."""
-    from playwright.sync_api import sync_playwright
-
+def _page(job_dir: str, out: str, runs: int = 3) -> dict[str, Any]:
+    """The static job page (viz.export_job_html): bytes, build time (load_job included), and in Chromium
+    its first contentful paint, load event and each finding's view opened (bench/job_scale.py ``page_times``)."""
     import tracer
     import viz
-    from bench.report_size import CHROMIUM
+    from bench.job_scale import page_times
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     path = viz.export_job_html(tracer.load_job(job_dir), out)
-    build = time.perf_counter() - t0
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"], timeout=60_000)
-        try:
-            page = b.new_page(viewport={"width": 1440, "height": 900})
-            page.goto(path.resolve().as_uri(), wait_until="load", timeout=120_000)
-            got = page.evaluate("""() => ({fcp: (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime ?? null,
-                                          load: performance.getEntriesByType('navigation')[0].loadEventStart})""")
-        finally:
-            b.close()
-    return {"job_page_bytes": path.stat().st_size, "job_page_build_seconds": round(build, 3),
-            "job_page_fcp_ms": got["fcp"] and round(got["fcp"], 1), "job_page_load_ms": round(got["load"], 1)}
+    build, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"job_page_build_seconds": round(build, 3), "job_page_build_cpu_seconds": round(cpu, 3),
+            **page_times(str(path), runs)}
 
 
 def run(wraps: tuple[str, ...] = ("ddp", "fsdp2"), tlparse: Optional[str] = None, out: Optional[str] = None,
@@ -155,8 +146,10 @@ def _print(wrap: str, row: dict[str, Any]) -> None:
     for line in row["not_counted"]:
         print(f"    {line}")
     if "job_page_bytes" in row:
-        print(f"  job page: {row['job_page_bytes']} bytes, built in {row['job_page_build_seconds']} s, "
-              f"FCP {row['job_page_fcp_ms']} ms, load event {row['job_page_load_ms']} ms", flush=True)
+        print(f"  job page: {row['job_page_bytes']} bytes, built in {row['job_page_build_seconds']} s "
+              f"(CPU {row['job_page_build_cpu_seconds']} s), FCP {row['job_page_first_paint_runs_ms']} ms, "
+              f"load event {row['job_page_load_runs_ms']} ms, each finding's view {row['job_page_view_runs_ms']} ms",
+              flush=True)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -166,8 +159,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--out", help="directory for the jobs and tlparse's output (default: a new temporary one)")
     p.add_argument("--python", default=sys.executable, help="the python whose torch runs the job")
     p.add_argument("--no-page", action="store_true", help="skip the job page in Chromium")
+    p.add_argument("--page-of", metavar="TRACE_DIR", help="only the job page of this job's TORCH_TRACE directory "
+                   "(a run's <out>/<wrap>/trace): no torchrun, no tlparse")
     a = p.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if a.page_of:
+        got = {"loadavg_start": _loadavg(), **_page(a.page_of, str(pathlib.Path(a.page_of).parent / "job.html")),
+               "loadavg_end": _loadavg()}
+        print(json.dumps(got))
+        return 0
     got = run(tuple(a.wraps.split(",")), a.tlparse, a.out, a.python, page=not a.no_page)
     print(json.dumps(got))
     return 0

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import tempfile
 from typing import Any
 
-__all__ = ["job_dir", "run"]
+__all__ = ["job_dir", "page_paint", "page_times", "run"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -43,8 +44,10 @@ elif mode == "job_all":  # load_job, then every finding, summary and problem rea
 else:
     from viz.cli import write_report
     write_report(path, sys.argv[4], workers=workers)
+kids = resource.getrusage(resource.RUSAGE_CHILDREN)  # the worker processes, once the pool has joined them
 print(json.dumps({"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
-                  "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+                  "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                  "workers_cpu": kids.ru_utime + kids.ru_stime, "workers_rss": kids.ru_maxrss * 1024}))
 """
 
 
@@ -74,10 +77,12 @@ def _load() -> str:
         return " ".join(fh.read().split()[:3])
 
 
-def job_memory(log: str, rank_bytes: int, ranks: int, tmp: str) -> dict[str, Any]:
+def job_memory(log: str, rank_bytes: int, ranks: int, tmp: str, workers: int = 1) -> dict[str, Any]:
     """``job_load_all_rss_over_one_rank``: peak RSS of ``load_job`` (1 worker) of ``ranks`` copies of the
     synthetic log grown from ``log`` to ``rank_bytes``, with every finding read, ÷ one rank fully read
-    (target <= 1: one rank's memory plus the job's summary), with both figures and walls."""
+    (target <= 1: one rank's memory plus the job's summary), with both figures, walls and CPU times;
+    with ``workers`` > 1 the same with that many worker processes (``*_n_workers``: the caller's peak
+    RSS, and the largest worker's, each ÷ one rank fully read; CPU of the caller and of its workers)."""
     from bench.report_vs_tlparse import synthetic_log
 
     big = os.path.join(tmp, "rank_mem.log")
@@ -87,64 +92,98 @@ def job_memory(log: str, rank_bytes: int, ranks: int, tmp: str) -> dict[str, Any
     one = _child("one", big, 1)
     load["one_rank"] = _load()
     full = _child("job_all", many, 1, str(ranks))
-    load["end"] = _load()
+    load["1_worker"] = _load()
     mb = 2**20
-    return {"job_mem_rank_log_bytes": nbytes, "job_mem_ranks": ranks, "job_mem_total_bytes": nbytes * ranks,
-            "job_mem_one_rank_rss_mb": round(one["rss"] / mb, 1), "job_mem_one_rank_seconds": round(one["wall"], 2),
-            "job_load_all_rss_mb": round(full["rss"] / mb, 1), "job_load_all_seconds": round(full["wall"], 2),
-            "job_load_all_cpu_seconds": round(full["cpu"], 2),
-            "job_load_all_rss_over_one_rank": round(full["rss"] / one["rss"], 3), "job_mem_loadavg": load}
+    out = {"job_mem_rank_log_bytes": nbytes, "job_mem_ranks": ranks, "job_mem_total_bytes": nbytes * ranks,
+           "job_mem_one_rank_rss_mb": round(one["rss"] / mb, 1), "job_mem_one_rank_seconds": round(one["wall"], 2),
+           "job_mem_one_rank_cpu_seconds": round(one["cpu"], 2),
+           "job_load_all_rss_mb": round(full["rss"] / mb, 1), "job_load_all_seconds": round(full["wall"], 2),
+           "job_load_all_cpu_seconds": round(full["cpu"], 2),
+           "job_load_all_rss_over_one_rank": round(full["rss"] / one["rss"], 3), "job_mem_loadavg": load}
+    if workers > 1:
+        par = _child("job_all", many, workers, str(ranks))
+        load["n_workers"] = _load()
+        out.update({"job_mem_workers": workers, "job_load_all_rss_mb_n_workers": round(par["rss"] / mb, 1),
+                    "job_load_all_worker_rss_mb_n_workers": round(par["workers_rss"] / mb, 1),
+                    "job_load_all_rss_over_one_rank_n_workers": round(par["rss"] / one["rss"], 3),
+                    "job_load_all_worker_rss_over_one_rank_n_workers": round(par["workers_rss"] / one["rss"], 3),
+                    "job_load_all_seconds_n_workers": round(par["wall"], 2),
+                    "job_load_all_cpu_seconds_n_workers": round(par["cpu"], 2),
+                    "job_load_all_workers_cpu_seconds_n_workers": round(par["workers_cpu"], 2)})
+    return out
 
 
-_SIDE_PAINT = """async () => {
+_VIEWS = """async () => {
   let fcp = null;
   for (let i = 0; i < 400 && fcp === null; i++) {
     const e = performance.getEntriesByName('first-contentful-paint')[0];
     if (e) fcp = e.startTime; else await new Promise((r) => setTimeout(r, 5));
   }
   const nav = performance.getEntriesByType('navigation')[0];
-  const t0 = performance.now();
-  location.hash = 'ds-side-0';
-  const side = document.querySelector('#ds-side-0');
-  if (side === null) return {first_paint: fcp, load: nav.loadEventStart, side: null};  // no finding
-  for (let i = 0; i < 6000 && !side.dataset.dsLoaded; i++) await new Promise((r) => setTimeout(r, 5));
-  await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));  // its first frame painted
-  return {first_paint: fcp, load: nav.loadEventStart,
-          side: side.dataset.dsLoaded === '1' ? performance.now() - t0 : null};
+  const views = [];
+  for (const side of document.querySelectorAll('details.ds-sidebyside')) {
+    const t0 = performance.now();
+    side.open = true;  // what its "side by side" link does
+    const shown = () => side.dataset.dsLoaded
+      && [...side.querySelectorAll('details.ds-lazy-frame[open]')].every((d) => d.dataset.dsLoaded);
+    for (let i = 0; i < 12000 && !shown(); i++) await new Promise((r) => setTimeout(r, 2));
+    document.body.offsetHeight;  // laid out
+    await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));  // and painted
+    views.push(side.dataset.dsLoaded === '1' ? performance.now() - t0 : null);
+    side.open = false;
+  }
+  return {first_paint: fcp, load: nav.loadEventStart, views};
 }"""
 
 
-def page_paint(log: str, tmp: str) -> dict[str, Any]:
-    """The static job page (``viz.export_job_html``) of two ranks: ``log`` on rank 0 and its first half
-    on rank 1 (a cut log: a "frames" finding, the cut a problem), in headless Chromium (1,440 x 900):
-    ``job_page_bytes``, ``job_page_first_paint_ms`` (FCP), ``job_page_load_ms`` and
-    ``job_page_side_ms`` (the first finding asked for -> its view decoded, shown and painted)."""
+def page_times(path: str, runs: int = 1) -> dict[str, Any]:
+    """Headless Chromium (1,440 x 900) on the job page at ``path``, ``runs`` fresh pages: first
+    contentful paint, load event, and each finding's view opened in turn until it (and the frames it
+    opens with) is decoded, laid out and painted, in ms (``job_page_*_runs_ms``: one value per run;
+    ``job_page_first_paint_ms`` and ``job_page_slowest_view_ms``: the worst of them)."""
     from playwright.sync_api import sync_playwright
 
-    import tracer
-    import viz
     from bench.report_size import CHROMIUM
 
-    where = os.path.join(tmp, "cut")
-    os.makedirs(where, exist_ok=True)
-    with open(log, "rb") as fh:
-        text = fh.read()
-    with open(os.path.join(where, "rank_0.log"), "wb") as out:
-        out.write(text)
-    with open(os.path.join(where, "rank_1.log"), "wb") as out:
-        out.write(text[: len(text) // 2])
-    job = tracer.load_job(where)
-    path = viz.export_job_html(job, os.path.join(tmp, "job.html"))
+    got: list[dict[str, Any]] = []
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"], timeout=60_000)
         try:
-            page = b.new_page(viewport={"width": 1440, "height": 900})
-            page.goto(path.as_uri(), wait_until="load", timeout=120_000)
-            got = page.evaluate(_SIDE_PAINT)
+            for _ in range(runs):
+                page = b.new_page(viewport={"width": 1440, "height": 900})
+                page.goto(pathlib.Path(path).resolve().as_uri(), wait_until="load", timeout=120_000)
+                got.append(page.evaluate(_VIEWS))
+                page.close()
         finally:
             b.close()
-    return {"job_page_findings": len(job.divergence), "job_page_bytes": os.path.getsize(path),
-            **{f"job_page_{k}_ms": (round(v, 1) if isinstance(v, float) else v) for k, v in got.items()}}
+    ms = lambda v: round(v, 1) if isinstance(v, (int, float)) else v  # noqa: E731
+    paints = [ms(g["first_paint"]) for g in got]
+    return {"job_page_bytes": os.path.getsize(path), "job_page_first_paint_runs_ms": paints,
+            "job_page_first_paint_ms": max(paints) if None not in paints else None,
+            "job_page_load_runs_ms": [ms(g["load"]) for g in got],
+            "job_page_view_runs_ms": [[ms(v) for v in g["views"]] for g in got],
+            "job_page_slowest_view_ms": max((ms(v) for g in got for v in g["views"] if v is not None), default=None)}
+
+
+def page_paint(log: str, tmp: str, other: str = "", runs: int = 3) -> dict[str, Any]:
+    """The static job page (``viz.export_job_html``) of two ranks in headless Chromium (:func:`page_times`):
+    ``log`` (bench's transformer12 training log) on rank 0 and ``other`` on rank 1, by default the same
+    model's log at size "tiny" (1 layer instead of 12, other shapes): the ranks' frame 0/0 differs in its
+    graph and in nearly every guard, the largest finding two ranks of this model can have (``other`` =
+    ``log``: two equal ranks, no finding: what a quick run measures)."""
+    import tracer
+    import viz
+    from bench.report_vs_tlparse import training_log
+
+    where = os.path.join(tmp, "two")
+    os.makedirs(where, exist_ok=True)
+    other = other or training_log(os.path.join(tmp, "tiny"), "tiny")
+    for rank, src in ((0, log), (1, other)):
+        with open(src, "rb") as fh, open(os.path.join(where, f"rank_{rank}.log"), "wb") as out:
+            out.write(fh.read())
+    job = tracer.load_job(where)
+    path = viz.export_job_html(job, os.path.join(tmp, "job.html"))
+    return {"job_page_findings": [f"{d.kind}: {d.message[:100]}" for d in job.divergence], **page_times(str(path), runs)}
 
 
 def run(size: str = "full", rank_bytes: int = 100 * 2**20, ranks: int = 10, job_ranks: int = 4,
@@ -176,8 +215,8 @@ def run(size: str = "full", rank_bytes: int = 100 * 2**20, ranks: int = 10, job_
         load1 = _child("job", few, 1)
         loadn = _child("job", few, n)
         out["job_loadavg"]["end"] = _load()
-        out.update(job_memory(log, rank_bytes, ranks, tmp))
-        out.update(page_paint(log, tmp))
+        out.update(job_memory(log, rank_bytes, ranks, tmp, n))
+        out.update(page_paint(log, tmp, "" if size == "full" else log))
     mb = 2**20
     out.update({
         "job_rank_log_bytes": nbytes, "job_ranks": ranks, "job_total_bytes": nbytes * ranks,
@@ -199,14 +238,14 @@ def run(size: str = "full", rank_bytes: int = 100 * 2**20, ranks: int = 10, job_
 
 if __name__ == "__main__":
     args = dict(a.split("=", 1) for a in sys.argv[1:])
-    if "log" in args:  # only the memory of load_job over a given log: python -m bench.job_scale log=L rank_mb=100 ranks=10
+    if "log" in args:  # only the memory of load_job over a given log: python -m bench.job_scale log=L rank_mb=100 ranks=10 [workers=2]
         with tempfile.TemporaryDirectory(prefix="dynascope-bench-job-") as tmp:
             print(json.dumps(job_memory(args["log"], int(float(args.get("rank_mb", 100)) * 2**20),
-                                        int(args.get("ranks", 10)), tmp), indent=1))
+                                        int(args.get("ranks", 10)), tmp, int(args.get("workers", 1))), indent=1))
         sys.exit(0)
-    if "page" in args:  # only the job page's first paint: python -m bench.job_scale page=LOG
+    if "page" in args:  # only the job page's first paint and views: python -m bench.job_scale page=LOG [other=LOG]
         with tempfile.TemporaryDirectory(prefix="dynascope-bench-job-") as tmp:
-            print(json.dumps(page_paint(args["page"], tmp), indent=1))
+            print(json.dumps(page_paint(args["page"], tmp, args.get("other", "")), indent=1))
         sys.exit(0)
     print(json.dumps(run(size=args.get("size", "full"), rank_bytes=int(float(args.get("rank_mb", 100)) * 2**20),
                          ranks=int(args.get("ranks", 10)), job_ranks=int(args.get("job_ranks", 4)),

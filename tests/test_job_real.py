@@ -103,6 +103,8 @@ def test_load_job_names_the_divergent_rank_and_the_cut_log(transformer_job):
         a, b = (job.ranks[r].frame(code.compile_ids[r]) for r in (0, ODD_RANK))
         assert a.compile_id == b.compile_id and a.code != b.code and "torch_dynamo_resume_in_forward" in b.code
     assert tracer.Job.from_json(job.to_json()) == job
+    # ranks compared in worker processes (each worker its rank against rank 0): the same Job
+    assert tracer.load_job(str(transformer_job.trace), workers=2).to_json() == job.to_json()
 
 
 def test_the_cut_rank_agrees_with_its_whole_log_up_to_the_cut(transformer_job):
@@ -138,12 +140,17 @@ def test_dynascope_report_warns_of_the_cut_log(transformer_job, tmp_path, capsys
 @pytest.mark.browser
 def test_job_page_of_eight_ranks_in_chromium(transformer_job, browser, tmp_path):
     """The static job page opens with the cut log named at the top, rank 5's divergent cells marked,
-    and a finding's side-by-side view draws the graph torch recorded for rank 0's frame."""
+    and a finding's view, decoded when opened, shows its ranks' frames as lines that decode the frame
+    when opened (Note [A rank's frame in a finding's view on demand]); rank 0's draws the graph torch
+    recorded for it."""
     job = tracer.load_job(str(transformer_job.trace))
-    # the first finding on one frame that rank 0 compiled (DDP: the forward; FSDP2: the resume function after block 1)
+    # the first finding on one frame that rank 0 compiled (DDP: the forward, a status finding whose frames
+    # are its view; FSDP2: the resume function after block 1, a guards finding whose diff is its view)
     index, d = next((i, d) for i, d in enumerate(job.divergence) if d.compile_ids[0] and "rank 0 made" not in d.message
                     and job.ranks[0].frame(d.compile_ids[0]).status == "compiled")
-    frame = job.rank(0).frame(d.compile_ids[0])
+    cap0 = job.rank(0)
+    frame = cap0.frame(d.compile_ids[0])
+    at = cap0.frames.index(frame)
     odd = d.compile_ids[ODD_RANK]
     path = viz.export_job_html(job, tmp_path / "job.html")
     page = browser.new_page(viewport={"width": 1500, "height": 1000})
@@ -157,11 +164,16 @@ def test_job_page_of_eight_ranks_in_chromium(transformer_job, browser, tmp_path)
         cell = page.locator(f'td.ds-divergent[data-rank="{ODD_RANK}"][data-frame="{odd}"]')
         assert cell.count() == 1 and d.message in cell.get_attribute("title")
         side = page.locator(f'details[id="ds-side-{index}"]')
-        assert not side.evaluate("e => e.open")
+        assert not side.evaluate("e => e.open") and side.locator(".ds-lazy-body").inner_html() == ""
         page.locator(f'a[href="#ds-side-{index}"]').click()
-        page.wait_for_function("e => e.open", arg=side.element_handle(), timeout=10_000)
+        page.wait_for_function("e => e.open && e.dataset.dsLoaded === '1'", arg=side.element_handle(), timeout=30_000)
         assert side.locator("h4", has_text=f"rank {ODD_RANK}, frame {odd}").count() == 1
-        host = side.locator(".ds-side > div").nth(0).locator('.ds-graphbox[data-kind="root"]')
+        # rank 0's frame in the view: a line naming the frame's payload in rank 0's report
+        line = side.locator(".ds-job-side > .ds-side > div").nth(0).locator(f'details.ds-side-frame[data-frame="{frame.compile_id}"]')
+        assert line.get_attribute("data-payload") == f"r0-{at}"
+        assert d.diff is None and line.evaluate("e => e.open")  # the frames are the view: each rank's first opened with it
+        page.wait_for_function("e => e.dataset.dsLoaded === '1'", arg=line.element_handle(), timeout=30_000)
+        host = line.locator('.ds-graphbox[data-kind="root"]')
         host.scroll_into_view_if_needed()
         drawn = host.locator(".ds-canvas svg [data-node]")
         drawn.first.wait_for(timeout=60_000)
@@ -174,6 +186,23 @@ def test_job_page_of_eight_ranks_in_chromium(transformer_job, browser, tmp_path)
             path = box.removeprefix("L['self'].").replace(".", "_modules_")
             assert box == "(inputs)" or any(f"_modules_{path}_" in n for n in names), (box, sorted(names))
         assert len(shown) + len(boxes) < len(names) if boxes else sorted(shown) == sorted(names)
+        # a finding with a diff (FSDP2: the guards of the resume function after the break): the diff is
+        # its view, its frames stay folded and undecoded until one is opened
+        diffs = [i for i, found in enumerate(job.divergence) if found.diff is not None]
+        assert bool(diffs) == (transformer_job.wrap == "fsdp2")  # DDP's findings are a status and frames
+        for i in diffs:
+            found = job.divergence[i]
+            view = page.locator(f'details[id="ds-side-{i}"]')
+            page.locator(f'a[href="#ds-side-{i}"]').click()
+            page.wait_for_function("e => e.open && e.dataset.dsLoaded === '1'", arg=view.element_handle(), timeout=30_000)
+            assert view.locator(".ds-diff").count() == 1
+            lines = view.locator(".ds-job-side > .ds-side details.ds-side-frame")
+            assert lines.count() >= 2 and view.locator(".ds-side-frame[data-ds-loaded], .ds-side-frame[open]").count() == 0
+            first = lines.nth(0)
+            first.locator("summary").click()
+            page.wait_for_function("e => e.dataset.dsLoaded === '1'", arg=first.element_handle(), timeout=30_000)
+            assert first.get_attribute("data-frame") == found.compile_ids[found.ranks[0]]
+            assert first.locator(".ds-lazy-body > .ds-report").count() == 1  # the frame's report, decoded
         assert not errors, errors
     finally:
         page.close()

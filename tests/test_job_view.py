@@ -1,8 +1,9 @@
 """What the job view draws for each kind of finding (Note [Kinds of divergence] in tracer/model/job.py),
-in the static page (``viz.job_html``: each view a compressed payload) and in the widget (each view sent
-when the finding is opened, ``JobView.show_side``): every side-by-side view carries its own drawings
-block and its nodes' facts, and each graph box of it draws the graph torch recorded for that rank's
-frame (the browser side is tests/test_job_browser.py)."""
+in the static page (``viz.job_html``: each view a compressed payload whose ranks' frames are folded
+lines naming the frames' own payloads) and in the widget (each view sent when the finding is opened,
+``JobView.show_side``, with its own drawings block and its nodes' facts): each graph box of a view,
+once its frames are opened, draws the graph torch recorded for that rank's frame (the browser side is
+tests/test_job_browser.py)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,14 @@ import viz
 from tracer.job import find_divergence
 from tracer.model import DIVERGENCE_KINDS, Job
 from viz.browser_code import bundle
+from viz.job_view import finding_frames as view_frames
 from viz.report_file import payloads
 from viz.report_info import unintern
 
 _SIDE = '<details class="ds-sidebyside" id="ds-side-'
-_FRAME = '<div class="ds-side-frame" data-frame="'
+_FRAME = re.compile(r'<div class="ds-side-frame" data-frame="|<details class="ds-lazy-frame ds-side-frame[^"]*" data-frame="')
+_LAZY = re.compile(r'<details class="ds-lazy-frame ds-side-frame[^"]*" data-frame="([^"]*)" data-payload="([^"]*)"( open)?>'
+                   r'<summary>.*?</summary><div class="ds-lazy-body"></div></details>', re.S)
 _BLOCK = re.compile(r'<script type="application/json" class="ds-drawings">(.*?)</script>', re.S)
 _BOX = re.compile(r'class="ds-graphbox" data-graph="(\d+)"')
 
@@ -76,17 +80,26 @@ def _sides(page: str) -> list[str]:
     return [views[f"side-{i}"] for i in range(len([k for k in views if k.startswith("side-")]))]
 
 
+def _opened(page: str, side: str) -> str:
+    """A static page's view with each rank's frame opened: its folded line replaced by the frame's
+    payload (what report_lazy.js puts in the line's body), in a ``ds-side-frame`` of that id."""
+    views = payloads(page)
+    return _LAZY.sub(lambda m: f'<div class="ds-side-frame" data-frame="{m.group(1)}">{views[m.group(2)]}</div>', side)
+
+
 def _columns(side: str) -> dict[int, tuple[str, list[tuple[str, list[list[str]]]]]]:
     """rank -> (its column's markup, [(compile id, ids of the boxes drawn in each graph box of that
-    frame's report)]), read from the side's own drawings block: report.js draws exactly these."""
-    (block,) = _BLOCK.findall(side)
-    graphs = json.loads(block)["graphs"]
+    frame's report)]), read from the drawings block report.js draws them from: the widget's view has
+    one for the whole view, a static view's opened frame (:func:`_opened`) its own."""
+    whole = 'class="ds-report ds-job-side"' in side
+    shared = json.loads(_BLOCK.findall(side)[-1])["graphs"] if whole else None
     out = {}
     for col in side.split('<div><h4>rank ')[1:]:
         rank = int(re.match(r"\d+", col).group())
-        frames = [(chunk.split('"', 1)[0],
-                   [[row[0] for row in graphs[int(i)]["b"]] for i in _BOX.findall(chunk)])
-                  for chunk in col.split(_FRAME)[1:]]
+        frames = []
+        for chunk in _FRAME.split(col)[1:]:
+            graphs = shared if whole else json.loads(_BLOCK.findall(chunk)[0])["graphs"]
+            frames.append((chunk.split('"', 1)[0], [[row[0] for row in graphs[int(i)]["b"]] for i in _BOX.findall(chunk)]))
         out[rank] = (col, frames)
     return out
 
@@ -102,7 +115,8 @@ def _finding(job: Job, kind: str) -> tuple[int, object]:
 def _both(job: Job) -> list[list[str]]:
     """The side-by-side views of the static page and those the widget sends when each is opened."""
     view = viz.JobView(job)
-    return [_sides(viz.job_html(job)), [view.show_side(i) for i in range(len(job.divergence))]]
+    page = viz.job_html(job)
+    return [[_opened(page, side) for side in _sides(page)], [view.show_side(i) for i in range(len(job.divergence))]]
 
 
 def test_every_kind_of_finding_is_covered(jobs):
@@ -212,7 +226,11 @@ def test_widget_sends_a_view_when_it_is_opened(jobs):
     assert 'class="ds-drawings"' not in view.grid.html and view.grid.sides == {}
     assert view.grid.html.count('class="ds-sidebyside ds-lazy-frame"') == len(job.divergence)
     view.grid.want = {"side": 1, "n": 1}  # what job_grid.js sends when finding 1 is opened
-    assert list(view.grid.sides) == ["1"] and view.grid.sides["1"] == _sides(viz.job_html(job))[1]
+    page = viz.job_html(job)
+    assert list(view.grid.sides) == ["1"]
+    # the widget's view, whole, shows what the static page's shows once its frames are opened
+    assert [f for _, f in _columns(view.grid.sides["1"]).values()] == [
+        f for _, f in _columns(_opened(page, _sides(page)[1])).values()]
     view.grid.want = {"side": 99, "n": 2}  # no such finding: nothing sent
     assert list(view.grid.sides) == ["1"]
     with pytest.raises(IndexError, match="no finding 99"):
@@ -238,3 +256,31 @@ def test_side_views_carry_the_inspector_facts_of_their_nodes(jobs):
     for name in drawn:
         assert unintern(facts["graphs"][index][name], facts["values"]) == json.loads(json.dumps(
             viz.node_info(frame0, "", name), default=str))
+
+
+def test_static_views_name_their_ranks_frames_and_hold_no_drawings(jobs):
+    """Note [A rank's frame in a finding's view on demand]: a static view holds the diff and one folded
+    line per rank's frame naming that frame's payload in the rank's report; the frames are the view
+    (opened with it) only when there is no diff; two findings on one frame pair store one view."""
+    for name, job in jobs.items():
+        page = viz.job_html(job)
+        views = payloads(page)
+        for i, d in enumerate(job.divergence):
+            side = views[f"side-{i}"]
+            assert 'class="ds-drawings"' not in side and 'class="ds-node-info"' not in side, name
+            lines = _LAZY.findall(side)
+            for r in d.ranks:  # each line names the payload of that very frame in rank r's report
+                cap = job.rank(r)
+                col = side.split(f"<div><h4>rank {r}")[1].split("<div><h4>rank ")[0]
+                named = [(cid, key) for cid, key, _ in _LAZY.findall(col)]
+                assert named == [(f.compile_id, f"r{r}-{cap.frames.index(f)}")
+                                 for f in view_frames(d, r, cap)], (name, i, r)
+                assert all(key in views for _, key in named)
+            opened = sum(1 for _, _, o in lines if o)
+            assert opened == (0 if d.diff is not None else sum(1 for r in d.ranks if view_frames(d, r, job.rank(r))))
+    job = jobs["scaled"]  # its graph and guards findings carry one FrameDiff of one frame pair: one view
+    (ig, _), (iu, _) = _finding(job, "graph"), _finding(job, "guards")
+    page = viz.job_html(job)
+    assert _sides(page)[ig] == _sides(page)[iu]
+    blocks = re.findall(r'data-frame="side-(\d+)" data-encoding="deflate" data-parts="(\d+)"', page)
+    assert len(blocks) == len(job.divergence) and blocks[ig][1] == blocks[iu][1]

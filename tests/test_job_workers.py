@@ -14,7 +14,9 @@ import weakref
 import pytest
 
 import tracer
-from tracer.rank_pool import _context, _result, read_ranks, worker_count
+from tracer.job import _part_in_worker, rank_part
+from tracer.model import Job
+from tracer.rank_pool import _context, _result, compare_ranks, read_ranks, worker_count
 
 
 @pytest.mark.parametrize("sub", ["trace", "."])
@@ -29,6 +31,19 @@ def test_workers_give_the_serial_job(ddp_job_dir, sub):
     assert parallel.to_json() == serial.to_json()
     assert [line.split(" ", 2)[:2] for line in lines] == [["rank", "0"], ["rank", "1"]]
     assert all("2 workers" in line for line in lines)
+
+
+def test_workers_answer_with_each_ranks_part_not_its_capture(ddp_job_dir):
+    """load_job(workers=N): each worker compares its rank with the reference and sends a one-rank Job
+    (summary, findings, collectives), the one rank_part gives in this process; no capture crosses
+    (Note [Ranks compared one at a time] in tracer/job.py)."""
+    files = {r: str(p) for r, p in enumerate(sorted((ddp_job_dir / "trace").glob("*rank_*.log")))}
+    got = list(compare_ranks(files, "trace", _part_in_worker, Job.from_json, 2))
+    assert [r for r, _, _ in got] == [0, 1] and all(err is None and isinstance(part, Job) for _, part, err in got)
+    for r, part, _ in got:
+        assert list(part.ranks) == [r] and "collectives" in part.meta
+        assert part.to_json() == rank_part("trace", files[r], r, 0, None if r == 0 else files[0]).to_json()
+    assert got[0][1].divergence == [] and got[1][1].divergence  # rank 1's graph break, found in its worker
 
 
 @pytest.mark.parametrize("workers", [1, 2])

@@ -105,3 +105,24 @@ def test_user_strings_are_escaped():
     d = tracer.diff(a, b, reason=bad)
     page = diff_html(d, a, b)
     assert bad not in page and "&lt;script&gt;" in page
+
+
+def test_a_long_guard_diff_folds_its_rows_past_the_first_ones():
+    """Note [Long guard diffs]: the first MAX_ROWS guard rows are the table, the rest a second table in a
+    folded <details>; every row is in the page, each once, in the diff's order."""
+    from viz.diff_view import MAX_ROWS
+
+    def frame(size: int) -> Frame:
+        return Frame("0/0", "f.py:1 in f", guards=[Guard("TENSOR_MATCH", f"L['x{i}']", [f"check_tensor(L['x{i}'], size=[{size}])"])
+                                                   for i in range(MAX_ROWS + 7)])
+
+    d = tracer.diff(frame(3), frame(4))
+    assert len(d.guards) == MAX_ROWS + 7
+    page = diff_html(d)
+    shown, _, folded = page.partition('<details class="ds-more-guards"><summary>7 more guard changes</summary>')
+    assert folded and folded.index("</details>") > folded.rindex("L[&#39;x")
+    rows = [html.unescape(s) for s in re.findall(r"<td>(L\[&#39;x\d+&#39;\])</td>", page)]
+    assert rows == [g.source for g in d.guards]  # each once, in order
+    assert all(f"L[&#39;x{i}&#39;]" in shown for i in range(MAX_ROWS)) and f"L[&#39;x{MAX_ROWS}&#39;]" not in shown.split("<h4>Guards")[1]
+    short = diff_html(tracer.diff(Frame("0/0", "f.py:1 in f", guards=frame(3).guards[:5]), Frame("0/0", "f.py:1 in f", guards=frame(4).guards[:5])))
+    assert "ds-more-guards" not in short

@@ -19,11 +19,12 @@ from typing import Callable, Optional
 from tracer._text import headline, plural
 from tracer.diffing import diff
 from tracer.graph_align import align
+from tracer.job_collectives import collectives, compared_collectives, frame_collectives
 from tracer.job_cut import settle_cuts
 from tracer.model import Capture, Divergence, Frame, FrameDiff, FrameSummary, GraphDiff, Job, RankSummary
-from tracer.rank_pool import load_rank, read_ranks, worker_count
+from tracer.rank_pool import compare_ranks, load_rank, read_ranks, worker_count
 
-__all__ = ["compare_frames", "find_divergence", "load_job", "rank_diff"]
+__all__ = ["collectives", "compare_frames", "find_divergence", "load_job", "rank_diff", "rank_part"]
 
 _RANK = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
 
@@ -41,9 +42,10 @@ def load_job(path: str, *, workers: Optional[int] = 1, progress: Optional[Callab
     ``ValueError``. Ranks are read here, one after the other and lazily (``workers=1``, the
     default), each compared with the lowest rank frame by frame and let go (Note [Ranks compared one
     at a time]), or in ``workers`` processes (``None``: one per core, at most one per rank), each
-    answering with its capture's JSON fully read; on a 2-core machine the processes were slower and
-    held more (bench/RESULTS.md, job_scale), so they are opt-in (Note [Ranks read in worker processes] in tracer/rank_pool.py): the Job is the same either
-    way. ``progress(line)`` is called after each rank is read.
+    comparing its rank the same way and answering with its summary and findings as plain data (Note
+    [Ranks read in worker processes] in tracer/rank_pool.py); the Job is the same either way, and so
+    is the memory of this process. On a busy 2-core machine the processes pay little
+    (bench/RESULTS.md, job_scale), so they are opt-in. ``progress(line)`` is called after each rank is read.
     """
     if not os.path.isdir(path):
         raise ValueError(f"load_job: {path!r} is not a directory (expected per-rank capture JSON files or a TORCH_TRACE directory)")
@@ -64,15 +66,20 @@ def load_job(path: str, *, workers: Optional[int] = 1, progress: Optional[Callab
         raise ValueError(f"load_job: no rank files in {path!r} (expected rank<N>.json capture files or "
                          f"TORCH_TRACE logs *rank_<N>*.log or .log.gz; found {names[:10]})")
     cmp = _Streamed()
-    lazy = worker_count(len(files), workers) == 1  # read here, lazily: the reference is read again per rank
-    for rank, cap, error in read_ranks(files, kind, workers, progress):
-        if cap is None:  # a damaged rank must not hide the others
-            name = os.path.basename(files[rank])
-            notes[name] = f"{name}: rank {rank} not loaded: {error}"
-            continue
-        ref = None if cmp.ref is None else (lambda: load_rank(kind, files[cmp.ref])) if lazy else (lambda: cmp.kept)
-        job.ranks[rank] = cmp.add(rank, cap, ref, path=files[rank], loader=kind, keep=not lazy)
-        del cap  # See Note [Ranks compared one at a time]
+    if worker_count(len(files), workers) == 1:  # read here, lazily: the reference is read again per rank
+        for rank, cap, error in read_ranks(files, kind, 1, progress):
+            if cap is None:  # a damaged rank must not hide the others
+                notes[os.path.basename(files[rank])] = f"{os.path.basename(files[rank])}: rank {rank} not loaded: {error}"
+                continue
+            ref = None if cmp.ref is None else (lambda: load_rank(kind, files[cmp.ref]))
+            job.ranks[rank] = cmp.add(rank, cap, ref, path=files[rank], loader=kind)
+            del cap  # See Note [Ranks compared one at a time]
+    else:  # each worker compares its rank with the reference: See Note [Ranks compared one at a time]
+        for rank, part, error in compare_ranks(files, kind, _part_in_worker, Job.from_json, workers, progress):
+            if part is None:
+                notes[os.path.basename(files[rank])] = f"{os.path.basename(files[rank])}: rank {rank} not loaded: {error}"
+                continue
+            job.ranks[rank] = cmp.merge(rank, part)
     job.problems += [notes[n] for n in sorted(notes)]
     if not job.ranks:
         raise ValueError(f"load_job: no rank of {path!r} could be read: " + "; ".join(job.problems))
@@ -95,9 +102,15 @@ def load_job(path: str, *, workers: Optional[int] = 1, progress: Optional[Callab
 # walked frame by frame, and once a frame pair is compared, its summary and collectives taken, both
 # frames' graphs and guards are emptied (``Frame.let_go``); the reference is read again, lazily, for each
 # rank, since its emptied frames cannot be read twice. So memory holds two lazily loaded logs and
-# one frame pair parsed, plus the summaries and findings. With worker processes a rank arrives fully
-# read (its JSON decoded): the reference rank is kept as it arrived, and each other rank is let go
-# after its comparison, so the caller's process holds two ranks fully read.
+# one frame pair parsed, plus the summaries and findings. With worker processes each worker does
+# exactly that for its rank (:func:`rank_part`: its rank and the reference read lazily, compared
+# frame by frame, let go) and answers with what its rank adds to the job as plain data, a Job of that
+# rank alone (its summary, its findings with the reference, its checked lines and its collectives),
+# as JSON text: the caller's process then holds the summaries and findings only, and each worker what
+# the in-process load holds. (Before, a worker sent its rank fully read and the caller compared: the
+# caller held the reference and one more rank fully read, five times one rank's memory on a 1 GB job.)
+# The reference is the lowest rank that can be read; a worker compares with the lowest rank file, and
+# if that rank cannot be read the ranks after it are compared again with the next (rank_pool.compare_ranks).
 
 
 class _Streamed:
@@ -105,7 +118,6 @@ class _Streamed:
 
     def __init__(self) -> None:
         self.ref: Optional[int] = None
-        self.kept: Optional[Capture] = None
         self.found: list[Divergence] = []
         self.notes: list[str] = []
         self.seqs: dict[int, list[tuple[str, str]]] = {}
@@ -121,12 +133,11 @@ class _Streamed:
 
         def taken(f: Frame) -> None:  # read before the frame is let go: its graphs' parse problems included
             frames[at[id(f)]] = FrameSummary.of(f)
-            seq[at[id(f)]] = _frame_collectives(f)
+            seq[at[id(f)]] = frame_collectives(f)
             problems[at[id(f)]] = [f"frame {f.compile_id}: {p}" for p in f.problems]
 
         if ref is None:
             self.ref = rank
-            self.kept = cap if keep else None
             for f in cap.frames:
                 taken(f)
                 if not keep:
@@ -144,13 +155,44 @@ class _Streamed:
         return RankSummary(cap.fn, [frames[i] for i in sorted(frames)], [*cap.problems, *(p for i in sorted(problems) for p in problems[i])],
                            path, loader, str(cap.meta.get("not_read") or ""), list(cut) if isinstance(cut, list) else None)
 
+    def merge(self, rank: int, part: Job) -> RankSummary:
+        """Take what :func:`rank_part` found for ``rank`` (in rank order; the first is the reference)."""
+        if self.ref is None:
+            self.ref = rank
+        self.found += part.divergence
+        self.notes += part.checked
+        self.seqs[rank] = [(c, t) for c, t in part.meta["collectives"]]
+        return part.ranks[rank]
+
     def result(self) -> tuple[list[Divergence], list[str]]:
         if len(self.seqs) < 2:
             return [], [f"only {len(self.seqs)} rank: nothing to compare"]
         checked = [f"frames, status, graphs, guards and recompiles of every rank compared with rank {self.ref}",
                    *self.notes]
-        found_c, line = _compared_collectives(self.seqs)
+        found_c, line = compared_collectives(self.seqs)
         return self.found + found_c, [*checked, line]
+
+
+def rank_part(kind: str, path: str, rank: int, ref_rank: int, ref_path: Optional[str]) -> Job:
+    """What rank ``rank`` (its file ``path``, read by loader ``kind``) adds to a job, compared with the
+    reference rank ``ref_rank`` in ``ref_path`` (None: ``rank`` is the reference) as load_job does in
+    process: a Job of that rank alone, its findings with the reference, its checked lines and, in
+    ``meta["collectives"]``, its collectives. What a worker process answers (plain data, JSON): See
+    Note [Ranks compared one at a time]. ``ValueError``/``OSError`` when either file cannot be read."""
+    cmp = _Streamed()
+    cmp.ref = None if ref_path is None else ref_rank
+    summary = cmp.add(rank, load_rank(kind, path), None if ref_path is None else (lambda: load_rank(kind, ref_path)),
+                      path=path, loader=kind)
+    return Job(ranks={rank: summary}, divergence=cmp.found, checked=cmp.notes,
+               meta={"collectives": [list(c) for c in cmp.seqs[rank]]})
+
+
+def _part_in_worker(kind: str, path: str, rank: int, ref_rank: int, ref_path: Optional[str]) -> tuple[bool, str]:
+    """In a worker process: (True, :func:`rank_part`'s JSON text) or (False, the loader's error line). Strings only."""
+    try:
+        return True, rank_part(kind, path, rank, ref_rank, ref_path).to_json()
+    except (OSError, ValueError) as e:  # the rank's defined error; anything else reaches the caller's future
+        return False, str(e)
 
 
 def _released(taken: Callable[[Frame], None]) -> Callable[[Optional[Frame], Optional[Frame]], None]:
@@ -348,40 +390,3 @@ _INSTALLED_GLOBAL = re.compile(r"G\['(__\w+?)_\d+'\]")
 def _mask(text: str) -> str:
     """``text`` with process-specific ids and global names masked. See Note [Comparing frames across ranks]."""
     return _INSTALLED_GLOBAL.sub(r"G['\1_<n>']", _LONG_INT.sub("<id>", _ADDRESS.sub("at <address>", text)))
-
-
-# -- collectives --------------------------------------------------------------------------------
-_COLLECTIVE = re.compile(r"c10d|torch\.distributed\.|all_reduce|all_gather|reduce_scatter|broadcast|all_to_all")
-
-
-def collectives(cap: Capture) -> list[tuple[str, str]]:
-    """(compile id, target) of every collective node in the capture's graphs, in compile and graph order
-    (``_c10d_functional.wait_tensor`` waits for one: not counted)."""
-    return [c for f in cap.frames for c in _frame_collectives(f)]
-
-
-def _frame_collectives(f: Frame) -> list[tuple[str, str]]:
-    graphs = [p.graph for p in f.pieces] or [f.graph]
-    graphs += [s.graph for s in f.subgraphs.values()]
-    return [(f.compile_id, n.target) for g in graphs for n in g.nodes
-            if n.op == "call_function" and _COLLECTIVE.search(n.target) and "wait_tensor" not in n.target]
-
-
-def _compared_collectives(seqs: dict[int, list[tuple[str, str]]]) -> tuple[list[Divergence], str]:
-    """The "collectives" findings from each rank's sequence (:func:`collectives`), and the checked line."""
-    if not any(seqs.values()):
-        return [], ("collectives: no collectives in the graphs of any rank, so their order cannot be compared "
-                    "(DDP's gradient allreduce runs in its reducer's autograd hooks, outside the compiled graphs)")
-    ref = min(seqs)
-    out = []
-    for r in sorted(seqs):
-        if r == ref or [t for _, t in seqs[r]] == [t for _, t in seqs[ref]]:
-            continue
-        a, b = seqs[ref], seqs[r]
-        i = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x[1] != y[1]), min(len(a), len(b)))
-        ids = {ref: a[i][0] if i < len(a) else "", r: b[i][0] if i < len(b) else ""}
-        out.append(Divergence("collectives", [ref, r], ids,
-                              f"collective #{i} differs: rank {ref} {a[i][1] if i < len(a) else 'none'}, "
-                              f"rank {r} {b[i][1] if i < len(b) else 'none'} ({len(a)} vs {len(b)} collectives)"))
-    counts = ", ".join(f"rank {r}: {len(s)}" for r, s in sorted(seqs.items()))
-    return out, f"collectives: order compared across ranks ({counts} collective nodes in the graphs)"

@@ -1,11 +1,12 @@
-"""Per-rank files read in parallel: rank files -> one Capture at a time, in rank order, from a process pool.
+"""Per-rank files read in parallel, in rank order, from a process pool: rank files -> one Capture at a
+time (:func:`read_ranks`), or -> what each rank adds to a job, compared in its worker (:func:`compare_ranks`).
 
-Invariant: only plain data crosses the process boundary. A worker gets a file path and the name of
-a loader (strings) and sends back its rank's Capture as the JSON text tracer.model's encoder writes
-(``Capture.to_json``), or one error line; the parent decodes that text with the typed decoder
-(``Capture.from_json``). No object of ours is ever pickled in either direction, so what reaches the
-parent is exactly what a saved capture would give, and a result equals the serial load's (tests
-compare the two jobs' JSON). A worker that raises, or dies, becomes that rank's error line, never a
+Invariant: only plain data crosses the process boundary. A worker gets file paths, rank numbers and
+the name of a loader and sends back JSON text tracer.model's encoder writes (its rank's
+``Capture.to_json``, or a one-rank ``Job.to_json``), or one error line; the parent decodes that
+text with the typed decoder (``Capture.from_json``, ``Job.from_json``). No object of ours is ever
+pickled in either direction, so what reaches the parent is exactly what a saved capture (or job)
+would give, and a result equals the serial load's (tests compare the two jobs' JSON). A worker that raises, or dies, becomes that rank's error line, never a
 hang and never the loss of the other ranks. See Note [Ranks read in worker processes].
 """
 
@@ -18,12 +19,12 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from tracer._text import plural
 from tracer.model.capture import Capture
 
-__all__ = ["LOADERS", "RankResult", "load_rank", "read_ranks", "worker_count"]
+__all__ = ["LOADERS", "RankResult", "compare_ranks", "load_rank", "read_ranks", "worker_count"]
 
 LOADERS = ("capture", "trace")  # a file saved by Capture.save, or a TORCH_TRACE log
 
@@ -40,15 +41,22 @@ RankResult = tuple[int, Optional[Capture], Optional[str]]  # (rank, its capture 
 # ``forkserver`` when it runs several (a notebook kernel does), because a fork copies whatever lock
 # another thread held at that moment. A forkserver worker re-imports the main module of a script
 # that has one, so such a script needs the guard; a kernel's main module has no file to re-import.
-# What crosses: the worker reads its rank completely (``to_json`` reads every lazily parsed graph)
-# and returns ``cap.to_json()``, a ``str``; the parent decodes it with ``Capture.from_json``, the
-# same msgspec decoder that reads a saved capture, which checks every field's type. So a worker can
-# never hand the parent one of our objects, a pickled Graph for instance, and the decoded capture is
-# equal to the one the worker built (Capture's JSON round trip, tests/test_serialize.py).
+# What crosses: for ``read_ranks`` (``dynascope report -j N``) the worker reads its rank completely
+# (``to_json`` reads every lazily parsed graph) and returns ``cap.to_json()``, a ``str``; the parent
+# decodes it with ``Capture.from_json``, the same msgspec decoder that reads a saved capture, which
+# checks every field's type. For ``compare_ranks`` (``load_job(workers=N)``) the worker compares its
+# rank with the reference itself, both read lazily and let go frame by frame as the in-process load
+# does (Note [Ranks compared one at a time] in tracer/job.py), and returns what the rank adds to the
+# job, a one-rank ``Job``'s JSON (summary, findings, checked lines, collectives), decoded with
+# ``Job.from_json``. So a worker can never hand the parent one of our objects, a pickled Graph for
+# instance, and what is decoded equals what the worker built (the JSON round trips,
+# tests/test_serialize.py and tests/test_job.py).
 # Memory: results come back in rank order and at most ``workers`` are submitted ahead of the one the
-# caller is consuming, so the parent holds at most that many JSON texts waiting, plus the capture the
-# caller is working on; the caller drops a capture before asking for the next one if it wants only
-# one rank in memory at a time (``dynascope report`` of a directory does: viz/cli.py).
+# caller is consuming, so the parent holds at most that many JSON texts waiting, plus what the caller
+# keeps: for ``read_ranks`` the capture it is working on (the caller drops it before asking for the
+# next one if it wants only one rank in memory at a time: ``dynascope report`` of a directory does,
+# viz/cli.py); for ``compare_ranks`` summaries and findings only, each worker holding what the
+# in-process load holds (two lazily read ranks and one frame pair).
 # Failure: ``ValueError``/``OSError`` from the loader (a damaged or foreign file) is returned by the
 # worker as its message, the text the serial load puts in the problem; any other exception reaches
 # the parent through its future and is named with its type; a worker process that dies (killed, out
@@ -127,24 +135,71 @@ def read_ranks(files: dict[int, str], kind: str, workers: Optional[int] = None,
             yield said(r, cap, None)
             del cap  # the caller may want one rank in memory at a time
         return
+    for r, text, err in _pooled([(r, _read_in_worker, (kind, files[r])) for r in ranks], n):
+        yield said(r, *((Capture.from_json(text), None) if err is None else (None, err)))
+        del text  # the JSON text is dropped before the next rank is asked for
+
+
+def compare_ranks(files: dict[int, str], kind: str, task: Callable[[str, str, int, int, Optional[str]], tuple[bool, str]],
+                  decode: Callable[[str], Any], workers: Optional[int] = None,
+                  progress: Optional[Callable[[str], None]] = None) -> Iterator[tuple[int, Any, Optional[str]]]:
+    """``(rank, part, None)`` or ``(rank, None, error line)`` for every rank of ``files``, in rank order:
+    ``part`` is what ``task(kind, path, rank, reference rank, reference path or None)`` (a module-level
+    function: tracer/job.py's, answering ``(True, a one-rank Job's JSON)`` or ``(False, error line)``)
+    found for the rank in a worker process (its summary and findings with the reference, the lowest
+    rank that can be read), decoded from its JSON text by ``decode`` (``Job.from_json``). A reference
+    that cannot be read is that rank's error line, and the ranks after it are compared again with the
+    next one. See Note [Ranks read in worker processes]."""
+    todo = sorted(files)
+    n = worker_count(len(todo), workers)
+    t0 = time.perf_counter()
+    while todo:
+        ref, redo = todo[0], None
+        calls = [(r, task, (kind, files[r], r, ref, None if r == ref else files[ref])) for r in todo]
+        answers = _pooled(calls, n)
+        try:
+            for r, text, err in answers:
+                part = decode(text) if err is None else None
+                if progress is not None:
+                    what = plural(len(part.ranks[r].frames), "compile attempt") if part is not None else f"not read: {err}"
+                    progress(f"rank {r} ({os.path.basename(files[r])}): {what} [{time.perf_counter() - t0:.1f}s, "
+                             f"{n} worker{'s' if n != 1 else ''}]")
+                yield r, part, err
+                if r == ref and part is None:  # no reference: the others were compared with an unreadable file
+                    redo = todo[1:]
+                    break
+        finally:
+            answers.close()  # the pool's outstanding calls are cancelled
+        todo = redo or []
+
+
+def _pooled(calls: list[tuple[int, Callable[..., tuple[bool, str]], tuple]], n: int) -> Iterator[tuple[int, Optional[str], Optional[str]]]:
+    """``(key, text, None)`` or ``(key, None, error line)`` for each ``(key, fn, args)`` of ``calls``, in
+    order, each ``fn(*args)`` (a module-level function answering ``(ok, text)``, strings only) run in a
+    pool of ``n`` worker processes, at most ``n`` submitted ahead of the one being answered. Closing the
+    generator cancels what is not running yet."""
     with cf.ProcessPoolExecutor(max_workers=n, mp_context=_context()) as pool:
         pending: dict[int, cf.Future] = {}
-        todo = iter(ranks)
+        todo = iter(calls)
 
         def submit_next() -> None:
-            r = next(todo, None)
-            if r is None:
+            call = next(todo, None)
+            if call is None:
                 return
+            key, fn, args = call
             try:
-                pending[r] = pool.submit(_read_in_worker, kind, files[r])
-            except BrokenProcessPool as e:  # the pool died before this rank was sent: the rank's error
-                pending[r] = _failed(e)
+                pending[key] = pool.submit(fn, *args)
+            except BrokenProcessPool as e:  # the pool died before this call was sent: its error
+                pending[key] = _failed(e)
 
         for _ in range(n):
             submit_next()
-        for r in ranks:
-            submit_next()
-            yield said(r, *_result(pending.pop(r)))  # the future and its JSON text are dropped before the yield
+        try:
+            for key, _, _ in calls:
+                submit_next()
+                yield (key, *_answer(pending.pop(key)))  # the future and its text are dropped before the yield
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _failed(e: BaseException) -> cf.Future:
@@ -153,8 +208,8 @@ def _failed(e: BaseException) -> cf.Future:
     return fut
 
 
-def _result(fut: cf.Future) -> tuple[Optional[Capture], Optional[str]]:
-    """A worker's answer decoded (Capture.from_json), or the rank's error line."""
+def _answer(fut: cf.Future) -> tuple[Optional[str], Optional[str]]:
+    """A worker's text, or the call's error line."""
     error: Optional[BaseException] = None
     try:
         ok, text = fut.result()
@@ -164,6 +219,10 @@ def _result(fut: cf.Future) -> tuple[Optional[Capture], Optional[str]]:
         error = e
     if error is not None:
         return None, f"its worker failed: {type(error).__name__}: {error}"
-    if not ok:
-        return None, text
-    return Capture.from_json(text), None
+    return (text, None) if ok else (None, text)
+
+
+def _result(fut: cf.Future) -> tuple[Optional[Capture], Optional[str]]:
+    """A worker's answer decoded (Capture.from_json), or the rank's error line."""
+    text, err = _answer(fut)
+    return (Capture.from_json(text), None) if err is None else (None, err)

@@ -14,7 +14,7 @@ compile ids. A Job loaded from JSON renders like a live one. See Note [A finding
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import anywidget
 import ipywidgets as W
@@ -41,6 +41,18 @@ __all__ = ["JobGrid", "JobView", "grid_columns", "job_html_summary", "side_html"
 # one-file report's mechanism (Note [One file, frames on demand] in viz/report_file.py). Either way
 # the view is the same HTML (:func:`side_html`): the frame diff, each rank's frame reports, their
 # drawings block and their nodes' facts for the inspector (Note [One inspector] in viz/inspector.py).
+
+# Note [A rank's frame in a finding's view on demand]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A finding on a big frame drew both ranks' whole frame reports (every graph, thousands of guard
+# rows) when it was opened: 3.3 MB of HTML for two 12-layer training frames, seconds to decode and
+# lay out on a busy machine, though its diff is what one reads first. In the static page the view's
+# payload therefore holds only the diff and, per rank, one folded line per frame naming that frame's
+# payload in the rank's report (viz/job_page.py writes each frame once, for both places: the same
+# HTML the rank's report opens); opening the line decodes the frame (viz/report_lazy.js sets up the
+# lines a decoded payload holds). Without a diff (a status or frames finding) the frames are the view,
+# so the first frame of each rank opens with it. Views with equal HTML (two findings on one frame
+# pair) are stored once. The widget keeps the whole view: it is sent from the kernel when opened.
 
 
 def grid_columns(job: Job) -> list[str]:
@@ -78,32 +90,46 @@ def _attempts(cap: Capture, cid: str) -> list[Frame]:
     return [first, *(f for f in cap.frames[at + 1:] if f.compile_id.split("_", 1)[0] == base)]
 
 
-def side_html(d: Divergence, frames: dict[int, list[Frame]], has: dict[int, bool]) -> str:
+def side_html(d: Divergence, frames: dict[int, list[Frame]], has: dict[int, bool],
+              keys: Optional[dict[int, list[str]]] = None) -> str:
     """One finding side by side (job_side.html.j2): the frame diff it carries (graphs coloured, see
     Note [Diff colours] in viz/diff_view.py), then each rank's frame report with its graphs drawn from
     the fragment's own drawings block (:func:`viz.report_graphs.report_data`) and its nodes' facts
     (:func:`viz.report_info.report_info`), so the fragment draws the same in a static page and in the
     widget. ``frames``: per rank of the finding, the frames :func:`finding_frames` took from its
-    capture; ``has``: whether that rank has a frame of the id the finding names."""
+    capture; ``has``: whether that rank has a frame of the id the finding names. ``keys`` (the static
+    page): per rank, the payload key of each of those frames; each frame is then a folded line that
+    decodes that payload when opened, the first of each rank opened with the view when there is no
+    diff (Note [A rank's frame in a finding's view on demand])."""
     ids = {r: d.compile_ids.get(r, "") for r in d.ranks}
     cols = [{"rank": r, "cid": ids[r], "frames": frames.get(r, [])} for r in d.ranks]
-    shown = [f for col in cols for f in col["frames"]]
-    data, per_frame = report_data(shown)
-    graphs = iter(per_frame)
-    for col in cols:
-        col["blocks"] = [fragment(render("job_side_frame.html.j2", frame=f,
-                                         body=fragment(html.frame_html(f, next(graphs))))) for f in col["frames"]]
-        col["later"] = [f.compile_id for f in col["frames"][1:]]
     diff = None
     if d.diff is not None and len(cols) == 2:
         a, b = (next(iter(c["frames"]), None) for c in cols)
         diff = fragment(diff_html(d.diff, a, b))
+    data = info = None
+    if keys is None:
+        shown = [f for col in cols for f in col["frames"]]
+        drawings, per_frame = report_data(shown)
+        data, info = fragment(drawings), fragment(report_info(shown))
+        graphs = iter(per_frame)
+    for col in cols:
+        if keys is None:
+            col["lazy"] = []
+            col["blocks"] = [fragment(render("job_side_frame.html.j2", frame=f,
+                                             body=fragment(html.frame_html(f, next(graphs))))) for f in col["frames"]]
+        else:
+            col["lazy"] = [{"key": k, "compile_id": f.compile_id, "code": f.code, "status": f.status,
+                            "nodes": len(f.graph.nodes), "open": diff is None and i == 0}
+                           for i, (f, k) in enumerate(zip(col["frames"], keys.get(col["rank"], []), strict=True))]
+            col["blocks"] = col["lazy"]
+        col["later"] = [f.compile_id for f in col["frames"][1:]]
     named = next((c for c in d.compile_ids.values() if c), "")
     for col in cols:
         col["none"] = (f"no frame {named} on this rank" if not has.get(col["rank"]) else
                        f"the finding names no frame of this rank (it has a frame {named}: see the finding)")
         del col["frames"]
-    return render("job_side.html.j2", cols=cols, diff=diff, data=fragment(data), info=fragment(report_info(shown)))
+    return render("job_side.html.j2", cols=cols, diff=diff, data=data, info=info)
 
 
 def finding_frames(d: Divergence, rank: int, cap: Capture) -> list[Frame]:
@@ -116,23 +142,29 @@ def _has(job: Job, d: Divergence) -> dict[int, bool]:
     return {r: job.ranks[r].frame(named) is not None for r in d.ranks}
 
 
-def sides_html(job: Job, which: Optional[list[int]] = None):
+def sides_html(job: Job, which: Optional[list[int]] = None, keys: Optional[Callable[[int, int], str]] = None):
     """``(index, HTML)`` of each finding's view (``which``: those indexes; all by default), in finding
     order. Findings on the same ranks are rendered together, so each rank's capture is opened once for
-    them (``Job.rank`` keeps one); only their frames are kept while their views are rendered."""
+    them (``Job.rank`` keeps one); only their frames are kept while their views are rendered.
+    ``keys(rank, i)``: the payload key of frame ``i`` of ``rank`` (the static page; :func:`side_html`)."""
     todo = list(range(len(job.divergence))) if which is None else list(which)
     while todo:
         ranks = job.divergence[todo[0]].ranks
         group = [i for i in todo if job.divergence[i].ranks == ranks]
         todo = [i for i in todo if i not in group]
         frames: dict[int, dict[int, list[Frame]]] = {i: {} for i in group}
+        named: dict[int, dict[int, list[str]]] = {i: {} for i in group}
         for r in ranks:
             cap = job.rank(r)
+            at = {id(f): n for n, f in enumerate(cap.frames)}
             for i in group:
                 frames[i][r] = finding_frames(job.divergence[i], r, cap)
+                if keys is not None:
+                    named[i][r] = [keys(r, at[id(f)]) for f in frames[i][r]]
             del cap
         for i in group:
-            yield i, side_html(job.divergence[i], frames.pop(i), _has(job, job.divergence[i]))
+            yield i, side_html(job.divergence[i], frames.pop(i), _has(job, job.divergence[i]),
+                               named.pop(i) if keys is not None else None)
 
 
 class JobGrid(anywidget.AnyWidget):

@@ -43,7 +43,7 @@ from viz.profile_view import graph_times, profile_html, time_facts
 from viz.report_graphs import DrawingCache, canvas_css, frame_graphs, report_data
 from viz.report_info import report_info
 
-__all__ = ["OPEN_ALL_BYTES", "ReportStats", "decode_payload", "encode_payload", "expand", "export_html",
+__all__ = ["OPEN_ALL_BYTES", "Payloads", "ReportStats", "decode_payload", "encode_payload", "expand", "export_html",
            "frame_payload", "payloads", "write_report"]
 
 # Note [One file, frames on demand]
@@ -198,6 +198,41 @@ class ReportStats:
     headings: list[str] = field(default_factory=list)
 
 
+class Payloads:
+    """The payload and part blocks of one page, in page order (``blocks``), with the parts written once
+    (Note [Equal parts of payloads stored once]); ``stats`` counts what they hold. The one-file report
+    and the job page (viz/job_page.py) write their blocks through it."""
+
+    def __init__(self, stats: Optional[ReportStats] = None) -> None:
+        self.blocks: list[str] = []
+        self.parts = _Parts()
+        self.stats = stats if stats is not None else ReportStats(pathlib.Path())
+
+    def add(self, key: str, html: str, shared: bool = False) -> None:
+        """Payload ``key`` holding ``html``; ``shared``: stored as a part, once however many payloads
+        hold the same text (each of them then is an empty block naming it)."""
+        p = encode_payload("" if shared else html)
+        self.stats.payload_bytes += len(p)
+        at = len(self.blocks)
+        self.blocks.append("")  # the block before the part it is the first to name
+        self.blocks[at] = _block(key, p, [self.parts.add((html,), self.blocks, self.stats)] if shared else [])
+
+    def frame(self, key: str, cap: Capture, frame: Frame, cache: Optional[DrawingCache], facts: Optional[dict[bytes, str]],
+              profile: Optional[Profile] = None, before: str = "") -> None:
+        """Frame ``frame``'s payload (:func:`frame_payload`, after ``before``) as payload ``key``, its
+        drawings and facts as parts."""
+        head, data, rest = _frame_pieces(cap, frame, cache, facts, profile)
+        head = before + head
+        p = encode_payload(head)
+        self.stats.frames += 1
+        self.stats.html_bytes += len(head) + len(data) + sum(map(len, rest))
+        self.stats.payload_bytes += len(p)
+        at = len(self.blocks)
+        self.blocks.append("")  # the frame's block before the parts it is the first to name
+        self.blocks[at] = _block(key, p, [self.parts.add((data,), self.blocks, self.stats),
+                                          self.parts.add(rest, self.blocks, self.stats)])
+
+
 def _entry(frame: Frame, key: str) -> dict[str, object]:
     """What the page's folded line of a frame shows: plain strings and counts (the section keeps no
     model object, Note [One capture at a time])."""
@@ -248,16 +283,14 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
     stats = ReportStats(pathlib.Path(path), headings=list(headings) if isinstance(headings, list) else [])
     cache, facts = DrawingCache(stable=True), {}  # facts: viz/report_info.py's blocks of repeated frames
     sections: list[dict[str, object]] = []
-    blocks: list[str] = []  # payload and part elements, in page order
-    parts = _Parts()
+    out_blocks = Payloads(stats)  # payload and part elements, in page order
     ci = -1
     for cap in caps:  # not enumerate(): its reused result tuple would hold the last capture while the next is read
         ci += 1
         heading = "" if not headings else headings[ci] if isinstance(headings, list) else headings(cap)
         if callable(headings):
             stats.headings.append(heading)
-        sections.append(_section(cap, "" if one else f"{ci}-", heading, stats, blocks, parts, cache, facts,
-                                 release, profile))
+        sections.append(_section(cap, "" if one else f"{ci}-", heading, out_blocks, cache, facts, release, profile))
         del cap  # See Note [One capture at a time]
         if release:
             gc.collect()  # the cycles its rendering left (jinja's render contexts name it): See Note [One capture at a time]
@@ -267,7 +300,7 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
             out.write(render("report_file.html.j2", title=title, sections=sections,
                              open_all=stats.payload_bytes <= OPEN_ALL_BYTES, canvas_css=fragment(canvas_css())))
             out.write(f"\n<script>{bundle('report_file')}</script>")  # before the payloads: viz/report_lazy.js
-            for block in blocks:
+            for block in out_blocks.blocks:
                 out.write("\n" + block)
             out.write("\n</body></html>\n")
         tmp.replace(stats.path)
@@ -284,36 +317,24 @@ def _block(key: str, payload: str, parts: list[int]) -> str:
             f'{named}>{payload}</script>')
 
 
-def _section(cap: Capture, prefix: str, heading: str, stats: ReportStats, blocks: list[str], parts: _Parts,
-             cache: DrawingCache, facts: dict[bytes, str], release: bool,
-             profile: Optional[Profile] = None) -> dict[str, object]:
-    """One capture's part of the page: its payloads appended to ``blocks``, its visible section returned
+def _section(cap: Capture, prefix: str, heading: str, out: Payloads, cache: DrawingCache, facts: dict[bytes, str],
+             release: bool, profile: Optional[Profile] = None) -> dict[str, object]:
+    """One capture's part of the page: its payloads added to ``out``, its visible section returned
     (text, strings and counts only: Note [One capture at a time])."""
     recompiles = []  # rendered before any frame is let go: a diff draws both frames' graphs
     for ri, r in enumerate(x for x in cap.recompiles if x.diff is not None):
         key = f"{prefix}recompile-{ri}"
-        p = encode_payload(diff_html(r.diff, frame_of(cap, r.diff.a), frame_of(cap, r.diff.b)))
-        stats.payload_bytes += len(p)
-        blocks.append(_block(key, p, []))
+        out.add(key, diff_html(r.diff, frame_of(cap, r.diff.a), frame_of(cap, r.diff.b)))
         recompiles.append(({"compile_id": r.compile_id, "replaced": r.replaced, "diff": {"summary": r.diff.summary}}, key))
     decomposition = None  # an export record's run_decompositions() diff, stored like a recompile's
     if cap.export is not None and cap.export.decomposition is not None:
         d, key = cap.export.decomposition, f"{prefix}decomposition"
-        p = encode_payload(decomposition_html(cap, heading=False))
-        stats.payload_bytes += len(p)
-        blocks.append(_block(key, p, []))
+        out.add(key, decomposition_html(cap, heading=False))
         decomposition = {"a": d.a, "b": d.b, "summary": d.summary, "key": key}
     entries, counts = [], []
     for fi, f in enumerate(cap.frames):
         entry = _entry(f, f"{prefix}{fi}")
-        head, data, rest = _frame_pieces(cap, f, cache, facts, profile)
-        p = encode_payload(head)
-        stats.frames += 1
-        stats.html_bytes += len(head) + len(data) + sum(map(len, rest))
-        stats.payload_bytes += len(p)
-        at = len(blocks)
-        blocks.append("")  # the frame's block before the parts it is the first to name
-        blocks[at] = _block(entry["key"], p, [parts.add((data,), blocks, stats), parts.add(rest, blocks, stats)])
+        out.frame(entry["key"], cap, f, cache, facts, profile)
         entries.append(entry)
         counts.append((panels.ops(f.graph), entry["guards"]))
         if release:

@@ -3,6 +3,8 @@
 // "application/octet-stream". Opening the frame's <details> (a click, the page's #ds-frame-<key> address, or every frame at
 // load in a small report) decodes it with DecompressionStream, puts the HTML (rendered and escaped by
 // viz's templates) in the frame's body and sets it up as any report (report.js setUpReports), once.
+// A decoded payload may hold such frames of its own (a job finding's view: viz/job_view.py Note [A
+// rank's frame in a finding's view on demand]): they are set up the same way, and decoded when opened.
 // A payload may name parts (data-parts="N M": blocks of class ds-part, each written once however many
 // frames share it, Note [Equal parts of payloads stored once]); its HTML is its own text, then theirs.
 import { setUpReports } from "./report.js";
@@ -42,6 +44,7 @@ export function setUpLazyFrames(root) {
         const html = texts.join("");
         body.innerHTML = html;
         setUpReports(body);
+        watch(body);  // the folded frames a decoded payload holds (a job finding's view names its ranks' frames)
         det.dataset.dsLoaded = "1";
         det.dataset.dsMs = String(Math.round(performance.now() - t0));
       })
@@ -51,11 +54,15 @@ export function setUpLazyFrames(root) {
       });
     return det.dsLoading;
   };
-  const frames = root.querySelectorAll("details.ds-lazy-frame");
-  for (const det of frames) {
-    det.addEventListener("toggle", () => { if (det.open) load(det); });
-    if (det.open) load(det);
-  }
+  const watch = (scope) => {
+    for (const det of scope.querySelectorAll("details.ds-lazy-frame")) {
+      if (det.dsWatched) continue;
+      det.dsWatched = true;
+      det.addEventListener("toggle", () => { if (det.open) load(det); });
+      if (det.open) load(det);
+    }
+  };
+  watch(root);
   const fromAddress = () => {
     const id = decodeURIComponent(location.hash.slice(1));
     const det = id ? document.getElementById(id) : null;
