@@ -8,7 +8,8 @@ ratio is the median of per-round ratios, wall and CPU. Also the bytes a capture 
 tracemalloc sees freed when the capture, its result dropped, is deleted: torch's own caches filled
 by the compile stay and are not counted; tensors a capture held would be, through their Python
 objects only, so ``bench.memory.real_tensors`` checks there are none) against the model's parameter
-bytes, and the static report's size and write time.
+bytes, and the static report's size and write time. ``python -m bench --zoo`` prints one row per model
+(header first, the load when each model started), then every figure as one JSON line.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import torch
 import tracer
 from bench.timing import fresh, median, timed
 
-__all__ = ["ZOO", "INDUCTOR_MODELS", "make", "measure", "run"]
+__all__ = ["HEADER", "ZOO", "INDUCTOR_MODELS", "held_and_report", "make", "measure", "row", "run"]
 
 VOCAB, SEQ, BATCH = 1000, 32, 2
 
@@ -151,7 +152,8 @@ def measure(name: str, *, rounds: int = 7, backend: str = "aot_eager") -> dict[s
 
 
 def held_and_report(name: str) -> dict[str, Any]:
-    """Bytes a capture holds ÷ the model's parameter bytes; the static report's bytes and write time."""
+    """Bytes a capture holds ÷ the model's parameter bytes, every lazy field read first (through ``to_json``,
+    whose length is ``json_bytes``); the static report's bytes and write time."""
     import viz
 
     model, args = make(name)
@@ -162,6 +164,7 @@ def held_and_report(name: str) -> dict[str, Any]:
     tracemalloc.start()
     cap = tracer.capture(model, *args, backward=True)
     cap.result = None
+    json_bytes = len(cap.to_json())  # every lazy field read first: the bytes it holds once fully read
     tensors = real_tensors(cap)
     with tempfile.TemporaryDirectory(prefix="dynascope-zoo-") as d:
         path = os.path.join(d, "r.html")
@@ -175,18 +178,36 @@ def held_and_report(name: str) -> dict[str, Any]:
     tracemalloc.stop()
     fresh()
     return {"held_bytes": held, "param_bytes": param_bytes, "held_share": round(held / param_bytes, 4),
-            "tensors_held": len(tensors), "report_bytes": size, "report_s": round(t.wall, 3)}
+            "tensors_held": len(tensors), "json_bytes": json_bytes, "report_bytes": size, "report_s": round(t.wall, 3)}
+
+
+HEADER = ("model", "aot_eager wall/CPU", "inductor wall/CPU", "plain s", "held bytes", "param bytes", "held share",
+          "report bytes", "report s", "load")
+
+
+def row(name: str, res: dict[str, Any]) -> tuple[str, ...]:
+    """One printed row of a model's figures (``run``'s dict for it); "-" where not measured."""
+    def ratio(kind: str) -> str:
+        r = res.get(kind)
+        return f"{r['wall']:.2f} / {r['cpu']:.2f}" if r else "-"
+
+    return (name, ratio("aot_eager"), ratio("inductor"), f"{res['aot_eager']['plain_s']:.2f}", f"{res['held_bytes']:,}",
+            f"{res['param_bytes']:,}", f"{res['held_share']:.2f}", f"{res['report_bytes']:,}", f"{res['report_s']:.2f}",
+            f"{res['load'][0]:.1f}")
 
 
 def run(names: tuple[str, ...] = tuple(ZOO), *, rounds: int = 7, inductor: tuple[str, ...] = INDUCTOR_MODELS,
         log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Every zoo figure; ``log`` gets one line per model as it is measured."""
+    """Every zoo figure; ``log`` gets the header, then one row per model as it is measured (``load``: the
+    1-, 5- and 15-minute ``os.getloadavg()`` when the model's measurement started)."""
     out: dict[str, Any] = {"zoo_rounds": rounds, "zoo_load_before": os.getloadavg()[0]}
+    log(" | ".join(HEADER))
     for name in names:
-        res = {"aot_eager": measure(name, rounds=rounds), **held_and_report(name)}
+        res: dict[str, Any] = {"load": [round(x, 2) for x in os.getloadavg()], "aot_eager": measure(name, rounds=rounds)}
         if name in inductor:
             res["inductor"] = measure(name, rounds=rounds, backend="inductor")
+        res.update(held_and_report(name))
         out[f"zoo_{name}"] = res
-        log(f"zoo {name}: {res} (load {os.getloadavg()[0]:.1f})")
+        log(" | ".join(row(name, res)))
     out["zoo_load_after"] = os.getloadavg()[0]
     return out

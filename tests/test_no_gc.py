@@ -1,6 +1,8 @@
 """``no_cyclic_gc`` (Note [No cyclic GC while a log is read] in tracer/_no_gc.py) leaves the collector
 as it found it: enabled or not, also on error, nested, across threads, with others' frozen objects
-still frozen; and the loader's bulk steps (``load_trace``, a lazy graph's first read) run inside it."""
+still frozen; and the loader's bulk steps (``load_trace``, a lazy graph's first read) run inside it. With
+``young_first`` (a capture's recording steps) one young collection runs first and what the body built
+lands in the oldest generation (Note [What a capture records is not the heap's growth])."""
 
 from __future__ import annotations
 
@@ -94,4 +96,59 @@ def test_loading_and_first_reads_leave_the_collector_as_it_was(child_trace_dir):
         cap = load_trace(path)
         assert gc.isenabled() is on
         assert [len(f.graph.nodes) for f in cap.frames] and any(f.guards for f in cap.frames)
+        assert gc.isenabled() is on and gc.get_freeze_count() == 0
+
+
+def _collections(body):
+    """The generations of the collections that ran during ``body()``."""
+    seen = []
+
+    def cb(phase, info):
+        if phase == "start":
+            seen.append(info["generation"])
+
+    gc.callbacks.append(cb)
+    try:
+        body()
+    finally:
+        gc.callbacks.remove(cb)
+    return seen
+
+
+def test_young_first_collects_the_young_generations_once_then_builds_into_the_oldest():
+    gc.enable()
+    built = []
+
+    def body():
+        with no_cyclic_gc(young_first=True):
+            assert not gc.isenabled()
+            with no_cyclic_gc(young_first=True):  # nested: no second collection
+                built.append([[i] for i in range(5000)])  # more than a young generation's threshold
+
+    assert _collections(body) == [1]  # one young collection at entry, none while the body built
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    oldest = {id(o) for o in gc.get_objects(generation=2)}
+    assert id(built[0]) in oldest and id(built[0][-1]) in oldest  # Note [What a capture records is not the heap's growth]
+
+
+def test_young_first_runs_no_collection_when_the_collector_is_off():
+    gc.disable()
+
+    def body():
+        with no_cyclic_gc(young_first=True):
+            pass
+
+    assert _collections(body) == []
+    assert not gc.isenabled()
+
+
+def test_a_capture_leaves_the_collector_as_it_was():
+    import torch
+
+    import tracer
+
+    for on in (True, False):
+        (gc.enable if on else gc.disable)()
+        cap = tracer.capture(lambda x: torch.sin(x).sum(), torch.randn(3, requires_grad=True))
+        assert cap.frames[0].aot is not None and cap.frames[0].guards
         assert gc.isenabled() is on and gc.get_freeze_count() == 0

@@ -1,4 +1,4 @@
-"""Python's cyclic garbage collector paused while a loader builds a large acyclic structure.
+"""Python's cyclic garbage collector paused while a loader or a capture builds a large acyclic structure.
 
 Invariant: :func:`no_cyclic_gc` leaves ``gc.isenabled()`` as it found it, also when the body
 raises, also when scopes nest or overlap across threads; it changes no setting (no threshold, no
@@ -47,18 +47,41 @@ __all__ = ["no_cyclic_gc"]
 # ratio swing from 4.3 to 13 with the heap's history, against 3.2 without them. The explorer's build
 # runs in this same scope (torch-free, so viz may use it), for the same reasons and with the same
 # guarantees as the loader.
+#
+# Note [What a capture records is not the heap's growth]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A capture converts each graph torch hands it (the Dynamo graph, the joint, forward and backward
+# graphs), its guards and, at the end, the whole record: ~12 tracked containers per fx node that stay
+# alive (31k for the zoo bench's BERT). Promoted by young collections, they count towards the next
+# full collection like any other growth, and torch's own compile of a small transformer promotes
+# almost a quarter of the heap already: the record tipped it over, and a capture of BERT or GPT-2
+# ran one full collection (0.25-0.3 s CPU of a ~2 s compile: it walks all of torch's and the
+# model's ~0.5M objects) where the plain ``torch.compile`` ran none. Measured with ``gc.callbacks``
+# (bench/RESULTS.md). So these recording steps run in :func:`no_cyclic_gc` with
+# ``young_first=True``: what torch allocated before the step is first collected by a young
+# collection, exactly as one would have (its survivors count towards the next full collection, as
+# in a plain compile, at worst a little early); then the step runs with the collector off and what
+# it built joins the oldest generation uncounted, as the loader's structures do. The record is
+# still walked by every full collection that runs later; it just does not make one run. Torch's
+# compile is unchanged: only the collector's timing around our own steps is.
 _LOCK = threading.Lock()
 _depth = 0
 _was_enabled = False
 
 
 @contextmanager
-def no_cyclic_gc() -> Iterator[None]:
-    """Run the body with ``gc`` disabled; restore it after (Note [No cyclic GC while a log is read])."""
+def no_cyclic_gc(*, young_first: bool = False) -> Iterator[None]:
+    """Run the body with ``gc`` disabled; restore it after (Note [No cyclic GC while a log is read]).
+
+    ``young_first``: when this is the outermost scope and the collector is on, first run a young
+    collection (generations 0 and 1), so that only what the body builds joins the oldest generation
+    uncounted (Note [What a capture records is not the heap's growth])."""
     global _depth, _was_enabled
     with _LOCK:
         if _depth == 0:
             _was_enabled = gc.isenabled()
+            if young_first and _was_enabled:
+                gc.collect(1)
             gc.disable()
         _depth += 1
     try:

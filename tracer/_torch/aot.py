@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator, Optional
 import torch
 import torch.fx
 
+from tracer._no_gc import no_cyclic_gc
 from tracer._torch.aot_graphs import body_attrs, fx_node, roles, tag_partition
 from tracer._torch.aot_hooks import HookSnapshot, mark_hook_nodes, saved_tensor_hooks, snapshot
 from tracer._torch.aot_meta import (
@@ -162,6 +163,11 @@ class _AotRecorder:
         ``saved_from``: the forward graph, whose nodes give a backward's saved-value
         placeholders their origin. ``body``: a HOP body, see Note [AOT provenance].
         """
+        with no_cyclic_gc(young_first=True):  # Note [What a capture records is not the heap's growth] in tracer/_no_gc.py
+            return self._convert_graph(gm, name, saved_from, body)
+
+    def _convert_graph(self, gm: torch.fx.GraphModule, name: str, saved_from: Optional[Graph],
+                       body: bool) -> tuple[Graph, dict[str, Graph]]:
         node_roles = roles(gm)
         code = None if body else logged_graph_code(_LOGGED_AS[name])  # Note [Graph text torch already rendered]
         g = graph_from_fx(gm, name, role_of=lambda n: node_roles.get(n.name), code=code)

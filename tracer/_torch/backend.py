@@ -13,6 +13,7 @@ import types
 import warnings
 from typing import Any, Iterator, Optional
 
+from tracer._no_gc import no_cyclic_gc
 from tracer._torch.beyond import Beyond
 from tracer._torch.breaks import BreakRecord, SkipRecorder, install_graph_break_hook
 from tracer._torch.graph_passes import PassRecorder
@@ -142,7 +143,8 @@ class Recorder:
             return
         self._seen(key, attempt)
         try:
-            self.guards[(key[0], key[1], attempt)] = guards_from_set(guards)
+            with no_cyclic_gc(young_first=True):  # Note [What a capture records is not the heap's growth] in tracer/_no_gc.py
+                self.guards[(key[0], key[1], attempt)] = guards_from_set(guards)
         except Exception as e:  # except: records a problem
             self.errors.append(f"guards of {format_id(key[0], key[1], attempt)} not read: {type(e).__name__}: {e}")
 
@@ -166,7 +168,7 @@ class Recorder:
             frame.meta["filename"] = code.co_filename
         specs = [s for s in self.specs if s.key == key and s.attempt == attempt]
         try:
-            with recording_into(frame.problems):
+            with recording_into(frame.problems), no_cyclic_gc(young_first=True):  # Note [What a capture records is not the heap's growth]
                 frame.graph, frame.subgraphs, names = convert_tree(gm, specs, code, frame.problems)
         except Exception as e:  # except: records a problem (never break the user's compile because recording failed)
             frame.problems.append(f"graph not recorded: {type(e).__name__}: {e}")
@@ -243,6 +245,10 @@ class Recorder:
     # -- the Capture -------------------------------------------------------------------------
     def finish(self, cap: Capture) -> Capture:
         """Fill ``cap`` from what was recorded; drops every torch object the Recorder held."""
+        with no_cyclic_gc(young_first=True):  # Note [What a capture records is not the heap's growth] in tracer/_no_gc.py
+            return self._finish(cap)
+
+    def _finish(self, cap: Capture) -> Capture:
         local = local_ids(self.order)
         backend_guards = backend_match_guards(self.codes.codes(), self.region)
         codes = FrameCodes()  # Note [Code object from the frame id]

@@ -45,7 +45,31 @@ def _size(s: Any) -> Any:
 
 
 def _dtype(d: Any) -> str:
-    return str(d).removeprefix("torch.")
+    text = _DTYPES.get(d)
+    if text is None:
+        text = _DTYPES[d] = str(d).removeprefix("torch.")
+    return text
+
+
+# Note [Names of torch's own singletons]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Every node of every graph a capture converts names its dtype, device and operator: ~20k str()
+# calls for a small transformer's Dynamo, joint, forward and backward graphs, each formatting the
+# same few dozen objects again (``OpOverload.__str__`` splits its schema name each time). dtypes,
+# devices and OpOverloads are immutable and compare by what they name (a device by type and index,
+# so ``cuda`` and ``cuda:0`` stay apart), so each one's text is formatted once per process and
+# looked up after. An OpOverload is already kept for the process by torch (``torch.ops.<ns>.<op>``
+# caches its overloads as attributes); a target that is not one is named as before, every time.
+_DTYPES: dict[Any, str] = {}
+_DEVICES: dict[Any, str] = {}
+_OPS: dict[Any, str] = {}
+
+
+def _device(d: Any) -> str:
+    text = _DEVICES.get(d)
+    if text is None:
+        text = _DEVICES[d] = str(d)
+    return text
 
 
 def _tensor_meta(t: torch.Tensor) -> dict[str, Any]:
@@ -60,7 +84,7 @@ def _tensor_meta(t: torch.Tensor) -> dict[str, Any]:
         pass
     meta["dtype"] = _dtype(t.dtype)
     try:
-        meta["device"] = str(t.device)
+        meta["device"] = _device(t.device)
     except Exception as e:  # except: records a problem (no "device" key)
         unknown(f"the device of a {type(t).__name__}", e)
     try:
@@ -156,8 +180,11 @@ def target_str(node: torch.fx.Node) -> str:
     if isinstance(t, str):
         return t
     try:
-        if isinstance(t, torch._ops.OpOverload):  # aten.mm.default
-            return str(t)
+        if isinstance(t, torch._ops.OpOverload):  # aten.mm.default; Note [Names of torch's own singletons]
+            text = _OPS.get(t)
+            if text is None:
+                text = _OPS[t] = str(t)
+            return text
         if isinstance(t, torch._ops.OpOverloadPacket):
             return str(t)
         if isinstance(t, torch._ops.HigherOrderOperator):
