@@ -20,7 +20,7 @@ __all__ = ["INDUCTOR_EVENTS", "inductor_graphs"]
 
 # The events (an "artifact" record: its artifact name) :func:`inductor_graphs` reads, in the order Inductor logs them.
 INDUCTOR_EVENTS = ("inductor_post_grad_graph", "inductor_output_code", "inductor_provenance_tracking_node_mappings",
-                   "inductor_provenance_tracking_kernel_stack_traces")
+                   "inductor_provenance_tracking_kernel_stack_traces", "fx_graph_cache_hit")
 
 
 # Note [What Inductor tells us]
@@ -53,6 +53,17 @@ INDUCTOR_EVENTS = ("inductor_post_grad_graph", "inductor_output_code", "inductor
 # So a loaded log's backward graph keeps its post-grad graph and output code and records no
 # kernels; its problem says they are unknown. A forward or inference graph's provenance is logged
 # inside that context, for that compile alone, and is read as in a live capture.
+#
+# Note [Provenance replayed from a compile cache]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A user's log is written with the compile caches on. On an FX-graph-cache hit Inductor replays the
+# artifacts it stored with the entry (torch/_inductor/codecache.py), then logs artifact
+# "fx_graph_cache_hit" (compile_fx.py, and aot_autograd_result.py for an AOTAutograd-cache hit):
+# the mapping and stack traces are those of the compile that made the entry (another function's
+# node names and lines, Note [No compile caches during an Inductor capture] in
+# tracer/_torch/inductor.py), or absent (no payload) when that compile tracked no provenance. So a
+# graph loaded from a cache hit keeps its post-grad graph and output code and records no kernels;
+# its problem says why. A live capture compiles with the caches off and never sees this event.
 
 
 def inductor_graphs(events: list[Event], problems: list[str],
@@ -62,6 +73,7 @@ def inductor_graphs(events: list[Event], problems: list[str],
     kernels and their Dynamo nodes] in tracer/_torch/inductor_backward.py); None for a loaded log,
     which has no such record (Note [Backward provenance in a log])."""
     graphs: list[InductorGraph] = []
+    cached: set[int] = set()  # id() of the graphs loaded from a compile cache
     traces: dict[str, list[str]] = {}
     for name, _meta, payload in events:
         if name == "inductor_post_grad_graph":
@@ -73,7 +85,12 @@ def inductor_graphs(events: list[Event], problems: list[str],
             graphs.append(InductorGraph(aot_id=""))
             problems.append(f"inductor logged {name} before any post-grad graph")
         g = graphs[-1]
-        if name == "inductor_output_code" and isinstance(payload, str):
+        if name == "fx_graph_cache_hit":
+            g.kernels, g.provenance = [], False  # See Note [Provenance replayed from a compile cache]
+            cached.add(id(g))
+        elif payload is None:  # a cache hit replays an entry made without provenance: nothing logged
+            continue
+        elif name == "inductor_output_code" and isinstance(payload, str):
             g.output_code = payload
             g.aot_id = _aot_id(payload)
         elif name == "inductor_provenance_tracking_kernel_stack_traces":
@@ -88,6 +105,10 @@ def inductor_graphs(events: list[Event], problems: list[str],
                 k.source_lines = lines.get((k.name, k.handle), k.source_lines)
     origins = list(backward or ())
     for g in graphs:
+        if id(g) in cached:
+            problems.append(f"inductor {g.aot_id or 'graph'}: loaded from the FX graph cache, whose provenance is that "
+                            "of the compile that made the entry: its kernels and their nodes are unknown")
+            continue
         if g.aot_id.endswith("_backward") and backward is None and (g.kernels or g.provenance):
             g.kernels, g.provenance = [], False  # See Note [Backward provenance in a log]
             problems.append(f"inductor {g.aot_id}: the provenance Inductor logs for a backward compile outside a "

@@ -42,7 +42,8 @@ __all__ = ["AttemptLog", "LogState", "PARSERS", "apply"]
 #   optimize_ddp_split_graph / _child  torch/_dynamo/backends/distributed.py: DDPOptimizer's split
 #   dump_file                     torch/_logging/structured.py: source of fx-generated files
 #   inductor_output_code, artifacts inductor_post_grad_graph, inductor_provenance_tracking_node_mappings,
-#   inductor_provenance_tracking_kernel_stack_traces   torch/_inductor/compile_fx.py, graph.py: kept
+#   inductor_provenance_tracking_kernel_stack_traces, fx_graph_cache_hit
+#                                 torch/_inductor/compile_fx.py, graph.py, codecache.py: kept
 #                                 as they are, in log order, for tracer/inductor_events.py (the code
 #                                 a live capture reads the same events with)
 # Events we know and do not use (chromium timings, tensor descriptions, other artifacts) are
@@ -314,6 +315,7 @@ PARSERS: list[Parser] = [
     Parser("inductor_output_code", _inductor),
     Parser("inductor_post_grad_graph", _inductor),  # an event on an FX-graph-cache hit (codecache.py), else an artifact
     *(Parser("artifact", _inductor, name) for name in INDUCTOR_EVENTS if name != "inductor_output_code"),
+    Parser("fx_graph_cache_hit", _inductor),  # an event before the artifact (compile_fx.py logs the artifact)
 ]
 _BY_EVENT: dict[str, list[Parser]] = {}  # the table's rows by event, in table order (one dict lookup per record)
 for _p in PARSERS:
