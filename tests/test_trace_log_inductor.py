@@ -32,11 +32,11 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _COLD = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "0", "TORCHINDUCTOR_AUTOGRAD_CACHE": "0"}
 
 
-def _log(tmp_path_factory, name: str, env: dict[str, str]) -> str:
+def _log(tmp_path_factory, name: str, env: dict[str, str], args: tuple[str, ...] = ("train",)) -> str:
     out = tmp_path_factory.mktemp(name) / "trace"
     child_env = {k: v for k, v in os.environ.items() if k not in ("INDUCTOR_PROVENANCE", "TORCH_COMPILE_DEBUG")}
-    subprocess.run([sys.executable, os.path.join(_HERE, "inductor_log_child.py"), "train"], check=True,
-                   timeout=300, capture_output=True, env=dict(child_env, TORCH_TRACE=str(out), **_COLD, **env))
+    subprocess.run([sys.executable, os.path.join(_HERE, "inductor_log_child.py"), *args], check=True,
+                   timeout=300, capture_output=True, env=dict(child_env, TORCH_TRACE=str(out), **{**_COLD, **env}))
     (path,) = out.glob("*.log")
     return str(path)
 
@@ -134,3 +134,19 @@ def test_static_report_of_the_log_shows_the_output_code(with_provenance, tmp_pat
     text = html.unescape(re.sub(r"<[^>]*>", "", page))
     codes = [g.output_code.strip() for f in with_provenance.frames for g in f.inductor]
     assert len(codes) == 3 and all(c in text for c in codes)
+
+
+def test_a_graph_from_the_fx_graph_cache_has_code_and_no_guessed_kernels(tmp_path_factory, live):
+    """With the caches on (a user's default), a second process loads the compile from the FX graph cache: Inductor
+    replays the entry's provenance (Note [Provenance replayed from a compile cache]); the code is the same."""
+    cache = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path_factory.mktemp("inductor_cache")), "INDUCTOR_PROVENANCE": "1",
+             "TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
+    first = tracer.load_trace(_log(tmp_path_factory, "cache_miss", cache, ()))
+    hit = tracer.load_trace(_log(tmp_path_factory, "cache_hit", cache, ()))
+    (made,), (loaded,) = (_compiled(first)[0].inductor, _compiled(hit)[0].inductor)
+    assert made.kernels == live[0].inductor[0].kernels and made.provenance  # the compile that made the entry
+    assert loaded.output_code == made.output_code and loaded.post_grad_graph == made.post_grad_graph
+    assert not loaded.kernels and not loaded.provenance
+    assert _compiled(hit)[0].problems == [f"inductor {loaded.aot_id}: loaded from the FX graph cache, whose provenance "
+                                          "is that of the compile that made the entry: its kernels and their nodes are "
+                                          "unknown"]
