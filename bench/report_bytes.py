@@ -82,8 +82,8 @@ def contents(decoded: dict[str, str], cap: Any, prefix: str = "") -> dict[str, O
     shows it — each code object's source (or, without one, its ``dis`` listing), the guard function
     and each Inductor output code — is in the frame's decoded HTML, read as text (tags dropped, entities
     decoded: Pygments splits highlighted code into spans); None when the capture has no code at all (one
-    loaded from a TORCH_TRACE log: the loader reads neither Dynamo's bytecode, logged for resume
-    functions only, nor Inductor's output code, tracer/trace_log/events.py IGNORED)."""
+    loaded from a TORCH_TRACE log of aot_eager compiles: the loader does not read Dynamo's bytecode,
+    logged for resume functions only; from an Inductor log it reads Inductor's output code)."""
     drawn, code = True, True
     some = False
     for fi, frame in enumerate(cap.frames):

@@ -12,10 +12,11 @@ import contextlib
 from typing import Any, Iterator, Optional
 
 from tracer._torch.bytecode import BytecodeRecorder
-from tracer._torch.inductor import compile_inductor, inductor_graphs, provenance_tracking
+from tracer._torch.inductor import compile_inductor, provenance_tracking
 from tracer._torch.inductor_backward import BackwardOrigins
 from tracer._torch.patching import Patches
 from tracer._torch.trace_events import TraceEvents, interned_strings
+from tracer.inductor_events import inductor_graphs
 from tracer.model import Frame
 from tracer.shape_events import shape_records
 

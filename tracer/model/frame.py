@@ -105,8 +105,9 @@ class Frame:
 # work for the first read of its frame's ``problems`` too. ``Capture.all_problems()``,
 # ``validate()``, ``==`` and JSON all read ``problems``, so each sees every parse problem, as when
 # the loader parsed eagerly. ``guards`` is lazy as well: a log's C++ guard tree text (often its
-# largest payload) is read into Guards on first access (tracer/trace_log/assemble.py).
-lazy_fields(Frame, "problems", "guards")
+# largest payload) is read into Guards on first access (tracer/trace_log/assemble.py), and ``inductor``:
+# a log's Inductor events are read into InductorGraphs on first access (tracer/trace_log/deferred.py).
+lazy_fields(Frame, "problems", "guards", "inductor")
 
 
 @dataclass

@@ -32,6 +32,7 @@ from tracer.shape_events import shape_records
 from tracer.trace_log.body_feeds import LogCalls
 from tracer.trace_log.deferred import (
     deferred_graph,
+    deferred_inductor,
     has_bodies,
     parse_finished,
     parse_logged,
@@ -114,6 +115,7 @@ def assemble(st: LogState, fn: str = "") -> Capture:
             frame.meta["stack"] = st.stack(start)
         # the same reader a live capture uses (Note [Where a specialization came from])
         frame.symbols, frame.shape_guards, frame.specializations = shape_records(a.shape_events, st.strings)
+        deferred_inductor(frame, a.inductor)  # Inductor's post-grad graphs, output code, kernels: read on first access
         if a.ddp_split is not None:
             frame.meta["ddp_split"] = {"graph": a.ddp_split, "children": a.ddp_children}  # DDPOptimizer's split
         restarted = len([k for k in st.order if k[:2] == key[:2] and info.final_attempt is not None

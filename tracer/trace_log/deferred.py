@@ -1,4 +1,5 @@
-"""A logged graph text -> a Graph now (when its structure is needed at load) or a Graph parsed on first access.
+"""A logged graph text -> a Graph now (when its structure is needed at load) or a Graph parsed on first access;
+a log's Inductor events -> ``Frame.inductor`` read on first access.
 
 Invariant: both ways give the same nodes, roles and frame problems as one eager parse of the text
 (:func:`parse_logged`); a text that cannot be parsed keeps its ``code``, has no nodes, and its
@@ -12,13 +13,15 @@ import contextvars
 from collections import OrderedDict
 from typing import Any, Callable, Hashable, NamedTuple, Optional
 
+from tracer.inductor_events import inductor_graphs
 from tracer.model.frame import Frame
 from tracer.model.graph import Graph, Node
-from tracer.model.lazy import on_first_read, peek
+from tracer.model.lazy import on_first_read, peek, pending
+from tracer.shape_events import Event
 from tracer.trace_log.graph_text import ParsedModule, parse_readable
 
-__all__ = ["deferred_graph", "has_bodies", "parse_finished", "parse_logged", "problems_wait_for_graphs",
-           "read_only_graphs"]
+__all__ = ["deferred_graph", "deferred_inductor", "has_bodies", "parse_finished", "parse_logged",
+           "problems_wait_for_graphs", "read_only_graphs"]
 
 # Note [Which logged graphs wait]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -284,6 +287,21 @@ def problems_wait_for_graphs(frame: Frame) -> None:
     waiting = {id(g): g for g in [frame.graph, *aot] if g is not None and not g.parsed}  # inference is forward
     for g in waiting.values():
         on_first_read(frame, "problems", _reader(g))
+    if pending(frame, "inductor"):
+        on_first_read(frame, "problems", lambda: frame.inductor)
+
+
+def deferred_inductor(frame: Frame, events: list[Event]) -> None:
+    """``frame.inductor`` from the attempt's Inductor events, read on its first access by the code a
+    live capture reads them with (Note [What Inductor tells us] in tracer/inductor_events.py); what
+    cannot be known goes to ``frame.problems`` then (``problems_wait_for_graphs`` makes them wait)."""
+    if not events:
+        return
+
+    def fill() -> None:
+        frame.inductor = inductor_graphs(events, peek(frame, "problems"))
+
+    on_first_read(frame, "inductor", fill)
 
 
 def _reader(g: Graph) -> Callable[[], None]:

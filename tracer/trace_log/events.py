@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from tracer.inductor_events import INDUCTOR_EVENTS
 from tracer.model.attempts import AttemptInfo
 from tracer.model.guards import GraphBreak
 from tracer.shape_events import SHAPE_EVENTS, Event
@@ -40,6 +41,11 @@ __all__ = ["AttemptLog", "LogState", "PARSERS", "apply"]
 #                                 tensor was read from, and whether it is a Parameter (root roles)
 #   optimize_ddp_split_graph / _child  torch/_dynamo/backends/distributed.py: DDPOptimizer's split
 #   dump_file                     torch/_logging/structured.py: source of fx-generated files
+#   inductor_output_code, artifacts inductor_post_grad_graph, inductor_provenance_tracking_node_mappings,
+#   inductor_provenance_tracking_kernel_stack_traces, fx_graph_cache_hit
+#                                 torch/_inductor/compile_fx.py, graph.py, codecache.py: kept
+#                                 as they are, in log order, for tracer/inductor_events.py (the code
+#                                 a live capture reads the same events with)
 # Events we know and do not use (chromium timings, tensor descriptions, other artifacts) are
 # counted in ``LogState.ignored``; events of another torch version are listed as problems.
 
@@ -51,7 +57,7 @@ IGNORED = frozenset(("chromium_event", "describe_storage", "artifact",
                      "dynamo_cache_entries", "fx_graph_cache_miss", "fx_graph_cache_hit",
                      "fx_graph_bundled_cache_hit", "dynamo_side_effects", "precompile_cache_bypass",
                      "dynamo_cache_bypass", "missing_fake_kernel", "bwd_compilation_metrics",
-                     "inductor_output_code", "inductor_post_grad_graph", "inductor_pre_grad_graph",
+                     "inductor_pre_grad_graph",
                      "graph_region_expansion", "expression_created", "aotautograd_cache_miss",
                      "aotautograd_cache_hit", "aotautograd_cache_bypass", "guard_on_data_dependent_error",
                      "compiled_autograd_graph", "optimize_ddp_split_child_failed",
@@ -72,6 +78,7 @@ class AttemptLog:
     sources: list[str] = field(default_factory=list)  # describe_source sources, log order
     ddp_split: Optional[str] = None  # optimize_ddp_split_graph text
     ddp_children: dict[str, str] = field(default_factory=dict)  # split submodule name -> text
+    inductor: list[Event] = field(default_factory=list)  # Inductor's events (INDUCTOR_EVENTS), log order
 
 
 # Note [Equal payloads held once]
@@ -279,6 +286,13 @@ def _ddp(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
         a.ddp_children[str((rec.meta[rec.event] or {}).get("name"))] = rec.payload or ""
 
 
+def _inductor(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
+    """Kept as the live reader keeps it (tracer/_torch/trace_events.py): (event or artifact name, metadata, payload)."""
+    name = _artifact_name(rec) if rec.event == "artifact" else rec.event
+    payload = st.same(rec.payload) if isinstance(rec.payload, str) else rec.payload
+    st.attempts[_need(key)].inductor.append((name, rec.meta[rec.event], payload))
+
+
 def _dump_file(rec: Record, st: LogState, key: Optional[AttemptKey]) -> None:
     st.files[str(rec.meta["dump_file"].get("name"))] = rec.payload or ""
 
@@ -298,6 +312,10 @@ PARSERS: list[Parser] = [
     Parser("optimize_ddp_split_graph", _ddp),
     Parser("optimize_ddp_split_child", _ddp),
     Parser("dump_file", _dump_file),
+    Parser("inductor_output_code", _inductor),
+    Parser("inductor_post_grad_graph", _inductor),  # an event on an FX-graph-cache hit (codecache.py), else an artifact
+    *(Parser("artifact", _inductor, name) for name in INDUCTOR_EVENTS if name != "inductor_output_code"),
+    Parser("fx_graph_cache_hit", _inductor),  # an event before the artifact (compile_fx.py logs the artifact)
 ]
 _BY_EVENT: dict[str, list[Parser]] = {}  # the table's rows by event, in table order (one dict lookup per record)
 for _p in PARSERS:
