@@ -4,7 +4,7 @@ Real logs only: tests/inductor_log_child.py is run by torch in a child process w
 with Inductor's provenance tracking on (INDUCTOR_PROVENANCE=1) and once without (what TORCH_TRACE alone
 logs), the compile caches off in both (Note [No compile caches during an Inductor capture] in
 tracer/_torch/inductor.py). The expected values are the live capture of the same function, read by
-torch's own structured-trace records in this process (Note [What Inductor tells us] in
+torch's own structured-trace records in a fresh process of its own, written as JSON (Note [What Inductor tells us] in
 tracer/inductor_events.py).
 """
 
@@ -18,8 +18,6 @@ import subprocess
 import sys
 
 import pytest
-import torch
-from inductor_log_child import model
 
 import tracer
 import viz
@@ -56,14 +54,32 @@ def plain(tmp_path_factory):
     return tracer.load_trace(_log(tmp_path_factory, "plain", {}))
 
 
+# The live captures run in a fresh process too: AOTAutograd numbers its graphs from a process-wide counter
+# ("0_forward"), which Inductor writes into its output code, so a capture made after other tests' compiles
+# would differ from the log's child by that number alone.
+_LIVE = """
+import sys, torch, tracer
+from inductor_log_child import model
+torch.manual_seed(0)
+x, w = torch.randn(4, 8), torch.randn(8, 4)
+inference = tracer.capture(model, x, w, backend="inductor")
+w.requires_grad_(True)
+training = tracer.capture(model, x, w, backend="inductor")
+for cap, path in zip((inference, training), sys.argv[1:]):
+    with open(path, "w") as f:
+        f.write(cap.to_json())
+"""
+
+
 @pytest.fixture(scope="module")
-def live():
-    """The child's two compiles, captured live: inference (no grad), then training."""
-    torch.manual_seed(0)
-    x, w = torch.randn(4, 8), torch.randn(8, 4)
-    inference = tracer.capture(model, x, w, backend="inductor")
-    w.requires_grad_(True)
-    training = tracer.capture(model, x, w, backend="inductor")
+def live(tmp_path_factory):
+    """The child's two compiles, captured live in a fresh process: inference (no grad), then training."""
+    out = tmp_path_factory.mktemp("live")
+    paths = [str(out / "inference.json"), str(out / "training.json")]
+    path = os.pathsep.join([_HERE, os.path.dirname(_HERE), os.environ.get("PYTHONPATH", "")])
+    subprocess.run([sys.executable, "-c", _LIVE, *paths], check=True, timeout=300, capture_output=True,
+                   env=dict(os.environ, PYTHONPATH=path, **_COLD))
+    inference, training = (tracer.Capture.load(p) for p in paths)
     return inference.frames[0], training.frames[0]
 
 
