@@ -75,9 +75,16 @@ def frame_html(frame: Frame, graphs: list[tuple[str, str, int, int]] = (), code:
         lifted=[fragment(panels.lifted_html(frame, name)) for name in ["", *frame.subgraphs]],
         guards=guards,
         partition=fragment(_partition_html(frame.aot)) if frame.aot is not None else None,
-        codes=[(name, fragment(panels.code_html(g, plain=True))) for name, g in frame.graphs().items()],
+        codes=[(name, fragment(panels.code_html(g, plain=True, link=_drawn(graphs, name)))) for name, g in frame.graphs().items()],
         code_tab=code_tab,
     )
+
+
+def _drawn(graphs: list[tuple[str, str, int, int]], name: str) -> str:
+    """The index of the drawing of Dynamo graph ``name`` ("": the root) among ``graphs``, "" when it is
+    not drawn: a code block links its lines there (Note [Code lines link to nodes] in viz/view.js)."""
+    kind, title = ("root", "") if not name else ("body", f"HOP body {name} [")  # viz.report_graphs.frame_graphs
+    return next((str(i) for k, t, i, _ in graphs if k == kind and t.startswith(title)), "")
 
 
 def capture_html(cap: Capture, frame_block: Optional[Callable[[Frame, str], str]] = None, *,
