@@ -340,10 +340,10 @@ def test_log_report_of_a_real_model(name, browser, tmp_path):
         assert not wide, wide
         # the backward, placed sparsely by the log, opens on the runs of its "no module" group, in the
         # gradient's order, their labels readable (Note [Runs of the no-module group] in viz/backward_groups.py)
-        backward = [g for g in got["graphs"] if g["kind"] == "backward" and g["boxes"] >= 10]
-        assert backward and all(g["groups_in_view"] and g["min_label_box"] >= 10 for g in backward), backward
-        runs = page.evaluate("""() => [...document.querySelectorAll('.ds-graphbox[data-kind="backward"] [data-group]')]
-            .map((e) => e.getAttribute('data-group')).filter((p) => p.startsWith('(no module).'))""")
+        backward = max((g for g in got["graphs"] if g["kind"] == "backward"), key=lambda g: g["boxes"])  # the model's
+        assert backward["groups_in_view"] and backward["min_label_box"] >= 10, backward
+        runs = page.evaluate("""(sel) => [...document.querySelector(sel).querySelectorAll('[data-group]')]
+            .map((e) => e.getAttribute('data-group')).filter((p) => p.startsWith('(no module).'))""", _biggest(page, "backward"))
         numbers = [int(p.rsplit(".", 1)[1]) for p in runs]
         assert len(runs) > 1 and sorted(numbers) == list(range(1, len(runs) + 1)), runs  # every run, once
     finally:
