@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import expect
 from test_browser import ARTIFACTS, lab_page, notebook, open_and_run, serving
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(1200)]
 
 BLOCKS = (
     "import torch\n"
@@ -175,7 +175,7 @@ def test_widget_code_line_and_kernel_reach_folded_nodes(lab, browser):
     try:
         open_and_run(page, lab, "links.ipynb", kernel_ready)
         printed = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea-output", has_text="KERNEL")
-        expect(printed).to_contain_text("KERNEL", timeout=300_000)  # (a release may warn first, on stderr)
+        expect(printed).to_contain_text("KERNEL", timeout=600_000)  # a cold Inductor compile; a release may warn first
         words = dict(line.split(" ", 1) for line in printed.inner_text().strip().splitlines()
                      if line.startswith(("GELU ", "LABEL ", "KERNEL ")))
         gelu, folded = words["GELU"].split()
