@@ -75,6 +75,8 @@ def test_log_explorers_open_on_readable_module_boxes_and_fit(lab, browser):
         for k, name in enumerate(MODELS):
             out = page.locator(".jp-Notebook .jp-Cell").nth(2 + 2 * k)
             canvas = out.locator(".ds-canvas").first
+            page.locator(".jp-Notebook .jp-Cell").last.scroll_into_view_if_needed()  # JupyterLab renders cells
+            out.scroll_into_view_if_needed()  # (and their outputs) near the view only
             expect(canvas.locator("svg [data-group]").first).to_be_attached(timeout=400_000)
             out.scroll_into_view_if_needed()
             page.wait_for_timeout(400)  # the fit runs in the next animation frame
