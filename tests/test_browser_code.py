@@ -133,7 +133,7 @@ def test_the_files_are_real_es_modules(tmp_path):
     (tmp_path / "main.mjs").write_text(script, encoding="utf-8")
     got = subprocess.run(["node", "main.mjs"], cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(got.stdout) == {"canvas.js": ["default"], "job_grid.js": ["default"],
-                                      "report.js": ["setUpReports"], "view.js": ["dsView"],
+                                      "report.js": ["setUpReports"], "view.js": ["clickedCodeLine", "dsView"],
                                       "svg_draw.js": ["buildSvg", "fmt", "svgEl"],
                                       "inspector.js": ["drawInspector", "inspectorRows"], "inspector_widget.js": ["default"]}
 

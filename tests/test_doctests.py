@@ -38,6 +38,7 @@ MODULES = [
     "tracer.trace_log.line_modules",
     "tracer.trace_log.modules",
     "viz",
+    "viz.backward_groups",
     "viz.browser_code",
     "viz.dot",
     "viz.drawing",

@@ -66,3 +66,24 @@ def test_the_explorer_colours_the_dynamo_graph_and_shows_the_time(profiles):
         assert "ms forward" in ex.node_info(hottest)["time"]
     with pytest.raises(TypeError, match="tracer.Profile"):
         ProfileExplorer(profiles[0].capture)
+
+
+def test_the_explorers_static_html_carries_each_nodes_time(profiles):
+    """Note [Node facts without a script]: a page that does not run the script (GitHub, nbviewer) shows,
+    in the node facts, each profiled node's time as the inspector does."""
+    import html
+    import re
+
+    for prof in profiles:
+        f = prof.capture.frames[0]
+        times = graph_times(prof, f)["root"]
+        hottest = max(times, key=times.get)
+        page = ProfileExplorer(prof)._repr_mimebundle_()["text/html"]
+        facts = page[page.index('<details class="ds-node-facts">'):]
+        row = re.search(rf"<tr><th>{hottest}</th><td>(.*?)</td></tr>", facts, re.S)
+        assert row, hottest
+        want = time_facts(prof, f, "root", hottest)["time"]
+        assert f"<b>time</b>: {html.escape(want)}" in row.group(1)
+        assert ("<b>kernels</b>" if prof.backend == "inductor" else "<b>ops</b>") in row.group(1)
+        cold = next(n.name for n in f.graph.nodes if n.op == "placeholder")
+        assert "<b>time</b>" not in re.search(rf"<tr><th>{cold}</th><td>(.*?)</td></tr>", facts, re.S).group(1)

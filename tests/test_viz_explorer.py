@@ -234,3 +234,18 @@ def test_inspector_reads_the_lifted_chain(cap):
     chain = ex.inspector["lifted_chain"]
     assert [(c["graph"], c["node"]) for c in chain] == [("wrap_body_0.wrap_body_0", "y"), ("wrap_body_0", "y"), ("", "y")]
     assert ex._inspector.info["lifted_chain"] == chain  # how it reads: tests/test_browser_code.py
+
+
+def test_a_code_line_click_selects_its_node_and_opens_the_boxes_folding_it():
+    """Note [Code lines link to nodes] in viz/view.js, Python's half: the Code side tab names the drawing
+    its lines link to, and the browser's ``selected`` for a node folded in a module box opens the boxes."""
+    g = chain_graph(2000, layers=8)
+    cap = Capture(frames=[Frame("0/0", "big.py:1 in forward", graph=g)], fn="Big")
+    ex = Explorer(cap)
+    drawn = set(ex.canvas.box_ids())
+    name = next(n.name for n in reversed(g.nodes) if n.op == "call_function" and n.name not in drawn)
+    assert f'class="ds-graph-code" data-graph="{ex.canvas.graph}"' in ex._code.value and ex.canvas.graph == "0/0:"
+    assert "ds-explorer" in ex.widget._dom_classes
+    ex.canvas.selected = name  # what canvas.js sets for a click on the line defining it
+    assert ex.node == name and name in ex.canvas.box_ids()
+    assert ex.canvas.expanded == sorted(ex.expanded) and len(ex.expanded) > len(ex._layouts.first(g))

@@ -368,3 +368,34 @@ def test_chains_are_computed_once_per_graph_and_again_when_its_nodes_change():
     del g, copy, first, again
     gc.collect()
     assert gone() is None  # the cache keeps no graph alive
+
+
+def test_a_sparsely_placed_logged_backward_shows_its_loose_nodes_as_runs_in_graph_order():
+    """Note [Runs of the no-module group]: a logged backward placing under half its nodes keeps its
+    module boxes; its loose nodes show in numbered runs between changes of placed module, opened first,
+    so the gradient path reads top to bottom; a run names no module."""
+    from viz.backward_groups import run_path
+
+    def at(path: str) -> dict:
+        return {"log_module": {"path": path, "via": "parameter"}}
+
+    b1, b0 = "L['self'].b1", "L['self'].b0"
+    g = graph(node("w0", op="placeholder"), node("w1", op="placeholder"), node("tangent", op="placeholder"),
+              node("g1", "tangent"), node("g2", "g1"), node("t1", "w1", **at(b1)), node("g3", "g2", "t1"),
+              node("g4", "g3"), node("u1", "w1", **at(b1)), node("g5", "g4", "u1"), node("t0", "w0", **at(b0)),
+              node("g6", "g5", "t0"), node("g7", "g6"), node("output", "g7", op="output"))
+    g.name = "backward"
+    chains = graph_chains(g)
+    runs = {n.name: c[-1][0] for n, c in zip(g.nodes, chains, strict=True) if c and c[0][0] == NO_MODULE}
+    # b1's two nodes are one placed module in a row: the run goes on past both; b0 starts the next
+    assert runs == {"g1": run_path(1), "g2": run_path(1), "g3": run_path(2), "g4": run_path(2), "g5": run_path(2),
+                    "g6": run_path(3), "g7": run_path(3)}
+    assert all(c[0] == (NO_MODULE, NO_MODULE_TYPE) and c[-1][1] == NO_MODULE_TYPE
+               for c in chains if c and c[0][0] == NO_MODULE)  # a run claims no module
+    assert all("log_module" not in n.meta for n in g.nodes if n.name in runs)  # display only
+    opened = first_expanded(g)
+    assert NO_MODULE in opened
+    items = [it.id for it in visible(g, opened, threshold=0).items if it.group]
+    assert [i for i in items if NO_MODULE in i] == [group_id(run_path(k)) for k in (1, 2, 3)]  # the gradient's order
+    # the same nodes as a forward graph are drawn ungrouped (Note [Groups inferred from a log])
+    assert not any(graph_chains(Graph(list(g.nodes), name="forward")))

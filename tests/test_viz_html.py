@@ -263,3 +263,18 @@ def test_explorer_opens_the_largest_graph_and_labels_attempts():
     ex.select("wrap_body_0.wrap_body_0", frame="0/0")
     ex.select_node("score")
     assert ex.inspector["supplied"] == "by wrap: score" and "lifted_from" not in ex.inspector
+
+
+def test_each_graph_code_links_to_its_own_drawing(cap):
+    """Note [Code lines link to nodes] in viz/view.js: each "Code of" block names the drawing of its graph
+    (the root's and each HOP body's), whose boxes are that graph's nodes."""
+    html = viz.capture_html(cap)
+    frame = cap.frames[0]
+    boxes = drawings(html)
+    first = section(html, '<section class="ds-frame', "</section>")
+    blocks = re.findall(r'<summary>Code of ([^<]+)</summary>.*?class="ds-graph-code" data-graph="(\d+)"', first, re.S)
+    assert [name for name, _ in blocks] == ["the root graph", *frame.subgraphs]
+    for (_, index), g in zip(blocks, frame.graphs().values(), strict=True):
+        drawn = boxes[int(index)]
+        assert {b["id"] for b in drawn["boxes"] if not b["group"]} <= {n.name for n in g.nodes}
+        assert g.nodes[-1].name in {b["id"] for b in drawn["boxes"]}  # its output: no other graph's

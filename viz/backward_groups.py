@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from tracer.model import Graph, Node
 
-__all__ = ["NO_MODULE", "NO_MODULE_TYPE", "SAVED_EDGE", "edge_kind", "place_unmoduled"]
+__all__ = ["NO_MODULE", "NO_MODULE_TYPE", "SAVED_EDGE", "edge_kind", "place_unmoduled", "run_path"]
 
 # Note [Backward nodes without a forward node]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -31,6 +31,19 @@ __all__ = ["NO_MODULE", "NO_MODULE_TYPE", "SAVED_EDGE", "edge_kind", "place_unmo
 #   * in a forward graph nothing moves: a node torch left loose there is top-level code.
 NO_MODULE = "(no module)"
 NO_MODULE_TYPE = "no module recorded"
+
+# Note [Runs of the no-module group]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A backward graph from a log is placed sparsely: the log carries no ``seq_nr`` and no module stack,
+# only the nodes reading one module's parameters are placed (Note [Backward groups from a log] in
+# tracer/trace_log/line_modules.py), so GPT-2's logged backward has 31 of 376 computing nodes in a
+# module. One NO_MODULE box of the other 345 is a hub every module box feeds and reads: the gradient
+# path disappears into it. Drawn flat, the graph was 6,406 px wide. So when ``runs`` is asked for,
+# NO_MODULE holds one child box per run: the loose nodes between two changes of placed module, in
+# graph order. A backward graph is in the order the autograd engine runs it (from the loss towards
+# the inputs), so the runs and the module boxes between them follow the gradient, top to bottom.
+# A run claims no module; its box says "no module recorded" like its parent, and is numbered
+# (``(no module).3``: the third run), never named after a neighbouring module.
 
 # Note [Saved values as their own edge kind]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -62,15 +75,30 @@ def edge_kind(graph: Graph, src: Node, dst: Node) -> str:
     return SAVED_EDGE if _forward_value(graph, src) else ""
 
 
-def place_unmoduled(graph: Graph, chains: list[list[tuple[str, str]]]) -> list[list[tuple[str, str]]]:
-    """``chains`` (one per node) with Note [Backward nodes without a forward node] applied; a graph
-    no node of which has a module chain is returned as it is."""
+def run_path(k: int) -> str:
+    """The module path of the ``k``-th run of the NO_MODULE group (Note [Runs of the no-module group]).
+
+    >>> run_path(3)
+    '(no module).3'
+    """
+    return f"{NO_MODULE}.{k}"
+
+
+def place_unmoduled(graph: Graph, chains: list[list[tuple[str, str]]], runs: bool = False) -> list[list[tuple[str, str]]]:
+    """``chains`` (one per node) with Note [Backward nodes without a forward node] applied, and with
+    ``runs``, Note [Runs of the no-module group]; a graph no node of which has a module chain is
+    returned as it is."""
     if not any(chains):
         return chains
     nodes = graph.nodes
     index: dict[str, int] = {}  # built at the first epilogue copy_ (most graphs have none)
     out = list(chains)
+    run, last, used = 1, None, False  # the current run's number, whether it has a node; the last placed chain
     for i, n in enumerate(nodes):
+        if out[i] and n.op not in ("placeholder", "output", "get_attr"):
+            if used and out[i] != last:
+                run, used = run + 1, False
+            last = out[i]
         if out[i] or n.op in ("placeholder", "output", "get_attr"):
             continue
         if n.target.startswith("aten.copy_") and n.inputs:
@@ -82,5 +110,6 @@ def place_unmoduled(graph: Graph, chains: list[list[tuple[str, str]]]) -> list[l
                     out[i] = list(readers.pop())
                     continue
         if _backward(graph, n):
-            out[i] = [(NO_MODULE, NO_MODULE_TYPE)]
+            out[i] = [(NO_MODULE, NO_MODULE_TYPE)] + ([(run_path(run), NO_MODULE_TYPE)] if runs else [])
+            used = True
     return out

@@ -1,7 +1,7 @@
 // The graph canvas widget (viz/canvas.py): anywidget's render() around dsView (view.js). Python sends
 // layout data (the synced `drawing`); clicks come back through the synced traits `selected` and
 // `expanded`.
-import { dsView } from "./view.js";
+import { clickedCodeLine, dsView } from "./view.js";
 
 // The drawing with what search finds of each folded node (Note [Search reaches folded nodes] in
 // viz/drawing.py): the box's node names, looked up in the graph's search index (the `search` trait),
@@ -65,6 +65,18 @@ function render({ model, el }) {
     draw();
     if (asked !== null) { clearTimeout(asked); asked = null; v.find(false, true); }
   };
+  // Note [Code lines link to nodes] (view.js): a line of the Code side tab of this canvas's explorer,
+  // for the graph drawn here, selects its node; Python opens the boxes folding it (Explorer), the view
+  // centres it once drawn.
+  const onCode = (ev) => {
+    const hit = clickedCodeLine(ev);
+    const root = hit && hit.box.closest(".ds-explorer");
+    if (!hit || hit.box.dataset.graph !== model.get("graph") || !root || !root.contains(el)) return;
+    v.goTo(hit.name, false);
+    model.set("selected", hit.name);
+    model.save_changes();
+  };
+  document.addEventListener("click", onCode);
   const mark = () => v.setSelected(model.get("selected"));
   model.on("change:drawing", draw);
   model.on("change:selected", mark);
@@ -77,6 +89,7 @@ function render({ model, el }) {
     model.off("change:height", draw);
     model.off("change:search", onIndex);
     clearTimeout(asked);
+    document.removeEventListener("click", onCode);
     v.destroy();
   };
 }

@@ -127,12 +127,8 @@ class Explorer:
         target = self.capture.frame(frame) if frame is not None else self._frame
         if target is None:
             raise KeyError("this capture has no frames, so there is no graph to select")
-        graphs = target.graphs()
-        if name not in graphs:
-            raise KeyError(
-                f"no subgraph {name!r} in frame {target.compile_id} "
-                f"(choices: {list(graphs)}; '' is the root graph)"
-            )
+        if name not in (graphs := target.graphs()):
+            raise KeyError(f"no subgraph {name!r} in frame {target.compile_id} (choices: {list(graphs)}; '' is the root graph)")
         if target is not self._frame:
             self._frame = target
             self._graph_name = name
@@ -253,7 +249,7 @@ class Explorer:
         for i, (title, _) in enumerate(pages):
             self._tabs.set_title(i, title)
         self._tabs.observe(self._on_tab, "selected_index")
-        self._root = W.VBox([self._header, self._tabs])
+        self._root = W.VBox([self._header, self._tabs], _dom_classes=["ds-explorer"])  # Note [Code lines link to nodes]
 
     # -- drawing ---------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -330,7 +326,7 @@ class Explorer:
     def _show_node(self) -> None:
         self._inspector.show(self._info, note=self._note)
         graph = self.graph
-        self._code.value = panels.code_html(graph, highlight=self._node) if graph is not None else ""
+        self._code.value = panels.code_html(graph, highlight=self._node, link=self.canvas.graph) if graph is not None else ""
 
     def _show_guards(self) -> None:
         guards = self._frame.guards if self._frame is not None else []
@@ -362,6 +358,9 @@ class Explorer:
             return
         self.select_node(name)
         self._side.selected_index = 0
+        if folded := opening(graph, self._layouts.get(graph, self.expanded), [name]):  # Note [Code lines link to nodes]
+            self._expanded[self._key()] = self.expanded | folded
+            self._draw()
         node = graph.node(name)
         bodies = [c for c in node.calls if c in self._frame.subgraphs]
         if node.role == "hop" and bodies:

@@ -158,7 +158,9 @@ def module_chain(node: Node) -> list[tuple[str, str]]:
 # every box and the inspector say the group was inferred from the log; a node without it stays loose.
 # A graph where the log placed under LOG_GROUP_MIN_SHARE of the computing nodes (an AOT backward graph,
 # where only nodes reading a parameter are placed) is drawn as without module stacks: a few module
-# boxes among hundreds of loose nodes made ResNet's backward 6x wider than no boxes at all.
+# boxes among hundreds of loose nodes made ResNet's backward 6x wider than no boxes at all. An AOT
+# backward graph keeps its few groups instead: its loose nodes go to the runs of the "no module" group,
+# opened in the first view (Note [Runs of the no-module group] in viz/backward_groups.py).
 INFERRED = "inferred from log"
 LOG_GROUP_MIN_SHARE = 0.5
 
@@ -189,9 +191,10 @@ def graph_chains(graph: Graph) -> list[list[tuple[str, str]]]:
     forward node] (viz/backward_groups.py) applied; computed once per graph, so callers must not
     change the lists."""
     chains = [module_chain(n) for n in graph.nodes]
-    if _sparse_log_groups(graph, chains):  # Note [Groups inferred from a log]
+    sparse = _sparse_log_groups(graph, chains)  # Note [Groups inferred from a log]
+    if sparse and graph.name != "backward":
         return [[] for _ in chains]
-    return place_unmoduled(graph, chains)
+    return place_unmoduled(graph, chains, runs=sparse)
 
 
 def _sparse_log_groups(graph: Graph, chains: list[list[tuple[str, str]]]) -> bool:
@@ -382,6 +385,10 @@ def _open_breadth_first(graph: Graph, threshold: int) -> frozenset[str]:
     opened: set[str] = set()
     shown = boxes_open("")
     queue = list(tree[""])
+    if tree.get(NO_MODULE):  # Note [Runs of the no-module group] (viz/backward_groups.py): the gradient path, open
+        opened.add(NO_MODULE)
+        shown += boxes_open(NO_MODULE) - 1
+        queue.remove(NO_MODULE)
     while queue:
         path = queue.pop(0)
         if path in auto:

@@ -12,7 +12,7 @@ explorer. Every compile attempt is shown, the ones that did not compile greyed. 
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from tracer.model import TIME_PHASES, Aot, Capture, Frame, Graph
 from viz import panels
@@ -75,26 +75,35 @@ def frame_html(frame: Frame, graphs: list[tuple[str, str, int, int]] = (), code:
         lifted=[fragment(panels.lifted_html(frame, name)) for name in ["", *frame.subgraphs]],
         guards=guards,
         partition=fragment(_partition_html(frame.aot)) if frame.aot is not None else None,
-        codes=[(name, fragment(panels.code_html(g, plain=True))) for name, g in frame.graphs().items()],
+        codes=[(name, fragment(panels.code_html(g, plain=True, link=_drawn(graphs, name)))) for name, g in frame.graphs().items()],
         code_tab=code_tab,
     )
 
 
+def _drawn(graphs: list[tuple[str, str, int, int]], name: str) -> str:
+    """The index of the drawing of Dynamo graph ``name`` ("": the root) among ``graphs``, "" when it is
+    not drawn: a code block links its lines there (Note [Code lines link to nodes] in viz/view.js)."""
+    kind, title = ("root", "") if not name else ("body", f"HOP body {name} [")  # viz.report_graphs.frame_graphs
+    return next((str(i) for k, t, i, _ in graphs if k == kind and t.startswith(title)), "")
+
+
 def capture_html(cap: Capture, frame_block: Optional[Callable[[Frame, str], str]] = None, *,
-                 code: bool = False, facts: bool = False) -> str:
+                 code: bool = False, facts: bool = False,
+                 extra: Optional[Callable[[Frame, str, str], dict[str, Any]]] = None) -> str:
     """Self-contained HTML of ``cap``: overview, then per frame its graphs (drawn from layout data by
     the one embedded script), module tree and tables. ``frame_block(frame, html)`` may wrap each
     frame's section (the job view anchors them per rank). ``code``: also each frame's Code tab
     (original vs transformed code, resume functions, guard function, shapes, Inductor's output code
     and kernels), as the static report shows it. ``facts``: also every node's inspector rows as plain
-    tables, for a page whose script does not run (Note [Node facts without a script] in viz/node_facts.py).
+    tables, for a page whose script does not run (Note [Node facts without a script] in viz/node_facts.py);
+    ``extra(frame, graph kind, node)`` adds to each node's facts there (a profile's time).
 
     Used for the ``text/html`` mimebundle entry (with the node facts, without the Code tab: Dynamo's generated names and
     the guard function's measured latency differ run to run, and notebooks store this HTML) and by
     :func:`export_html` (with it); deterministic for a given capture.
     """
     data, per_frame = report_data(cap.frames)
-    blocks = [frame_html(f, g, frame_code_html(cap, f) if code else "", node_facts_html(f) if facts else "")
+    blocks = [frame_html(f, g, frame_code_html(cap, f) if code else "", node_facts_html(f, extra) if facts else "")
               for f, g in zip(cap.frames, per_frame, strict=True)]
     if frame_block is not None:
         blocks = [frame_block(f, b) for f, b in zip(cap.frames, blocks, strict=True)]

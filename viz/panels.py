@@ -267,13 +267,15 @@ def aot_tables_html(aot: Aot) -> str:
     )
 
 
-def code_html(graph: Graph, *, highlight: str = "", plain: bool = False) -> str:
+def code_html(graph: Graph, *, highlight: str = "", plain: bool = False, link: str = "") -> str:
     """``Graph.code`` highlighted with Pygments (escaped by its formatter); the line defining ``highlight``
-    marked. ``plain``: escaped text only (the report: Pygments' inline styles triple the bytes)."""
+    marked. ``plain``: escaped text only (the report: Pygments' inline styles triple the bytes).
+    ``link``: the drawing of ``graph`` (a canvas's ``graph``, a report's graph index) that a click on a
+    line defining a node shows it in (Note [Code lines link to nodes] in viz/view.js)."""
     text = graph.code or str(graph)
     lines = text.splitlines()
     if plain or len(lines) > MAX_HIGHLIGHT_LINES:
-        return render("code.html.j2", highlighted=None, lines=len(lines), text=text)
+        return render("code.html.j2", highlighted=None, lines=len(lines), text=text, link=link)
     from pygments import highlight as pyg_highlight
     from pygments.formatters import HtmlFormatter
     from pygments.lexers import PythonLexer
@@ -284,4 +286,4 @@ def code_html(graph: Graph, *, highlight: str = "", plain: bool = False) -> str:
         marked = [i + 1 for i, line in enumerate(lines) if line.lstrip().startswith(prefixes)]
     fmt = HtmlFormatter(noclasses=True, nowrap=False, hl_lines=marked, style="default")
     # Pygments' HtmlFormatter escapes the source text itself: its output is a trusted fragment.
-    return render("code.html.j2", highlighted=fragment(pyg_highlight(text, PythonLexer(), fmt)))
+    return render("code.html.j2", highlighted=fragment(pyg_highlight(text, PythonLexer(), fmt)), link=link)

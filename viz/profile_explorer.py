@@ -62,6 +62,15 @@ class ProfileExplorer(Explorer):
             info |= time_facts(self.profile, self._frame, "root", name)
         return info
 
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, Any]:
+        """The explorer's widget and text, and the capture's static HTML whose node facts carry each node's
+        time (Note [Node facts without a script] in viz/node_facts.py): what a page without the script shows."""
+        from viz.html import capture_html
+
+        prof = self.profile
+        html = capture_html(prof.capture, facts=True, extra=lambda f, kind, node: time_facts(prof, f, kind, node))
+        return {**super()._repr_mimebundle_(include, exclude), "text/html": html}
+
     def _draw(self) -> None:
         super()._draw()
         heat = self.heat()

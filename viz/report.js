@@ -6,7 +6,7 @@
 // guards view and module links. setUpReports() is what a page (report_page.js) or the job widget
 // (job_grid.js) calls on an element holding reports.
 import { BOX_KEYS, INTERNED_KEYS } from "./constants.js";
-import { dsView } from "./view.js";
+import { clickedCodeLine, dsView } from "./view.js";
 import { drawInspector } from "./inspector.js";
 
 const INTERNED = new Set(INTERNED_KEYS);
@@ -90,6 +90,8 @@ function dsReport(root) {
     host.dsFind = () => {};
     host.dsInit = () => { if (!ready) { ready = true; setup(host); } };
     host.dsShow = (needle) => { host.dsInit(); host.dsFind(needle); };
+    // after the first drawing's fit (the next animation frame), so the fit does not undo the centring
+    host.dsGoTo = (name) => { host.dsInit(); requestAnimationFrame(() => { if (host.dsNode) host.dsNode(name); }); };
     if (near) near.observe(host); else host.dsInit();
   }
 
@@ -119,14 +121,15 @@ function dsReport(root) {
       crumbs.textContent = `opened ${(b && b.group) || boxId}: ${sub.boxes.length} boxes`;
       return true;
     };
+    const inspect = (name) => {
+      const got = factsOf(Number(host.dataset.graph), name);
+      if (got) { drawInspector(info, got, ""); return; }
+      const b = (current.boxes || []).find((x) => x.id === name);  // a report without the facts block
+      info.textContent = b ? [b.label, b.sub, b.src].filter(Boolean).join("\n") : name;
+    };
     v = dsView(canvasEl, {
       height: Number(host.dataset.height) || 520, roleCss: data.css, uid: `dsr${globalThis.__dynascopeCanvases}`,
-      onNode(name) {
-        const got = factsOf(Number(host.dataset.graph), name);
-        if (got) { drawInspector(info, got, ""); return; }
-        const b = (current.boxes || []).find((x) => x.id === name);  // a report without the facts block
-        info.textContent = b ? [b.label, b.sub, b.src].filter(Boolean).join("\n") : name;
-      },
+      onNode: inspect,
       onGroup(path, boxId) { if (down(boxId)) show(current, crumbs.textContent); },
       searchIn: () => entry,  // the whole graph, whatever level is shown
       onReveal(hit, d) {  // a search hit folded in module boxes of drawing `d` (shown, or above it): open them
@@ -151,6 +154,12 @@ function dsReport(root) {
       show(entry, FIRST);
       v.search.value = needle;
       requestAnimationFrame(() => v.find(false));
+    };
+    host.dsNode = (name) => {  // Note [Code lines link to nodes] (view.js): opened, selected, centred, inspected
+      if (!v.goTo(name)) return false;
+      v.setSelected(name);
+      inspect(name);
+      return true;
     };
     v.draw(entry, true);
     const details = host.closest("details");
@@ -243,6 +252,21 @@ function dsModuleLinks(root) {
   }
 }
 
+// A graph's code (Note [Code lines link to nodes] in view.js): a click on a line defining a node shows
+// that node in the graph drawn from it (`data-graph`: its index in the report's drawings).
+function dsCodeLinks(root) {
+  root.addEventListener("click", (ev) => {
+    const hit = clickedCodeLine(ev);
+    if (!hit || hit.box.dataset.graph === undefined || hit.box.closest(".ds-report") !== root) return;
+    const host = root.querySelector(`.ds-graphbox[data-graph="${Number(hit.box.dataset.graph)}"]`);
+    if (!host || !host.dsGoTo) return;
+    const details = host.closest("details");
+    if (details) details.open = true;
+    host.scrollIntoView({ block: "center" });
+    host.dsGoTo(hit.name);
+  });
+}
+
 // Every report inside `root` not set up yet (a page may hold several: the CLI's, one per rank), set
 // up once.
 export function setUpReports(root) {
@@ -252,5 +276,6 @@ export function setUpReports(root) {
     dsReport(r);
     dsGuards(r);
     dsModuleLinks(r);
+    dsCodeLinks(r);
   }
 }

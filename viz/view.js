@@ -35,6 +35,39 @@ function foldedIn(d, id) {
   return null;
 }
 
+// Note [Code lines link to nodes]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A graph's code (`.ds-graph-code`, its `data-graph` naming the drawing: the widget's Code side tab,
+// the report's "Code of" blocks) is fx's Python for it, one line per node: `add = torch.add(x, y)` or
+// `add: "f32[3]" = ...` (the lines viz/panels.py code_html marks for the selected node). A click on
+// such a line shows that node in its graph: the module boxes folding it opened, the node selected and
+// centred. The line is found from the click point in the text (no markup per line, so the report's
+// bytes do not grow); a line that defines no node of the graph does nothing.
+const DEFINES = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?::|=(?!=))/;
+
+function caretAt(x, y) {
+  if (document.caretPositionFromPoint) {
+    const p = document.caretPositionFromPoint(x, y);
+    return p ? [p.offsetNode, p.offset] : null;
+  }
+  const r = document.caretRangeFromPoint ? document.caretRangeFromPoint(x, y) : null;
+  return r ? [r.startContainer, r.startOffset] : null;
+}
+
+// The code block and the node name defined by the line clicked in `ev`, or null.
+export function clickedCodeLine(ev) {
+  const box = ev.target && ev.target.closest ? ev.target.closest(".ds-graph-code") : null;
+  const pre = box && ev.target.closest("pre");
+  const at = pre && box.contains(pre) ? caretAt(ev.clientX, ev.clientY) : null;
+  if (!at || !pre.contains(at[0])) return null;
+  const before = document.createRange();
+  before.setStart(pre, 0);
+  before.setEnd(at[0], at[1]);
+  const line = pre.textContent.split("\n")[before.toString().split("\n").length - 1] || "";
+  const m = DEFINES.exec(line);
+  return m ? { box, name: m[1] } : null;
+}
+
 // The elements of a view: toolbar, the clipped view, the transformed stage in it, the minimap corner.
 function frame(el, height) {
   el.classList.add("ds-canvas");
@@ -151,6 +184,23 @@ function searchBox(parts, st, centreOn, reveal, searchIn, beforeFind) {
     const box = (st.d.boxes || []).find((x) => x.id === at.box);
     if (box) mark(box);
   };
+  // Node `id` (Note [Code lines link to nodes]) marked and centred; one folded in a module box is opened
+  // first, by `reveal` or, with `reveal` false, by whoever redraws (the widget's Python); false when
+  // no drawing names it.
+  const goTo = (id, useReveal = true) => {
+    for (const e of stage.querySelectorAll(".ds-hit")) e.classList.remove("ds-hit");
+    st.pending = "";
+    const b = (st.d.boxes || []).find((x) => x.id === id && typeof x.group !== "string");
+    if (b) { mark(b); return true; }
+    if (!useReveal) { st.pending = id; return true; }
+    const top = (searchIn && searchIn()) || st.d;
+    const at = foldedIn(st.d, id) || foldedIn(top, id);
+    if (!at || at.e.group) return false;
+    if (reveal && (at.e.open || at.e.via)) { st.pending = id; reveal(at.e, foldedIn(st.d, id) ? st.d : top); return true; }
+    const box = (st.d.boxes || []).find((x) => x.id === at.box);
+    if (box) mark(box);
+    return true;
+  };
   // After a new drawing: the node a search asked to open, marked and centred.
   const onDrawn = () => {
     const b = st.pending && (st.d.boxes || []).find((x) => x.id === st.pending);
@@ -159,7 +209,7 @@ function searchBox(parts, st, centreOn, reveal, searchIn, beforeFind) {
   };
   search.addEventListener("keydown", (ev) => { if (ev.key === "Enter") find(search.dataset.last === search.value); search.dataset.last = search.value; });
   search.addEventListener("input", () => { search.dataset.last = ""; });
-  return { search, find, onDrawn };
+  return { search, find, goTo, onDrawn };
 }
 
 // Note [Minimap]: graphs of more than MINIMAP_FROM boxes-or-nodes get a small overview in the corner;
@@ -263,7 +313,7 @@ export function dsView(el, opts) {
   addButton(bar, "\u2212", "zoom out", () => vp.zoomAt(0.8, view.clientWidth / 2, view.clientHeight / 2));
   addButton(bar, "fit", "fit the graph in view (never below readable labels)", vp.fit);
   for (const [label, title, fn] of opts.extraButtons || []) addButton(bar, label, title, fn);
-  const { search, find, onDrawn } = searchBox(parts, st, vp.centreOn, opts.onReveal, opts.searchIn, opts.beforeFind);
+  const { search, find, goTo, onDrawn } = searchBox(parts, st, vp.centreOn, opts.onReveal, opts.searchIn, opts.beforeFind);
   const hint = document.createElement("span");
   hint.className = "ds-hint";
   hint.textContent = "drag to pan \u00b7 wheel to zoom \u00b7 click a node";
@@ -278,7 +328,7 @@ export function dsView(el, opts) {
     } else if (group !== null && opts.onGroup) opts.onGroup(group, hit.getAttribute("data-box"));
   });
   return {
-    view, stage, fit: vp.fit, find, search, bar, destroy,
+    view, stage, fit: vp.fit, find, goTo, search, bar, destroy,
     setHeight(px) { view.style.height = `${px}px`; },
     setSelected(name) { st.selected = name || ""; markSelected(stage, st.selected); },
     // Draw `drawing`; `refit`: a new graph (fit it) rather than a redraw of the same one (keep the view).
