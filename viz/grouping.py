@@ -158,9 +158,8 @@ def module_chain(node: Node) -> list[tuple[str, str]]:
 # every box and the inspector say the group was inferred from the log; a node without it stays loose.
 # A graph where the log placed under LOG_GROUP_MIN_SHARE of the computing nodes (an AOT backward graph,
 # where only nodes reading a parameter are placed) is drawn as without module stacks: a few module
-# boxes among hundreds of loose nodes made ResNet's backward 6x wider than no boxes at all. An AOT
-# backward graph keeps its few groups instead: its loose nodes go to the runs of the "no module" group,
-# opened in the first view (Note [Runs of the no-module group] in viz/backward_groups.py).
+# boxes among hundreds of loose nodes made ResNet's backward 6x wider than no boxes at all. An AOT backward graph keeps
+# them: its loose nodes go to the "no module" group's runs (Note [Runs of the no-module group], viz/backward_groups.py).
 INFERRED = "inferred from log"
 LOG_GROUP_MIN_SHARE = 0.5
 
@@ -191,8 +190,7 @@ def graph_chains(graph: Graph) -> list[list[tuple[str, str]]]:
     forward node] (viz/backward_groups.py) applied; computed once per graph, so callers must not
     change the lists."""
     chains = [module_chain(n) for n in graph.nodes]
-    sparse = _sparse_log_groups(graph, chains)  # Note [Groups inferred from a log]
-    if sparse and graph.name != "backward":
+    if (sparse := _sparse_log_groups(graph, chains)) and graph.name != "backward":  # Note [Groups inferred from a log]
         return [[] for _ in chains]
     return place_unmoduled(graph, chains, runs=sparse)
 
