@@ -17,13 +17,14 @@ REPO = Path(__file__).resolve().parent.parent
 TORCH = Path(torch.__file__).resolve().parent
 CITE = re.compile(r"Note \[([^\]\n]+)\]")
 OPEN = re.compile(r"Note \[[^\]]*$")  # a citation wrapped over two lines: joined with the next one
-HEADER = re.compile(r"\s*# Note \[([^\]]+)\]\s*$")
-INLINE = re.compile(r"\s*# Note \[([^\]]+)\]:")
+HEADER = re.compile(r"\s*(?:#|//) Note \[([^\]]+)\]\s*$")  # Python's comments, and the browser code's
+INLINE = re.compile(r"\s*(?:#|//) Note \[([^\]]+)\]:")
+RULE = re.compile(r"\s*(?:#|//) ~~~")
 TORCH_NOTE = re.compile(r"(?i)note:?\s*\[\s*([^\]\n]+?)\s*\]")
 
 
 def _sources() -> list[Path]:
-    return sorted(p for d in ("tracer", "viz") for p in (REPO / d).rglob("*.py"))
+    return sorted(p for d in ("tracer", "viz") for ext in ("*.py", "*.js") for p in (REPO / d).rglob(ext))
 
 
 def _ours() -> tuple[dict[str, str], list[tuple[str, str]]]:
@@ -34,12 +35,12 @@ def _ours() -> tuple[dict[str, str], list[tuple[str, str]]]:
         for i, line in enumerate(lines):
             where = f"{p.relative_to(REPO)}:{i + 1}"
             m = HEADER.match(line)
-            if m and i + 1 < len(lines) and lines[i + 1].lstrip().startswith("# ~~~"):
+            if m and i + 1 < len(lines) and RULE.match(lines[i + 1]):
                 defined[m.group(1)] = where
             elif (m := INLINE.match(line)) is not None:
                 defined[m.group(1)] = where
             if OPEN.search(line) and i + 1 < len(lines):
-                line = f"{line} {lines[i + 1].strip().lstrip('#').strip()}"
+                line = f"{line} {lines[i + 1].strip().lstrip('#/').strip()}"
             cited += [(c.group(1), where) for c in CITE.finditer(line)]
     return defined, cited
 
@@ -65,7 +66,7 @@ def test_a_note_of_ours_is_defined_once():
         lines = p.read_text().splitlines()
         for i, line in enumerate(lines):
             m = HEADER.match(line)
-            if m and i + 1 < len(lines) and lines[i + 1].lstrip().startswith("# ~~~"):
+            if m and i + 1 < len(lines) and RULE.match(lines[i + 1]):
                 seen.setdefault(m.group(1), []).append(f"{p.relative_to(REPO)}:{i + 1}")
     assert {k: v for k, v in seen.items() if len(v) > 1} == {}
 
