@@ -177,3 +177,26 @@ def test_load_job_read_only_finds_what_the_editable_load_finds(ddp_job_dir, work
     next(f.graph for f in ed.rank(1).frames if f.graph.nodes).nodes[0].meta["x"] = 1  # the editable job's ranks stay editable
     a, b = export_job_html(ro, tmp_path / "ro.html"), export_job_html(ed, tmp_path / "ed.html")
     assert a.read_bytes() == b.read_bytes()
+
+
+def test_equal_guard_trees_share_read_only_guards(log):
+    """Frames that logged equal guard trees (the copies of the repeated log, as a job's ranks do): read-only,
+    they share the Guards, which raise on a write; the guards equal the editable load's, and
+    dataclasses.replace / deepcopy still work."""
+    import dataclasses
+
+    a, plain = load_trace(log, read_only=True), load_trace(log)
+    assert [f.guards for f in a.frames] == [f.guards for f in plain.frames]
+    n = len(a.frames) // 3
+    fa, fb = next((f, a.frames[i + n]) for i, f in enumerate(a.frames[:n]) if f.guards)
+    assert all(x is y for x, y in zip(fa.guards, fb.guards, strict=True)) and fa.guards is not fb.guards
+    g = fa.guards[0]
+    for write in (lambda: setattr(g, "source", "x"), lambda: g.code.append("x"), lambda: g.user_stack.clear()):
+        with pytest.raises(ReadOnlyError, match="read_only=True"):
+            write()
+    assert dataclasses.replace(g, source="masked").source == "masked" and g.source != "masked"
+    mine = copy.deepcopy(g)
+    mine.code.append("x")
+    assert type(mine) is tracer.Guard and g.code != mine.code
+    fa.guards.append(mine)  # the frame's own list: this frame only
+    assert len(fa.guards) == len(fb.guards) + 1

@@ -1,7 +1,8 @@
-"""Read-only nodes: a graph's node list that raises on every write, for graphs shared between frames.
+"""Read-only nodes and guards: a graph's node list, and guards, that raise on every write, for records
+shared between frames.
 
-Invariant: a read-only node list, its nodes and every list and dict inside them read exactly like
-the editable ones (``==``, ``repr``, ``isinstance``, JSON, iteration) and raise
+Invariant: a read-only node list, its nodes, read-only guards and every list and dict inside them read
+exactly like the editable ones (``==``, ``repr``, ``isinstance``, JSON, iteration) and raise
 :class:`ReadOnlyError` on every write through their own methods; ``copy.copy`` / ``copy.deepcopy``
 of one gives plain, editable lists, dicts and ``Node``s. See Note [Read-only graphs] in
 tracer/trace_log/deferred.py for who makes them and why.
@@ -12,11 +13,12 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from tracer.model.graph import Node
+from tracer.model.guards import Guard
 
-__all__ = ["ReadOnlyError", "ReadOnlyNode", "freeze_nodes", "is_read_only"]
+__all__ = ["ReadOnlyError", "ReadOnlyGuard", "ReadOnlyNode", "freeze_guards", "freeze_nodes", "is_read_only"]
 
-_HOW = ("the graph was loaded with load_trace(..., read_only=True) (or by a reader that only reads, such as "
-        "`dynascope report`), so equal graphs of every frame share its nodes; for an editable graph use "
+_HOW = ("it was loaded with load_trace(..., read_only=True) (or by a reader that only reads, such as "
+        "`dynascope report`), so equal graphs (and guard trees) of every frame share it; for an editable graph use "
         "copy.deepcopy(graph) or load the log with load_trace(path) (the default)")
 
 
@@ -45,7 +47,7 @@ class _List(list):  # type: ignore[type-arg]
     __slots__ = ()
 
     def _no(self, *_: Any, **__: Any) -> NoReturn:
-        _refuse("a list of a read-only graph")
+        _refuse("a list of a read-only loaded graph or guard")
 
     append = extend = insert = remove = pop = clear = sort = reverse = _no
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _no
@@ -60,7 +62,7 @@ class _Dict(dict):  # type: ignore[type-arg]
     __slots__ = ()
 
     def _no(self, *_: Any, **__: Any) -> NoReturn:
-        _refuse("a dict of a read-only graph's node (its meta or kwargs)")
+        _refuse("a dict of a read-only loaded graph's node (its meta or kwargs)")
 
     __setitem__ = __delitem__ = __ior__ = setdefault = update = pop = popitem = clear = _no
 
@@ -69,13 +71,20 @@ class _Dict(dict):  # type: ignore[type-arg]
 
 
 _FIELDS = tuple(f for f in Node.__dataclass_fields__)  # type: ignore[attr-defined]
+_GUARD_FIELDS = tuple(f for f in Guard.__dataclass_fields__)  # type: ignore[attr-defined]
 
 
 class ReadOnlyNode(Node):
     """A ``Node`` of a read-only loaded graph: every field reads as a Node's; assigning one raises
-    :class:`ReadOnlyError`. ``==`` compares fields with any Node; ``copy.deepcopy`` gives a plain Node."""
+    :class:`ReadOnlyError`. ``==`` compares fields with any Node; ``copy.deepcopy`` gives a plain Node;
+    ``dataclasses.replace`` a new read-only one."""
 
     __slots__ = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        n = Node(*args, **kwargs)
+        for f in _FIELDS:
+            object.__setattr__(self, f, _freeze(getattr(n, f)))
 
     def __setattr__(self, name: str, value: Any) -> NoReturn:
         _refuse(f"node {self.name!r}.{name}")
@@ -92,6 +101,37 @@ class ReadOnlyNode(Node):
 
     def __reduce__(self) -> tuple[Any, ...]:  # copy.copy / deepcopy: an editable Node
         return Node, tuple(_thaw(getattr(self, f)) for f in _FIELDS)
+
+
+class ReadOnlyGuard(Guard):
+    """A ``Guard`` shared by the frames of a read-only capture that logged the same guard tree: as
+    :class:`ReadOnlyNode`, every write raises :class:`ReadOnlyError`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        g = Guard(*args, **kwargs)
+        for f in _GUARD_FIELDS:
+            object.__setattr__(self, f, _freeze(getattr(g, f)))
+
+    def __setattr__(self, name: str, value: Any) -> NoReturn:
+        _refuse(f"guard {self.kind} {self.source!r}.{name}")
+
+    def __delattr__(self, name: str) -> NoReturn:
+        _refuse(f"guard {self.kind} {self.source!r}.{name}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Guard):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in _GUARD_FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Guard, tuple(_thaw(getattr(self, f)) for f in _GUARD_FIELDS)
+
+
+def freeze_guards(guards: list[Guard]) -> tuple[Guard, ...]:
+    """Read-only copies of ``guards`` (:class:`ReadOnlyGuard`), to share."""
+    return tuple(ReadOnlyGuard(*(getattr(g, f) for f in _GUARD_FIELDS)) for g in guards)
 
 
 def _freeze(v: Any) -> Any:

@@ -162,8 +162,11 @@ def _fresh(p: _Kept) -> ParsedModule:
 # report of either is byte for byte the same (tests/test_read_only_load.py). For one contract per
 # capture, every other graph of a read-only capture is made read-only too (those parsed at load,
 # with HOP bodies, by ``freeze_loaded`` once the loader is done with them; the rest as they are
-# parsed), unshared. What stays writable is per frame: a Graph's own fields (``let_go`` empties
-# ``nodes`` by assigning a new list) and the frame's other records, none shared.
+# parsed), unshared. Guards are shared the same way: frames that logged an equal C++ guard tree get
+# the same read-only Guards (``shared_guards_of`` in guards.py; a real job's ranks log equal trees,
+# and per-rank Guard copies were a third of its fully read bytes). What stays writable is per frame:
+# a Graph's own fields (``let_go`` empties ``nodes`` by assigning a new list), the frame's own
+# ``guards`` list (of shared Guards) and its other records, none shared.
 # Why opt-in and not the default: a loaded capture has always been plain editable data, like a live
 # capture and one read from JSON (fx's ``meta`` is an escape hatch users write into); a default that
 # starts raising on ``node.meta[k] = v`` breaks that code, while a reader that wants the speed says
