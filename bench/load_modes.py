@@ -113,6 +113,7 @@ def run(log: Optional[str] = None, job: Optional[str] = None, big_bytes: int = 1
     from bench.report_vs_tlparse import synthetic_log, training_log
 
     tmp = out or tempfile.mkdtemp(prefix="dynascope-bench-modes-")
+    os.makedirs(tmp, exist_ok=True)
     result: dict[str, Any] = {"loadavg_start": _loadavg()}
     if log is None:
         log = training_log(tmp, "full")
