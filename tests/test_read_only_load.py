@@ -52,6 +52,13 @@ def _shared_pair(cap: Capture) -> tuple[tracer.Graph, tracer.Graph]:
     raise AssertionError("no two graphs share their nodes")
 
 
+def _containers(v):
+    """``v`` and every list, dict and tuple in it."""
+    yield v
+    for x in (v.values() if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else ()):
+        yield from _containers(x)
+
+
 def test_the_default_load_stays_editable(log):
     cap = load_trace(log)
     g = next(g for g in _graphs(cap) if g.nodes)
@@ -98,6 +105,8 @@ def test_every_graph_of_a_read_only_capture_is_read_only_and_equal_to_the_editab
     for g, h in zip(graphs, plain, strict=True):
         assert g == h and g.nodes == h.nodes and h.nodes == g.nodes
         assert all(type(n) is tracer.model.read_only.ReadOnlyNode for n in g.nodes)
+        assert not [v for n in g.nodes for f in (n.args, n.kwargs, n.inputs, n.users, n.calls, n.meta)
+                    for v in _containers(f) if type(v) in (list, dict)]  # every list and dict in a node refuses writes
         with pytest.raises(ReadOnlyError):
             g.nodes.append(None)
     assert len({id(g.nodes) for g in graphs}) < len(graphs)  # equal graphs share their nodes

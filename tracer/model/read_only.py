@@ -15,7 +15,8 @@ from typing import Any, NoReturn
 from tracer.model.graph import Node
 from tracer.model.guards import Guard
 
-__all__ = ["ReadOnlyError", "ReadOnlyGuard", "ReadOnlyNode", "freeze_guards", "freeze_nodes", "is_read_only"]
+__all__ = ["ReadOnlyError", "ReadOnlyGuard", "ReadOnlyNode", "freeze", "freeze_flat", "freeze_guards", "freeze_nodes",
+           "is_read_only", "read_only_list", "read_only_node"]
 
 _HOW = ("it was loaded with load_trace(..., read_only=True) (or by a reader that only reads, such as "
         "`dynascope report`), so equal graphs (and guard trees) of every frame share it; for an editable graph use "
@@ -145,6 +146,32 @@ def _freeze(v: Any) -> Any:
     return v
 
 
+freeze = _freeze  # a value with every list and dict in it read-only (new ones)
+
+
+def freeze_flat(v: Any) -> Any:
+    """A read-only copy of list or dict ``v`` that holds no list, dict or tuple (one C-level copy)."""
+    return _List(v) if type(v) is list else _Dict(v)
+
+
+def read_only_node(name: str, op: str, target: str, args: Any, kwargs: Any, inputs: list[str], users: list[str],
+                   role: str, calls: list[str], meta: Any) -> ReadOnlyNode:
+    """A ReadOnlyNode of these fields as they are (the caller made its lists and dicts read-only)."""
+    r = ReadOnlyNode.__new__(ReadOnlyNode)
+    put = object.__setattr__
+    put(r, "name", name)
+    put(r, "op", op)
+    put(r, "target", target)
+    put(r, "args", args)
+    put(r, "kwargs", kwargs)
+    put(r, "inputs", inputs)
+    put(r, "users", users)
+    put(r, "role", role)
+    put(r, "calls", calls)
+    put(r, "meta", meta)
+    return r
+
+
 def freeze_nodes(nodes: list[Node]) -> list[Node]:
     """A read-only copy of ``nodes``: a list that refuses writes, of :class:`ReadOnlyNode`\\ s whose lists
     and dicts refuse them too (a list already read-only is returned as it is)."""
@@ -158,6 +185,11 @@ def freeze_nodes(nodes: list[Node]) -> list[Node]:
             put(r, f, _freeze(getattr(n, f)))
         out.append(r)
     return _List(out)
+
+
+def read_only_list(items: list[Any]) -> list[Any]:
+    """``items`` as a read-only list (the items as they are)."""
+    return _List(items)
 
 
 def is_read_only(nodes: list[Node]) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import sys
 from collections import OrderedDict
 from typing import Any, Callable, Hashable, NamedTuple, Optional
 
@@ -17,7 +18,7 @@ from tracer.inductor_events import inductor_graphs
 from tracer.model.frame import Frame
 from tracer.model.graph import Graph, Node
 from tracer.model.lazy import on_first_read, peek, pending
-from tracer.model.read_only import freeze_nodes
+from tracer.model.read_only import freeze, freeze_flat, freeze_nodes, read_only_list, read_only_node
 from tracer.shape_events import Event
 from tracer.trace_log.graph_text import ParsedModule, parse_readable
 
@@ -163,8 +164,8 @@ def _fresh(p: _Kept) -> ParsedModule:
 # capture, every other graph of a read-only capture is made read-only too (those parsed at load,
 # with HOP bodies, by ``freeze_loaded`` once the loader is done with them; the rest as they are
 # parsed), unshared. Guards are shared the same way: frames that logged an equal C++ guard tree get
-# the same read-only Guards (``shared_guards_of`` in guards.py; a real job's ranks log equal trees,
-# and per-rank Guard copies were a third of its fully read bytes). What stays writable is per frame:
+# the same read-only Guards (``shared_guards_of`` in guards.py: a step compiled again, a recompile
+# to the same guards; a job's ranks rarely do, their trees name per-process object ids). What stays writable is per frame:
 # a Graph's own fields (``let_go`` empties ``nodes`` by assigning a new list), the frame's own
 # ``guards`` list (of shared Guards) and its other records, none shared.
 # Why opt-in and not the default: a loaded capture has always been plain editable data, like a live
@@ -196,8 +197,22 @@ def _hand_out(p: _Kept, read_only: bool) -> ParsedModule:
     if not read_only or p.children:
         return _fresh(p)
     if not p.shared:
-        p.shared.append(freeze_nodes(_fresh(p).graph.nodes))
+        p.shared.append(_read_only(p))
     return ParsedModule(Graph(nodes=p.shared[0], code=p.code, name=p.name), {}, list(p.errors))
+
+
+def _read_only(p: _Kept) -> list[Node]:
+    """``_fresh(p)``'s nodes made read-only in the same one copy (tracer/model/read_only.py)."""
+    nodes = []
+    add = nodes.append
+    for name, op, target, args, kwargs, inputs, users, role, calls, meta, containers, deep_args in p.nodes:
+        m = meta.copy()
+        for k, deep in containers:
+            m[k] = freeze(m[k]) if deep else freeze_flat(m[k])
+        args, kwargs = (freeze(args), freeze(kwargs)) if deep_args else (freeze_flat(args), freeze_flat(kwargs))
+        add(read_only_node(name, op, target, args, kwargs, freeze_flat(inputs), freeze_flat(users), role,
+                           freeze_flat(calls), freeze_flat(m)))
+    return read_only_list(nodes)
 
 
 def freeze_loaded(graphs: list[Graph]) -> None:
@@ -307,7 +322,10 @@ def deferred_graph(frame: Frame, text: str, line: int, name: str,
 
     def fill() -> None:
         nodes = parse()
-        g.nodes = freeze_nodes(nodes) if read_only else nodes  # a shared list is read-only already
+        if read_only:  # equal texts of other frames and ranks share one string too
+            g.nodes, g.code = freeze_nodes(nodes), sys.intern(text)  # a shared list is read-only already
+        else:
+            g.nodes = nodes
 
     on_first_read(g, "nodes", fill)
     return g
