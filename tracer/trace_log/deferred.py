@@ -146,7 +146,7 @@ def _fresh(p: _Kept) -> ParsedModule:
 # A reader that only reads (``dynascope report``, a notebook that looks at every frame of a big job)
 # pays for hand-outs it does not need: copying a kept parse node by node is most of what reading a
 # repeated graph costs, and holding the copies most of a fully read log's memory (bench/RESULTS.md:
-# 3.1x the log's bytes with copies, under 0.4x shared). ``load_trace(path, read_only=True)`` (also the
+# 3.1x the log's bytes with copies, 0.15x shared). ``load_trace(path, read_only=True)`` (also the
 # default inside ``with read_only_graphs():``, which the CLI's report uses) loads a capture whose
 # waiting graphs, on their first read, get a Graph of their own whose ``nodes`` is *one list shared by
 # every equal graph read that way* when their finished parse is kept (``parse_finished``: the Dynamo
@@ -170,8 +170,12 @@ def _fresh(p: _Kept) -> ParsedModule:
 # ``guards`` list (of shared Guards) and its other records, none shared.
 # Why opt-in and not the default: a loaded capture has always been plain editable data, like a live
 # capture and one read from JSON (fx's ``meta`` is an escape hatch users write into); a default that
-# starts raising on ``node.meta[k] = v`` breaks that code, while a reader that wants the speed says
-# so in one word. Python cannot stop every write (``list.append(nodes, x)`` called on the class, or
+# starts raising on ``node.meta[k] = v`` breaks that code and makes a log's capture behave unlike the
+# same capture live or from JSON, while a reader that wants the speed says so in one word (the
+# report and ``load_job(dir, read_only=True)``, whose loader "trace-read-only" ``job.rank(r)`` reuses,
+# do). Protection by other types (``MappingProxyType`` meta, tuples for lists) was not taken: readers
+# would see other types (a tuple's repr in a view, ``list + tuple`` failing), so the page could no
+# longer be the editable load's byte for byte. Python cannot stop every write (``list.append(nodes, x)`` called on the class, or
 # ``object.__setattr__``, still get through): the guard stops the ordinary ones, which is what keeps
 # one frame's edit out of another's. ``copy.deepcopy(graph)`` gives an editable copy.
 _READ_ONLY: contextvars.ContextVar[bool] = contextvars.ContextVar("dynascope_read_only_graphs", default=False)
