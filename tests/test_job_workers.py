@@ -126,5 +126,5 @@ def test_worker_count():
 
 
 def test_an_unknown_loader_names_the_choices():
-    with pytest.raises(ValueError, match=r"unknown loader 'pt2' \(must be one of \['capture', 'trace'\]\)"):
+    with pytest.raises(ValueError, match=r"unknown loader 'pt2' \(must be one of \['capture', 'trace', 'trace-read-only'\]\)"):
         list(read_ranks({0: "x"}, "pt2"))

@@ -146,15 +146,14 @@ def test_an_edit_to_one_frame_changes_no_other_graph(logs):
 
 @pytest.mark.parametrize("name", ["child", "transformer12", "tied_reused"])
 def test_read_only_graphs_share_equal_nodes_and_read_as_copies_do(logs, name):
-    """Note [Read-only graphs]: inside the scope every waiting graph reads node for node as its own finish,
-    equal graphs (the copies of the repeated log) share one node list, and the frames' problems are the
-    same; a graph read after the scope is a fresh copy again."""
+    """Note [Read-only graphs]: in a capture loaded read-only every waiting graph reads node for node as
+    its own finish, equal graphs (the copies of the repeated log) share one node list, and the frames'
+    problems are the same; a capture loaded editable gets fresh copies again."""
     deferred._shared.clear()
-    cap = load_trace(logs[name])
-    with deferred.read_only_graphs():
-        graphs = [g for f in cap.frames for g in [f.graph, *_aot(f)] if g is not None and g.code and not g.parsed]
-        for g in graphs:
-            g.nodes  # noqa: B018 (the first read parses, inside the scope)
+    cap = load_trace(logs[name], read_only=True)
+    graphs = [g for f in cap.frames for g in [f.graph, *_aot(f)] if g is not None and g.code and not g.parsed]
+    for g in graphs:
+        g.nodes  # noqa: B018 (the first read parses)
     ref = load_trace(logs[name])
     ref_graphs = [g for f in ref.frames for g in [f.graph, *_aot(f)] if g is not None and g.code and not g.parsed]
     want = _references(logs[name], ref)

@@ -39,6 +39,7 @@ from tracer.model import (
 )
 from tracer.model.profile import LineTime, NodeTime, Profile
 from tracer.model.profile_diff import ProfileDiff, TimeDelta
+from tracer.model.read_only import ReadOnlyError
 from tracer.options import CaptureOptions
 from tracer.profile_compare import compare_profiles
 from tracer.profiling import profile
@@ -70,6 +71,7 @@ __all__ = [
     "PausedState",
     "Profile",
     "ProfileDiff",
+    "ReadOnlyError",
     "Recompile",
     "SavedTensorHooks",
     "SavedValue",

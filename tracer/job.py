@@ -29,7 +29,8 @@ __all__ = ["collectives", "compare_frames", "find_divergence", "load_job", "rank
 _RANK = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
 
 
-def load_job(path: str, *, workers: Optional[int] = 1, progress: Optional[Callable[[str], None]] = None) -> Job:
+def load_job(path: str, *, workers: Optional[int] = 1, progress: Optional[Callable[[str], None]] = None,
+             read_only: bool = False) -> Job:
     """The Job in directory ``path``: a summary per rank, and ``job.divergence``; ``job.rank(r)``
     opens rank ``r``'s capture from its file when asked (Note [A job holds summaries] in
     tracer/model/job.py).
@@ -46,6 +47,8 @@ def load_job(path: str, *, workers: Optional[int] = 1, progress: Optional[Callab
     [Ranks read in worker processes] in tracer/rank_pool.py); the Job is the same either way, and so
     is the memory of this process. On a busy 2-core machine the processes pay little
     (bench/RESULTS.md, job_scale), so they are opt-in. ``progress(line)`` is called after each rank is read.
+    ``read_only=True`` reads TORCH_TRACE logs as ``load_trace(..., read_only=True)`` does, here and in
+    ``job.rank(r)`` (Note [Read-only graphs] in tracer/trace_log/deferred.py): the same Job, faster.
     """
     if not os.path.isdir(path):
         raise ValueError(f"load_job: {path!r} is not a directory (expected per-rank capture JSON files or a TORCH_TRACE directory)")
@@ -61,7 +64,7 @@ def load_job(path: str, *, workers: Optional[int] = 1, progress: Optional[Callab
         files, kind = rank_files(notes, path, jsons), "capture"
     elif logs:
         job.meta["loaded_from"] = "TORCH_TRACE"
-        files, kind = rank_files(notes, path, logs), "trace"
+        files, kind = rank_files(notes, path, logs), "trace-read-only" if read_only else "trace"
     else:
         raise ValueError(f"load_job: no rank files in {path!r} (expected rank<N>.json capture files or "
                          f"TORCH_TRACE logs *rank_<N>*.log or .log.gz; found {names[:10]})")

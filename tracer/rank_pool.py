@@ -26,7 +26,7 @@ from tracer.model.capture import Capture
 
 __all__ = ["LOADERS", "RankResult", "compare_ranks", "load_rank", "read_ranks", "worker_count"]
 
-LOADERS = ("capture", "trace")  # a file saved by Capture.save, or a TORCH_TRACE log
+LOADERS = ("capture", "trace", "trace-read-only")  # a file saved by Capture.save, or a TORCH_TRACE log (editable, or read-only)
 
 RankResult = tuple[int, Optional[Capture], Optional[str]]  # (rank, its capture or None, the error line or None)
 
@@ -84,6 +84,10 @@ def _loader(kind: str) -> Callable[[str], Capture]:
         from tracer.trace_log import load_trace  # the one place that reads a log
 
         return load_trace
+    if kind == "trace-read-only":  # Note [Read-only graphs] in tracer/trace_log/deferred.py
+        from tracer.trace_log import load_trace
+
+        return lambda path: load_trace(path, read_only=True)
     raise ValueError(f"unknown loader {kind!r} (must be one of {list(LOADERS)})")
 
 

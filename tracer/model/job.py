@@ -101,7 +101,7 @@ class RankSummary:
     frames: list[FrameSummary] = field(default_factory=list)  # every compile attempt, in compile order
     problems: list[str] = field(default_factory=list)  # the capture's problems (Capture.all_problems)
     path: str = ""  # the file the rank was read from ("" for a capture given in memory, Job.of)
-    loader: str = ""  # how that file is read: "capture" (Capture.load) or "trace" (tracer.load_trace)
+    loader: str = ""  # how that file is read: "capture" (Capture.load), "trace" (tracer.load_trace) or "trace-read-only"
     not_read: str = ""  # why the rank's file was not read whole (Capture.meta["not_read"]; "" it was)
     cut_in: Optional[list[str]] = None  # the log's text ends early: the compile ids it ends inside (Capture.meta["cut_in"])
 

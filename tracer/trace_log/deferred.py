@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import sys
 from collections import OrderedDict
 from typing import Any, Callable, Hashable, NamedTuple, Optional
 
@@ -17,11 +18,12 @@ from tracer.inductor_events import inductor_graphs
 from tracer.model.frame import Frame
 from tracer.model.graph import Graph, Node
 from tracer.model.lazy import on_first_read, peek, pending
+from tracer.model.read_only import freeze, freeze_flat, freeze_nodes, read_only_list, read_only_node
 from tracer.shape_events import Event
 from tracer.trace_log.graph_text import ParsedModule, parse_readable
 
-__all__ = ["deferred_graph", "deferred_inductor", "has_bodies", "parse_finished", "parse_logged",
-           "problems_wait_for_graphs", "read_only_graphs"]
+__all__ = ["deferred_graph", "deferred_inductor", "freeze_loaded", "has_bodies", "loading_read_only", "parse_finished",
+           "parse_logged", "problems_wait_for_graphs", "read_only_graphs"]
 
 # Note [Which logged graphs wait]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -141,27 +143,47 @@ def _fresh(p: _Kept) -> ParsedModule:
 
 # Note [Read-only graphs]
 # ~~~~~~~~~~~~~~~~~~~~~~~
-# A reader that only reads (``dynascope report``: it renders each frame once, then lets it go) pays
-# for hand-outs it does not need: copying a kept parse node by node is most of what reading a
-# repeated graph costs, and freeing the copies again after the frame is done a good part of the rest.
-# Inside ``with read_only_graphs():`` a waiting graph whose finished parse is kept (``parse_finished``:
-# the Dynamo graph and its AOT graphs, Note [One finish per distinct graph and context]) gets, on its
-# first read, a Graph of its own whose ``nodes`` is *one list shared by every equal graph read that
-# way*, built once per kept parse: equal graphs then share their Node objects, and a reader can tell
-# equal graphs by ``a.nodes is b.nodes``. Nothing may change those nodes -- a change would show in
-# every equal graph of every frame -- so the scope is only for code that reads: the report, whose
-# rendering writes into no node (viz never assigns a Node field). Outside the scope (the default,
-# and every graph parsed outside it, e.g. by another thread) each hand-out is a fresh copy as before.
-# The scope is a ContextVar, read at the moment of the parse, not at load: a capture loaded outside
-# the scope and read inside it shares; one read outside does not. A graph parsed with bodies, or
-# not kept (``parse_logged``), is never shared.
+# A reader that only reads (``dynascope report``, a notebook that looks at every frame of a big job)
+# pays for hand-outs it does not need: copying a kept parse node by node is most of what reading a
+# repeated graph costs, and holding the copies most of a fully read log's memory (bench/RESULTS.md:
+# 3.1x the log's bytes with copies, 0.15x shared). ``load_trace(path, read_only=True)`` (also the
+# default inside ``with read_only_graphs():``, which the CLI's report uses) loads a capture whose
+# waiting graphs, on their first read, get a Graph of their own whose ``nodes`` is *one list shared by
+# every equal graph read that way* when their finished parse is kept (``parse_finished``: the Dynamo
+# graph and its AOT graphs, Note [One finish per distinct graph and context]), built once per kept
+# parse: equal graphs then share their Node objects, and a reader can tell equal graphs by
+# ``a.nodes is b.nodes``. The mode is the capture's, fixed when it is loaded (``deferred_graph``
+# keeps it), not the context of the first read.
+# A change to a shared node would show in every equal graph of every frame, so shared nodes are
+# really read-only (tracer/model/read_only.py): the list, each node's fields and every list and dict
+# in a node (``args``, ``meta`` and what it holds) raise ``ReadOnlyError`` on a write through their
+# own methods, naming how to get an editable graph. They stay a list, ``Node``s, lists and dicts
+# (subclasses whose ``repr``, ``==``, ``isinstance`` and JSON are the plain ones'), so every reader --
+# views, ``validate``, ``diff``, ``to_json``, ``load_job`` -- reads them as it reads copies, and the
+# report of either is byte for byte the same (tests/test_read_only_load.py). For one contract per
+# capture, every other graph of a read-only capture is made read-only too (those parsed at load,
+# with HOP bodies, by ``freeze_loaded`` once the loader is done with them; the rest as they are
+# parsed), unshared. Guards are shared the same way: frames that logged an equal C++ guard tree get
+# the same read-only Guards (``shared_guards_of`` in guards.py: a step compiled again, a recompile
+# to the same guards; a job's ranks rarely do, their trees name per-process object ids). What stays writable is per frame:
+# a Graph's own fields (``let_go`` empties ``nodes`` by assigning a new list), the frame's own
+# ``guards`` list (of shared Guards) and its other records, none shared.
+# Why opt-in and not the default: a loaded capture has always been plain editable data, like a live
+# capture and one read from JSON (fx's ``meta`` is an escape hatch users write into); a default that
+# starts raising on ``node.meta[k] = v`` breaks that code and makes a log's capture behave unlike the
+# same capture live or from JSON, while a reader that wants the speed says so in one word (the
+# report and ``load_job(dir, read_only=True)``, whose loader "trace-read-only" ``job.rank(r)`` reuses,
+# do). Protection by other types (``MappingProxyType`` meta, tuples for lists) was not taken: readers
+# would see other types (a tuple's repr in a view, ``list + tuple`` failing), so the page could no
+# longer be the editable load's byte for byte. Python cannot stop every write (``list.append(nodes, x)`` called on the class, or
+# ``object.__setattr__``, still get through): the guard stops the ordinary ones, which is what keeps
+# one frame's edit out of another's. ``copy.deepcopy(graph)`` gives an editable copy.
 _READ_ONLY: contextvars.ContextVar[bool] = contextvars.ContextVar("dynascope_read_only_graphs", default=False)
 
 
 @contextlib.contextmanager
 def read_only_graphs():  # type: ignore[no-untyped-def]
-    """Within: graphs parsed on first read share their nodes with equal graphs (Note [Read-only graphs]);
-    only for a reader that changes no node."""
+    """Within: ``load_trace`` loads read-only captures unless told otherwise (Note [Read-only graphs])."""
     token = _READ_ONLY.set(True)
     try:
         yield
@@ -169,13 +191,40 @@ def read_only_graphs():  # type: ignore[no-untyped-def]
         _READ_ONLY.reset(token)
 
 
-def _hand_out(p: _Kept) -> ParsedModule:
-    """A fresh copy of ``p``, or in ``read_only_graphs`` its one shared node list (Note [Read-only graphs])."""
-    if not _READ_ONLY.get() or p.children:
+def loading_read_only() -> bool:
+    """Whether a capture loaded now is read-only (Note [Read-only graphs])."""
+    return _READ_ONLY.get()
+
+
+def _hand_out(p: _Kept, read_only: bool) -> ParsedModule:
+    """A fresh copy of ``p``, or for a read-only capture its one shared node list (Note [Read-only graphs])."""
+    if not read_only or p.children:
         return _fresh(p)
     if not p.shared:
-        p.shared.append(_fresh(p).graph.nodes)
+        p.shared.append(_read_only(p))
     return ParsedModule(Graph(nodes=p.shared[0], code=p.code, name=p.name), {}, list(p.errors))
+
+
+def _read_only(p: _Kept) -> list[Node]:
+    """``_fresh(p)``'s nodes made read-only in the same one copy (tracer/model/read_only.py)."""
+    nodes = []
+    add = nodes.append
+    for name, op, target, args, kwargs, inputs, users, role, calls, meta, containers, deep_args in p.nodes:
+        m = meta.copy()
+        for k, deep in containers:
+            m[k] = freeze(m[k]) if deep else freeze_flat(m[k])
+        args, kwargs = (freeze(args), freeze(kwargs)) if deep_args else (freeze_flat(args), freeze_flat(kwargs))
+        add(read_only_node(name, op, target, args, kwargs, freeze_flat(inputs), freeze_flat(users), role,
+                           freeze_flat(calls), freeze_flat(m)))
+    return read_only_list(nodes)
+
+
+def freeze_loaded(graphs: list[Graph]) -> None:
+    """Make every graph of ``graphs`` already parsed read-only (those still waiting are when they are
+    parsed): Note [Read-only graphs]."""
+    for g in graphs:
+        if g.parsed:
+            g.nodes = freeze_nodes(g.nodes)
 
 
 def parse_logged(problems: list[str], text: str, line: int, name: str) -> Optional[ParsedModule]:
@@ -206,7 +255,8 @@ def parse_logged(problems: list[str], text: str, line: int, name: str) -> Option
 # finish used to read first (the frame's Dynamo graph), run on every hand-out so that a frame's
 # problems come in the same order as when each graph was finished on its own.
 def parse_finished(problems: list[str], text: str, line: int, name: str, finish: Callable[[Graph], None],
-                   key: Hashable, reads: Optional[Callable[[], None]] = None) -> Optional[ParsedModule]:
+                   key: Hashable, reads: Optional[Callable[[], None]] = None,
+                   read_only: bool = False) -> Optional[ParsedModule]:
     """``parse_logged``, then ``reads()``, then ``finish(graph)``; the finished parse kept per (text,
     name, ``key``) (Note [One finish per distinct graph and context]). An exception of ``finish``
     propagates and nothing is kept."""
@@ -226,13 +276,13 @@ def parse_finished(problems: list[str], text: str, line: int, name: str, finish:
         kept = _shared[k] = _keep(p)
         if len(_shared) > _SHARED_MAX:
             _shared.popitem(last=False)
-        out = _hand_out(kept)
+        out = _hand_out(kept, read_only)
     else:
         try:
             _shared.move_to_end(k)
         except KeyError:  # another thread's parse let it go meanwhile: ``kept`` is still whole
             pass
-        out = _hand_out(kept)
+        out = _hand_out(kept, read_only)
         problems.extend(f"line {line}: {e}" for e in _errors(out))
         if reads is not None:
             reads()
@@ -251,14 +301,16 @@ def deferred_graph(frame: Frame, text: str, line: int, name: str,
     then passed to ``finish`` (e.g. setting roles); problems go to ``frame.problems`` at that moment
     (appended to the list as it is: parsing one graph does not parse its frame's other graphs). With
     ``key`` (what the finish depends on besides the text) the finished parse is kept for equal texts
-    and keys (``parse_finished``, with ``reads``)."""
+    and keys (``parse_finished``, with ``reads``). In a read-only capture (``loading_read_only()`` now,
+    at load) the nodes are read-only, shared with equal graphs where the parse is kept (Note [Read-only graphs])."""
     g = Graph(code=text, name=name)
+    read_only = _READ_ONLY.get()
 
     def parse() -> list[Node]:
         problems = peek(frame, "problems")
         try:
             if key is not None and finish is not None:
-                parsed = parse_finished(problems, text, line, name, finish, key(), reads)
+                parsed = parse_finished(problems, text, line, name, finish, key(), reads, read_only)
             else:
                 parsed = parse_logged(problems, text, line, name)
                 if parsed is not None and finish is not None:
@@ -273,7 +325,11 @@ def deferred_graph(frame: Frame, text: str, line: int, name: str,
         return parsed.graph.nodes
 
     def fill() -> None:
-        g.nodes = parse()
+        nodes = parse()
+        if read_only:  # equal texts of other frames and ranks share one string too
+            g.nodes, g.code = freeze_nodes(nodes), sys.intern(text)  # a shared list is read-only already
+        else:
+            g.nodes = nodes
 
     on_first_read(g, "nodes", fill)
     return g

@@ -14,9 +14,11 @@ from typing import Any
 from tracer.model.frame import Frame
 from tracer.model.guards import Guard
 from tracer.model.lazy import on_first_read
+from tracer.model.read_only import freeze_guards
+from tracer.trace_log.deferred import loading_read_only
 from tracer.trace_log.events import AttemptLog, LogState
 
-__all__ = ["cpp_tree", "fill_guards", "guards_of"]
+__all__ = ["cpp_tree", "fill_guards", "guards_of", "shared_guards_of"]
 
 
 # Note [Guards from a log]
@@ -32,7 +34,8 @@ def fill_guards(frame: Frame, a: AttemptLog, st: LogState) -> None:
     """Frame.guards by Note [Guards from a log]."""
     if a.cpp_guards:  # read on first access, like the graphs (Note [Problems of deferred parses])
         text = a.cpp_guards
-        on_first_read(frame, "guards", lambda: frame.guards.extend(guards_of(text)))
+        read = shared_guards_of if loading_read_only() else guards_of  # Note [Read-only graphs] in deferred.py
+        on_first_read(frame, "guards", lambda: frame.guards.extend(read(text)))
     elif a.guards_json is not None:
         frame.guards.extend(_guard_json(g, st) for g in a.guards_json if isinstance(g, dict))
 
@@ -59,6 +62,20 @@ def guards_of(text: str) -> list[Guard]:
         if len(_trees) > _TREES_MAX:
             _trees.popitem(last=False)
     return [Guard(kind, source, list(code), list(stack)) for kind, source, code, stack in kept]
+
+
+_shared_trees: OrderedDict[str, tuple[Guard, ...]] = OrderedDict()
+
+
+def shared_guards_of(text: str) -> tuple[Guard, ...]:
+    """``guards_of(text)`` for a read-only capture: the same read-only Guards for every equal text
+    (Note [Read-only graphs] in deferred.py; at most ``_TREES_MAX`` texts kept)."""
+    kept = _shared_trees.get(text)
+    if kept is None:
+        kept = _shared_trees[text] = freeze_guards(guards_of(text))
+        if len(_shared_trees) > _TREES_MAX:
+            _shared_trees.popitem(last=False)
+    return kept
 
 
 # Note [Reading the C++ guard tree]

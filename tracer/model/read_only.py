@@ -1,0 +1,197 @@
+"""Read-only nodes and guards: a graph's node list, and guards, that raise on every write, for records
+shared between frames.
+
+Invariant: a read-only node list, its nodes, read-only guards and every list and dict inside them read
+exactly like the editable ones (``==``, ``repr``, ``isinstance``, JSON, iteration) and raise
+:class:`ReadOnlyError` on every write through their own methods; ``copy.copy`` / ``copy.deepcopy``
+of one gives plain, editable lists, dicts and ``Node``s. See Note [Read-only graphs] in
+tracer/trace_log/deferred.py for who makes them and why.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from tracer.model.graph import Node
+from tracer.model.guards import Guard
+
+__all__ = ["ReadOnlyError", "ReadOnlyGuard", "ReadOnlyNode", "freeze", "freeze_flat", "freeze_guards", "freeze_nodes",
+           "is_read_only", "read_only_list", "read_only_node"]
+
+_HOW = ("it was loaded with load_trace(..., read_only=True) (or by a reader that only reads, such as "
+        "`dynascope report`), so equal graphs (and guard trees) of every frame share it; for an editable graph use "
+        "copy.deepcopy(graph) or load the log with load_trace(path) (the default)")
+
+
+class ReadOnlyError(TypeError):
+    """A write into a read-only loaded graph: its node list, a node's field, or a list or dict in a node."""
+
+
+def _refuse(what: str) -> NoReturn:
+    raise ReadOnlyError(f"cannot change {what}: {_HOW}")
+
+
+def _thaw(v: Any) -> Any:
+    """``v`` with every read-only list and dict (and tuple) in it a new plain one."""
+    if isinstance(v, list):
+        return [_thaw(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _thaw(x) for k, x in v.items()}
+    if type(v) is tuple:
+        return tuple(_thaw(x) for x in v)
+    return v
+
+
+class _List(list):  # type: ignore[type-arg]
+    """A list that refuses every write through its methods (its repr and ``==`` are a list's)."""
+
+    __slots__ = ()
+
+    def _no(self, *_: Any, **__: Any) -> NoReturn:
+        _refuse("a list of a read-only loaded graph or guard")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _no
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _no
+
+    def __reduce__(self) -> tuple[Any, ...]:  # copy.copy / deepcopy: a plain list (deepcopy thaws its items)
+        return list, (list(self),)
+
+
+class _Dict(dict):  # type: ignore[type-arg]
+    """A dict that refuses every write through its methods (its repr and ``==`` are a dict's)."""
+
+    __slots__ = ()
+
+    def _no(self, *_: Any, **__: Any) -> NoReturn:
+        _refuse("a dict of a read-only loaded graph's node (its meta or kwargs)")
+
+    __setitem__ = __delitem__ = __ior__ = setdefault = update = pop = popitem = clear = _no
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return dict, (dict(self),)
+
+
+_FIELDS = tuple(f for f in Node.__dataclass_fields__)  # type: ignore[attr-defined]
+_GUARD_FIELDS = tuple(f for f in Guard.__dataclass_fields__)  # type: ignore[attr-defined]
+
+
+class ReadOnlyNode(Node):
+    """A ``Node`` of a read-only loaded graph: every field reads as a Node's; assigning one raises
+    :class:`ReadOnlyError`. ``==`` compares fields with any Node; ``copy.deepcopy`` gives a plain Node;
+    ``dataclasses.replace`` a new read-only one."""
+
+    __slots__ = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        n = Node(*args, **kwargs)
+        for f in _FIELDS:
+            object.__setattr__(self, f, _freeze(getattr(n, f)))
+
+    def __setattr__(self, name: str, value: Any) -> NoReturn:
+        _refuse(f"node {self.name!r}.{name}")
+
+    def __delattr__(self, name: str) -> NoReturn:
+        _refuse(f"node {self.name!r}.{name}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Node):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in _FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]  # as a Node: equal by value, so not hashable
+
+    def __reduce__(self) -> tuple[Any, ...]:  # copy.copy / deepcopy: an editable Node
+        return Node, tuple(_thaw(getattr(self, f)) for f in _FIELDS)
+
+
+class ReadOnlyGuard(Guard):
+    """A ``Guard`` shared by the frames of a read-only capture that logged the same guard tree: as
+    :class:`ReadOnlyNode`, every write raises :class:`ReadOnlyError`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        g = Guard(*args, **kwargs)
+        for f in _GUARD_FIELDS:
+            object.__setattr__(self, f, _freeze(getattr(g, f)))
+
+    def __setattr__(self, name: str, value: Any) -> NoReturn:
+        _refuse(f"guard {self.kind} {self.source!r}.{name}")
+
+    def __delattr__(self, name: str) -> NoReturn:
+        _refuse(f"guard {self.kind} {self.source!r}.{name}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Guard):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in _GUARD_FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Guard, tuple(_thaw(getattr(self, f)) for f in _GUARD_FIELDS)
+
+
+def freeze_guards(guards: list[Guard]) -> tuple[Guard, ...]:
+    """Read-only copies of ``guards`` (:class:`ReadOnlyGuard`), to share."""
+    return tuple(ReadOnlyGuard(*(getattr(g, f) for f in _GUARD_FIELDS)) for g in guards)
+
+
+def _freeze(v: Any) -> Any:
+    t = type(v)
+    if t is list:
+        return _List([_freeze(x) for x in v])
+    if t is dict:
+        return _Dict({k: _freeze(x) for k, x in v.items()})
+    if t is tuple:
+        return tuple(_freeze(x) for x in v)
+    return v
+
+
+freeze = _freeze  # a value with every list and dict in it read-only (new ones)
+
+
+def freeze_flat(v: Any) -> Any:
+    """A read-only copy of list or dict ``v`` that holds no list, dict or tuple (one C-level copy)."""
+    return _List(v) if type(v) is list else _Dict(v)
+
+
+def read_only_node(name: str, op: str, target: str, args: Any, kwargs: Any, inputs: list[str], users: list[str],
+                   role: str, calls: list[str], meta: Any) -> ReadOnlyNode:
+    """A ReadOnlyNode of these fields as they are (the caller made its lists and dicts read-only)."""
+    r = ReadOnlyNode.__new__(ReadOnlyNode)
+    put = object.__setattr__
+    put(r, "name", name)
+    put(r, "op", op)
+    put(r, "target", target)
+    put(r, "args", args)
+    put(r, "kwargs", kwargs)
+    put(r, "inputs", inputs)
+    put(r, "users", users)
+    put(r, "role", role)
+    put(r, "calls", calls)
+    put(r, "meta", meta)
+    return r
+
+
+def freeze_nodes(nodes: list[Node]) -> list[Node]:
+    """A read-only copy of ``nodes``: a list that refuses writes, of :class:`ReadOnlyNode`\\ s whose lists
+    and dicts refuse them too (a list already read-only is returned as it is)."""
+    if type(nodes) is _List:
+        return nodes
+    out = []
+    put = object.__setattr__  # the slots of a ReadOnlyNode, written once here
+    for n in nodes:
+        r = ReadOnlyNode.__new__(ReadOnlyNode)
+        for f in _FIELDS:
+            put(r, f, _freeze(getattr(n, f)))
+        out.append(r)
+    return _List(out)
+
+
+def read_only_list(items: list[Any]) -> list[Any]:
+    """``items`` as a read-only list (the items as they are)."""
+    return _List(items)
+
+
+def is_read_only(nodes: list[Node]) -> bool:
+    """Whether a graph's ``nodes`` is a read-only list (:func:`freeze_nodes`)."""
+    return type(nodes) is _List
