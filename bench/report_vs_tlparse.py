@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from typing import Any
+from typing import Any, Optional
 
 __all__ = ["run", "training_log", "synthetic_log"]
 
@@ -320,16 +320,23 @@ _ROUND = ("import os, resource, subprocess, sys, time; load = os.getloadavg()[0]
           "print(time.perf_counter() - t0, r.ru_utime + r.ru_stime, r.ru_maxrss, load)")
 
 
-def alternating(cmds: dict[str, tuple[list[str], str]], rounds: int) -> list[dict[str, Any]]:
+def alternating(cmds: dict[str, tuple[list[str], str]], rounds: int,
+                envs: Optional[dict[str, dict[str, Optional[str]]]] = None) -> list[dict[str, Any]]:
     """Per round, per name: wall s, CPU s, peak RSS MB and the load average at its start, the commands
     (each run in its own checkout: ``python -m`` imports from the working directory first) one after the
-    other in each round."""
+    other in each round; ``envs[name]``: variables set (None: removed) for that command."""
     out = []
     for _ in range(rounds):
         row: dict[str, Any] = {}
         for name, (cmd, root) in cmds.items():
+            env = dict(os.environ, PYTHONPATH=root)
+            for k, v in (envs or {}).get(name, {}).items():
+                if v is None:
+                    env.pop(k, None)
+                else:
+                    env[k] = v
             r = subprocess.run([sys.executable, "-c", _ROUND, *cmd], check=True, capture_output=True, text=True,
-                               env=dict(os.environ, PYTHONPATH=root), cwd=root, timeout=1300)
+                               env=env, cwd=root, timeout=1300)
             wall, cpu, kb, load = r.stdout.split()
             row[name] = {"wall": round(float(wall), 2), "cpu": round(float(cpu), 2),
                          "rss_mb": round(int(kb) / 1024, 1), "load": float(load)}
@@ -338,9 +345,13 @@ def alternating(cmds: dict[str, tuple[list[str], str]], rounds: int) -> list[dic
 
 
 def _rounds_main(argv: list[str]) -> None:
-    """``python -m bench.report_vs_tlparse rounds LOG N [BASE_CHECKOUT]``: N alternating rounds of
-    ``dynascope report`` (this checkout, and BASE_CHECKOUT's when given) and tlparse on LOG, one JSON
-    line per round."""
+    """``python -m bench.report_vs_tlparse rounds LOG N [BASE_CHECKOUT] [--installed]``: N alternating
+    rounds of ``dynascope report`` (this checkout, and BASE_CHECKOUT's when given) and tlparse on LOG,
+    one JSON line per round. ``--installed``: also this checkout as an installed package runs it
+    ("ours_installed"): Python's bytecode (kept apart) and the kept templates (Note [Compiled templates
+    kept] in viz/template_cache.py) written by one run before the rounds, PYTHONDONTWRITEBYTECODE unset."""
+    installed = "--installed" in argv
+    argv = [a for a in argv if a != "--installed"]
     log, n = argv[0], int(argv[1])
     tmp = tempfile.mkdtemp(prefix="dynascope-rounds-")
     try:
@@ -348,9 +359,16 @@ def _rounds_main(argv: list[str]) -> None:
         for name, root in [("ours", ROOT)] + ([("base", os.path.abspath(argv[2]))] if len(argv) > 2 else []):
             cmds[name] = ([sys.executable, "-m", "viz.cli", "report", os.path.abspath(log), "-o",
                            os.path.join(tmp, f"{name}.html")], root)
+        envs: dict[str, dict[str, Optional[str]]] = {}
+        if installed:
+            cmds["ours_installed"] = ([sys.executable, "-m", "viz.cli", "report", os.path.abspath(log), "-o",
+                                       os.path.join(tmp, "installed.html")], ROOT)
+            # its bytecode apart (PYTHONPYCACHEPREFIX), so that "ours" still compiles every module as here
+            envs["ours_installed"] = {"PYTHONDONTWRITEBYTECODE": None, "PYTHONPYCACHEPREFIX": os.path.join(tmp, "pyc")}
+            alternating({"ours_installed": cmds["ours_installed"]}, 1, envs)  # writes both caches
         cmds["tlparse"] = ([_tlparse(), os.path.abspath(log), "-o", os.path.join(tmp, "tl"), "--overwrite",
                             "--no-browser"], ROOT)
-        for row in alternating(cmds, n):
+        for row in alternating(cmds, n, envs):
             print(json.dumps(row), flush=True)
     finally:
         shutil.rmtree(tmp)

@@ -24,7 +24,7 @@ from viz.grouping import first_expanded
 from viz.markup import fragment, render
 from viz.module_view import module_html
 from viz.node_facts import node_facts_html
-from viz.report_graphs import canvas_css, report_data, report_script
+from viz.report_graphs import DrawingCache, canvas_css, report_data, report_script
 from viz.style import ROLE_STYLE
 from viz.svg import to_svg
 
@@ -53,12 +53,15 @@ def _partition_html(aot: Aot) -> str:
     return render("partition.html.j2", rows=rows, tables=fragment(panels.aot_tables_html(aot)))
 
 
-def frame_html(frame: Frame, graphs: list[tuple[str, str, int, int]] = (), code: str = "", facts: str = "") -> str:
+def frame_html(frame: Frame, graphs: list[tuple[str, str, int, int]] = (), code: str = "", facts: str = "",
+               cache: Optional[DrawingCache] = None) -> str:
     """One compile attempt: status (and why, if it did not compile), compile times, problems; with
     a graph also the subgraph tree, speculations, a box per graph of ``graphs`` (kind, title, index
     into the report's drawings, nodes; see :func:`viz.report_graphs.report_data`), module tree, lifted
     inputs, guards, partition, code; ``code`` is the Code tab's HTML (:func:`viz.code_view.frame_code_html`),
-    ``facts`` every node's inspector rows (:func:`viz.node_facts.node_facts_html`), shown under the graphs."""
+    ``facts`` every node's inspector rows (:func:`viz.node_facts.node_facts_html`), shown under the graphs;
+    ``cache``: the report's, whose ``text`` keeps the tables of shared node lists (Note [Tables of shared
+    node lists] in viz/report_graphs.py)."""
     guards = fragment(panels.guards_html(frame.guards, report=True))
     code_tab = fragment(code) if code else None
     if not frame.has_graph:
@@ -71,13 +74,31 @@ def frame_html(frame: Frame, graphs: list[tuple[str, str, int, int]] = (), code:
         speculations=fragment(panels.speculations_html(frame)),
         legend=list(ROLE_STYLE.values()),
         graphs=list(graphs), facts=fragment(facts) if facts else None,
-        modules=fragment(module_html(frame, graph_index=root)),
-        lifted=[fragment(panels.lifted_html(frame, name)) for name in ["", *frame.subgraphs]],
+        modules=fragment(_modules(frame, root, cache)),
+        lifted=[fragment(_lifted(frame, name, cache)) for name in ["", *frame.subgraphs]],
         guards=guards,
         partition=fragment(_partition_html(frame.aot)) if frame.aot is not None else None,
         codes=[(name, fragment(panels.code_html(g, plain=True, link=_drawn(graphs, name)))) for name, g in frame.graphs().items()],
         code_tab=code_tab,
     )
+
+
+def _modules(frame: Frame, root: Optional[int], cache: Optional[DrawingCache]) -> str:
+    """``module_html``: a function of the root's and the AOT forward's nodes, the saved values, ``root``."""
+    if cache is None:
+        return module_html(frame, graph_index=root)
+    aot = frame.aot
+    fwd = aot.forward.nodes if aot is not None and aot.forward is not None else None
+    saved = tuple((s.name, s.nbytes) for s in aot.saved) if aot is not None else None
+    return cache.text((frame.graph.nodes, fwd), ("modules", frame.graph.name, root, aot is not None, saved),
+                      lambda: module_html(frame, graph_index=root))
+
+
+def _lifted(frame: Frame, name: str, cache: Optional[DrawingCache]) -> str:
+    """``panels.lifted_html``: the root's a function of its nodes (a body's reads the frame's subgraph too)."""
+    if cache is None or name:
+        return panels.lifted_html(frame, name)
+    return cache.text((frame.graph.nodes,), ("lifted",), lambda: panels.lifted_html(frame, ""))
 
 
 def _drawn(graphs: list[tuple[str, str, int, int]], name: str) -> str:

@@ -18,6 +18,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from tracer import _text
+from viz.template_cache import template_cache
 
 __all__ = ["fragment", "human_bytes", "json_block", "render", "render_string", "seconds", "user_line_text"]
 
@@ -69,6 +70,7 @@ _ENV = jinja2.Environment(
     lstrip_blocks=True,
     auto_reload=False,
     extensions=["jinja2.ext.do"],
+    bytecode_cache=template_cache(),  # Note [Compiled templates kept] in viz/template_cache.py
 )
 _ENV.filters.update(user_line=user_line_text, bytes=human_bytes, seconds=seconds, lines=_lines, zip=zip, headline=_text.headline)
 

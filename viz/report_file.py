@@ -22,11 +22,13 @@ Escaping: every string from the model reaches the page through the autoescaping 
 from __future__ import annotations
 
 import base64
+import collections
 import gc
 import hashlib
 import pathlib
 import re
 import zlib
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Union
 
@@ -153,7 +155,7 @@ def _frame_pieces(cap: Capture, frame: Frame, cache: Optional[DrawingCache], fac
     times = [graph_times(profile, frame)] if profile is not None else None
     data, (graphs,) = report_data([frame], cache, times)
     extra = (lambda f, kind, node: time_facts(profile, f, kind, node)) if profile is not None else None
-    body = frame_html(frame, graphs, frame_code_html(cap, frame))
+    body = frame_html(frame, graphs, frame_code_html(cap, frame), cache=cache)
     html = render("report_frame.html.j2", body=fragment(body), data=fragment(_DATA), info=fragment(_INFO))
     rest, _, end = html.rpartition(_INFO)  # the last marks are the template's: the body comes before them
     head, _, mid = rest.rpartition(_DATA)
@@ -200,22 +202,37 @@ class ReportStats:
 
 class Payloads:
     """The payload and part blocks of one page, in page order (``blocks``), with the parts written once
-    (Note [Equal parts of payloads stored once]); ``stats`` counts what they hold. The one-file report
-    and the job page (viz/job_page.py) write their blocks through it."""
+    (Note [Equal parts of payloads stored once]); ``stats`` counts what they hold once ``blocks`` is
+    read. The one-file report and the job page (viz/job_page.py) write their blocks through it."""
 
     def __init__(self, stats: Optional[ReportStats] = None) -> None:
-        self.blocks: list[str] = []
+        self._blocks: list[Union[str, Future]] = []
         self.parts = _Parts()
         self.stats = stats if stats is not None else ReportStats(pathlib.Path())
+        self._pool: Optional[ThreadPoolExecutor] = None
+        self._waiting: collections.deque[Future] = collections.deque()
+
+    @property
+    def blocks(self) -> list[str]:
+        """Every block in page order, each frame's head compressed by now (Note [Heads compressed beside rendering])."""
+        for i, b in enumerate(self._blocks):
+            if isinstance(b, Future):
+                block, n = b.result()
+                self.stats.payload_bytes += n
+                self._blocks[i] = block
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool, self._waiting = None, collections.deque()
+        return self._blocks  # type: ignore[return-value]  # every Future replaced above
 
     def add(self, key: str, html: str, shared: bool = False) -> None:
         """Payload ``key`` holding ``html``; ``shared``: stored as a part, once however many payloads
         hold the same text (each of them then is an empty block naming it)."""
         p = encode_payload("" if shared else html)
         self.stats.payload_bytes += len(p)
-        at = len(self.blocks)
-        self.blocks.append("")  # the block before the part it is the first to name
-        self.blocks[at] = _block(key, p, [self.parts.add((html,), self.blocks, self.stats)] if shared else [])
+        at = len(self._blocks)
+        self._blocks.append("")  # the block before the part it is the first to name
+        self._blocks[at] = _block(key, p, [self.parts.add((html,), self._blocks, self.stats)] if shared else [])
 
     def frame(self, key: str, cap: Capture, frame: Frame, cache: Optional[DrawingCache], facts: Optional[dict[bytes, str]],
               profile: Optional[Profile] = None, before: str = "") -> None:
@@ -223,14 +240,34 @@ class Payloads:
         drawings and facts as parts."""
         head, data, rest = _frame_pieces(cap, frame, cache, facts, profile)
         head = before + head
-        p = encode_payload(head)
         self.stats.frames += 1
         self.stats.html_bytes += len(head) + len(data) + sum(map(len, rest))
-        self.stats.payload_bytes += len(p)
-        at = len(self.blocks)
-        self.blocks.append("")  # the frame's block before the parts it is the first to name
-        self.blocks[at] = _block(key, p, [self.parts.add((data,), self.blocks, self.stats),
-                                          self.parts.add(rest, self.blocks, self.stats)])
+        at = len(self._blocks)
+        self._blocks.append("")  # the frame's block before the parts it is the first to name
+        parts = [self.parts.add((data,), self._blocks, self.stats), self.parts.add(rest, self._blocks, self.stats)]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="dynascope-zlib")
+        self._blocks[at] = job = self._pool.submit(_frame_block, key, head, parts)
+        self._waiting.append(job)
+        if len(self._waiting) > _HEADS_WAITING:  # Note [Heads compressed beside rendering]: a few heads held at most
+            self._waiting.popleft().result()
+
+
+# Note [Heads compressed beside rendering]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A frame's head (its section up to the drawings: tables, guards, every graph's code) differs per
+# frame, so each is compressed, about a fifth of what a repeated frame costs (0.7 MB for a 12-layer
+# training frame). zlib lets go of the GIL while it deflates, so each head is compressed in one
+# worker thread while the next frame is rendered: on a machine with a free core the report's wall
+# time loses that part. The bytes are the same (zlib is deterministic; each block keeps its place in
+# page order, its parts numbered when the frame was rendered); at most ``_HEADS_WAITING`` heads wait.
+_HEADS_WAITING = 4
+
+
+def _frame_block(key: str, head: str, parts: list[int]) -> tuple[str, int]:
+    """A frame's payload block and its payload's length (Note [Heads compressed beside rendering])."""
+    p = encode_payload(head)
+    return _block(key, p, parts), len(p)
 
 
 def _entry(frame: Frame, key: str) -> dict[str, object]:
@@ -294,13 +331,14 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
         del cap  # See Note [One capture at a time]
         if release:
             gc.collect()  # the cycles its rendering left (jinja's render contexts name it): See Note [One capture at a time]
+    blocks = out_blocks.blocks  # every head compressed: stats.payload_bytes is whole
     tmp = stats.path.with_name(stats.path.name + ".part")  # never a half-written report at ``path``
     try:
         with open(tmp, "w", encoding="utf-8") as out:
             out.write(render("report_file.html.j2", title=title, sections=sections,
                              open_all=stats.payload_bytes <= OPEN_ALL_BYTES, canvas_css=fragment(canvas_css())))
             out.write(f"\n<script>{bundle('report_file')}</script>")  # before the payloads: viz/report_lazy.js
-            for block in out_blocks.blocks:
+            for block in blocks:
                 out.write("\n" + block)
             out.write("\n</body></html>\n")
         tmp.replace(stats.path)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import collections
 import hashlib
 import pathlib
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import msgspec
 
@@ -143,6 +143,15 @@ def pack(d: dict[str, Any], strings: dict[str, int]) -> dict[str, Any]:
 # that writes a report does (viz assigns no Node field); a cache made without ``stable`` (the
 # default: its caller may change nodes between two uses) encodes each time.
 
+# Note [Tables of shared node lists]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Equal graphs of a log read by ``dynascope report`` share one node list (Note [Read-only graphs]),
+# and a frame's module table and its root's lifted-inputs table are functions of its graphs' nodes
+# and a few plain values: 63 repeats of one training frame made the same two tables 63 times (a
+# fifth of a repeated frame's cost). ``DrawingCache.text`` keeps such a table by the identity of
+# the node lists it was made from, under the same contract as Note [One digest per node list]: only
+# in a ``stable`` cache, holding the lists (an id names no other list meanwhile), exact because no
+# node changes while one report is written. Lists that are equal but not the same object are made again.
 
 class DrawingCache:
     """The last ``size`` unpacked drawings by Note [Drawings of equal graphs]'s key; ``hits`` counts reuses."""
@@ -157,6 +166,8 @@ class DrawingCache:
             collections.OrderedDict()
         # id(node list) -> (that list, its digest): See Note [One digest per node list]
         self._digests: collections.OrderedDict[int, tuple[list[Any], Optional[bytes]]] = collections.OrderedDict()
+        # (ids of node lists, extra) -> (those lists, a table's HTML): See Note [Tables of shared node lists]
+        self._texts: collections.OrderedDict[tuple[Any, ...], tuple[tuple[Any, ...], str]] = collections.OrderedDict()
 
     def nodes_digest(self, nodes: list[Any]) -> Optional[bytes]:
         """SHA-256 of msgspec's JSON of ``nodes`` (None: a meta value JSON cannot hold), computed once
@@ -182,6 +193,21 @@ class DrawingCache:
         """The drawing's key: a digest of the graph's name, ``highlight`` and every field of its nodes;
         None when a meta value cannot be JSON (drawn without the cache)."""
         return _graph_key(graph, highlight, _digest(graph.nodes))
+
+    def text(self, lists: tuple[Optional[list[Any]], ...], extra: Any, make: Callable[[], str]) -> str:
+        """``make()``, a table made from the node lists ``lists`` (and ``extra``), made once per list
+        *objects* while a ``stable`` cache lives (Note [Tables of shared node lists])."""
+        if not self.stable:
+            return make()
+        key = (tuple(map(id, lists)), extra)
+        hit = self._texts.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], lists, strict=True)):
+            self._texts.move_to_end(key)
+            return hit[1]
+        out = self._texts[key] = (lists, make())  # the lists held: their ids name no other list meanwhile
+        while len(self._texts) > 8:
+            self._texts.popitem(last=False)
+        return out[1]
 
     def get(self, key: bytes) -> Optional[tuple[dict[str, Any], dict[str, dict[str, Any]]]]:
         hit = self._items.get(key)

@@ -45,7 +45,7 @@ def load_trace(path: str, progress: Optional[Callable[[int], None]] = None, *,
     read and says so in one problem, also in ``cap.meta["not_read"]``: the file, the line where it
     broke and what was kept. ``NotATrace`` (a ValueError) when not one line is a structured-trace
     record; ``DamagedTrace`` (a ValueError) when the file breaks before its first record.
-    ``progress(chars_read)`` is called every few MB.
+    ``progress(bytes_read)`` is called every few MB.
 
     ``read_only=True`` loads for reading only: equal graphs (every rank, step and recompile that
     logged the same graph) then share one node list, and equal guard trees their guards (the bench's
@@ -89,7 +89,7 @@ def _graphs(f: Frame) -> list[Graph]:
 
 def _load(file: str, progress: Optional[Callable[[int], None]]) -> Capture:
     with LogText(file) as src:
-        reader = Reader(src.text, progress=progress)
+        reader = Reader(src.text.buffer, progress=progress)  # bytes: Note [Reading a log as bytes] in reader.py
         st = LogState(reader.strings)
         records, last = 0, None
         for rec in reader:  # one record behind, so that a cut-off last record is not applied

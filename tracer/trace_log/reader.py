@@ -2,7 +2,7 @@
 
 Invariant: every line of the file is either part of a record that is returned or named in
 ``Reader.skipped`` (line number and why); nothing raises for a damaged line. Only the standard
-library is used (json): a log loads on a machine without torch.
+library and msgspec are used: a log loads on a machine without torch.
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ import functools
 import json
 import re
 from dataclasses import dataclass, field
-from typing import IO, Any, Callable, Iterator, Optional
+from typing import IO, Any, Callable, Iterator, Optional, Union
+
+import msgspec
 
 from tracer.trace_log.source import NotATrace
 
@@ -38,7 +40,24 @@ _PREFIX = re.compile(r"^(?:\[rank\d+\]:)?[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [
 # lines joined by "\n" with their leading tab dropped. A unit that reaches the end of a block waits
 # for the next block. Line numbers are counted per unit, so every skipped line is still named.
 _UNIT_END = re.compile("\n(?!\t)")
-_CHUNK = 1 << 22  # characters read at a time
+_UNIT_END_BYTES = re.compile(b"\n(?!\t)")
+_CHUNK = 1 << 22  # characters (bytes) read at a time
+
+# Note [Reading a log as bytes]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The loader hands the reader the file's bytes (a text stream still works, as before): a unit is cut
+# at b"\n" not followed by a tab, which is never inside a UTF-8 sequence, so decoding each piece with
+# errors="replace" gives the very characters decoding the whole file does. What bytes save is the
+# work on repeated payloads: torch puts the md5 of a payload in ``has_payload``, and a log repeats
+# its graph texts and guard trees (every rank, every step compiled again). A payload whose md5 was
+# seen among the last few and whose bytes are *equal* to that one's (compared, never assumed from
+# the md5) is the text decoded then, the same string object; only a new payload is decoded and has
+# its tabs removed. Metadata lines that are ASCII (torch's ``json.dumps`` escapes the rest) are
+# decoded by msgspec; any line msgspec refuses (NaN, a lone surrogate, a number out of range, bad
+# JSON) goes to ``json.loads``, so what is read, and each error, is ``json.loads``'s.
+_KEPT_PAYLOADS = 256  # distinct payloads remembered by md5, the least recently seen forgotten first
+_KEPT_BYTES = 32 << 20  # and at most this many of their bytes (a 12-layer training step logs 38 payloads, 1.4 MB)
+_META = msgspec.json.Decoder()
 
 
 @dataclass
@@ -67,7 +86,7 @@ class Reader:
     """Iterate the records of one open log; ``skipped`` lists what could not be read, by line."""
 
     fh: IO[str]
-    progress: Optional[Callable[[int], None]] = None  # called with characters read, every ~8 MB
+    progress: Optional[Callable[[int], None]] = None  # called with characters (bytes) read, every ~8 MB
     skipped: list[str] = field(default_factory=list)
     strings: dict[int, str] = field(default_factory=dict)  # interned file names by index
     lines: int = 0
@@ -77,18 +96,27 @@ class Reader:
     unterminated: Optional[int] = None
     skipped_before_end: int = 0
     unterminated_head: str = ""  # the start of that unit's first line
+    # md5 -> (payload bytes, its text, "\n\t" removed): Note [Reading a log as bytes]
+    _kept: dict[str, tuple[bytes, str, int]] = field(default_factory=dict, repr=False)
+    _kept_bytes: int = field(default=0, repr=False)
 
     def __iter__(self) -> Iterator[Record]:
-        """Records in file order. See Note [Reading a log in blocks]."""
-        buf, pos, scan, final = "", 0, 0, False
+        """Records in file order. See Note [Reading a log in blocks] and Note [Reading a log as bytes]."""
+        chunk = self.fh.read(_CHUNK)
+        binary = isinstance(chunk, bytes)
+        unit_end, unit = (_UNIT_END_BYTES, self._unit_bytes) if binary else (_UNIT_END, self._unit)
+        buf: Union[str, bytes] = chunk[:0]
+        pos, scan, final = 0, 0, False
         next_report = 8 << 20
         while True:
-            end = _UNIT_END.search(buf, scan)
+            end = unit_end.search(buf, scan)
             if not final and (end is None or end.start() == len(buf) - 1):  # the unit may go on: read more
-                chunk = self.fh.read(_CHUNK)
+                if chunk is None:
+                    chunk = self.fh.read(_CHUNK)
                 final = not chunk
                 buf, scan, pos = buf[pos:] + chunk, max(len(buf) - pos - 1, 0), 0
                 self.chars += len(chunk)
+                chunk = None
                 if self.progress is not None and self.chars >= next_report:
                     self.progress(self.chars)
                     next_report = (self.chars // (8 << 20) + 1) * (8 << 20)
@@ -96,9 +124,12 @@ class Reader:
             stop = len(buf) if end is None else end.start()
             if end is None and pos < stop:
                 self.unterminated, self.skipped_before_end = self.lines + 1, len(self.skipped)
-                self.unterminated_head = buf[pos:min(stop, pos + 200)]
+                if binary:  # 200 characters: at most 4 bytes each, the first 200 decoded from 800 bytes are the text's
+                    self.unterminated_head = buf[pos:min(stop, pos + 800)].decode("utf-8", "replace")[:200]
+                else:
+                    self.unterminated_head = buf[pos:min(stop, pos + 200)]
             if pos < stop or end is not None:
-                rec = self._unit(buf, pos, stop)
+                rec = unit(buf, pos, stop)
                 if rec is not None:
                     yield rec
             if end is None:
@@ -130,11 +161,54 @@ class Reader:
             self.lines += 2 + raw - len(rec.payload)  # the first line, the first payload line, one per "\n\t" removed
         return rec
 
+    def _unit_bytes(self, buf: bytes, pos: int, stop: int) -> Optional[Record]:
+        """``_unit`` of the file's bytes: the same records and line counts (Note [Reading a log as bytes])."""
+        first = self.lines + 1
+        nl = buf.find(b"\n", pos, stop)
+        if buf.startswith(b"\t", pos):
+            self.lines += buf.count(b"\n", pos, stop) + 1
+            self._orphans(first, self.lines)
+            return None
+        line = buf[pos:stop] if nl < 0 else buf[pos:nl]
+        rec = self._record(line.decode("utf-8", "replace"), first, line if line.isascii() else None)
+        if rec is not None and "str" in rec.meta and len(rec.meta) == 1:
+            self._intern(rec, first)
+            rec = None
+        if nl < 0:
+            self.lines += 1
+        elif rec is None:
+            self.lines += buf.count(b"\n", pos, stop) + 1
+            self._orphans(first + 1, self.lines)
+        else:  # buf[nl + 1] is the tab of the first payload line
+            rec.payload, tabs = self._payload(buf, nl + 2, stop, rec.meta.get("has_payload"))
+            self.lines += 2 + tabs  # the first line, the first payload line, one per "\n\t" removed
+        return rec
+
+    def _payload(self, buf: bytes, start: int, stop: int, md5: Any) -> tuple[str, int]:
+        """The text of the payload ``buf[start:stop]`` and how many "\n\t" it held: the text decoded
+        before when the same md5 came with equal bytes (Note [Reading a log as bytes])."""
+        kept = self._kept.get(md5) if type(md5) is str else None
+        if kept is not None and len(kept[0]) == stop - start and buf.startswith(kept[0], start):
+            self._kept[md5] = self._kept.pop(md5)  # the most recently used last
+            return kept[1], kept[2]
+        raw = buf[start:stop]
+        plain = raw.replace(b"\n\t", b"\n")
+        text = plain.decode("utf-8", "replace")
+        if type(md5) is str and len(raw) <= _KEPT_BYTES:
+            old = self._kept.pop(md5, None)
+            self._kept_bytes += len(raw) - (len(old[0]) if old is not None else 0)
+            self._kept[md5] = (raw, text, len(raw) - len(plain))
+            while self._kept_bytes > _KEPT_BYTES or len(self._kept) > _KEPT_PAYLOADS:
+                self._kept_bytes -= len(self._kept.pop(next(iter(self._kept)))[0])
+        return text, len(raw) - len(plain)
+
     def _orphans(self, first: int, last: int) -> None:
         for lineno in range(first, last + 1):
             self._skip(lineno, "payload line without a record before it")
 
-    def _record(self, text: str, lineno: int) -> Optional[Record]:
+    def _record(self, text: str, lineno: int, ascii_line: Optional[bytes] = None) -> Optional[Record]:
+        """The record of a metadata line; ``ascii_line``: the same line as bytes, when it is ASCII
+        (then msgspec reads its JSON, Note [Reading a log as bytes])."""
         if not text.strip():
             return None
         m = _PREFIX.match(text)
@@ -142,7 +216,7 @@ class Reader:
             self._skip(lineno, "not a structured-trace line (no glog prefix)")
             return None
         try:
-            meta = json.loads(text[m.end():])
+            meta = _json(text, m.end(), ascii_line)
         except ValueError as e:
             self._skip(lineno, f"metadata is not JSON ({e})")
             return None
@@ -160,6 +234,16 @@ class Reader:
 
     def _skip(self, lineno: int, why: str) -> None:
         self.skipped.append(f"line {lineno}: {why}")
+
+
+def _json(text: str, at: int, ascii_line: Optional[bytes]) -> Any:
+    """``json.loads(text[at:])``, by msgspec when the line is ASCII and msgspec reads it (Note [Reading a log as bytes])."""
+    if ascii_line is not None:
+        try:
+            return _META.decode(ascii_line[at:])
+        except Exception:  # except: json.loads below reads it, or raises its own error
+            pass
+    return json.loads(text[at:])
 
 
 def looks_like_trace(first: str) -> bool:
