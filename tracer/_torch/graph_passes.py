@@ -121,13 +121,15 @@ def root_code(gm: torch.fx.GraphModule) -> str:
 
 _TARGET = re.compile(r'(\w+)(?::\s*(?:"[^"]*"|[^=]*?))? = ')
 _AUGMENTED = re.compile(r"\S+ (?:\*\*|//|<<|>>|[-+*/@%&|^])= ")
+_SUBSCRIPT = re.compile(r"\w+\[.*\] = ")  # operator.setitem: ``x[i] = v;  setitem = x``
 
 
 def _statement_names(text: str) -> list[str]:
     """Names assigned by the statements of the root ``forward`` in ``print_readable`` text, in order.
 
     fx emits one line per node (torch/fx/graph.py ``emit_node``): ``name: "ann" = ...``, an
-    in-place operator as ``a += b;  name: "ann" = a``, a placeholder renamed as ``l_x_ = L_x_``,
+    in-place operator as ``a += b;  name: "ann" = a`` (``operator.setitem`` as ``a[i] = v;  setitem = a``,
+    torch/fx/graph.py ``inplace_methods``), a placeholder renamed as ``l_x_ = L_x_``,
     each maybe followed by ``;  dead = None``. Nested bodies start at ``\\n    class ``.
     """
     root = text.split("\n    class ", 1)[0]
@@ -137,7 +139,7 @@ def _statement_names(text: str) -> list[str]:
             continue
         first, _, rest = line[8:].partition(";  ")
         m = _TARGET.match(first)
-        if m is None and _AUGMENTED.match(first) and rest:
+        if m is None and (_AUGMENTED.match(first) or _SUBSCRIPT.match(first)) and rest:
             m = _TARGET.match(rest)
         if m is not None:
             names.append(m.group(1))

@@ -132,7 +132,8 @@ def install_payload_filter(patches: Patches, readers: Iterable[Any]) -> bool:
             meta = metadata_fn()
             if isinstance(meta, dict) and meta.get("name") in artifacts:
                 return original(name, lambda: meta, **kwargs)
-        if not any(r.needs_any_record(_attempt(kwargs)) for r in ours):  # See Note [Records no reader needs]
+        akey = _attempt(kwargs)  # once per event, not per reader
+        if not any(r.needs_any_record(akey) for r in ours):  # See Note [Records no reader needs]
             return None
         # no stack either: torch logs one only for a record without a compile id, which no reader keeps
         return original(name, dict, **{**kwargs, "payload_fn": _empty, "expect_trace_id": False})
