@@ -294,21 +294,27 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
         del cap  # See Note [One capture at a time]
         if release:
             gc.collect()  # the cycles its rendering left (jinja's render contexts name it): See Note [One capture at a time]
+    _write_page(stats, title, sections, out_blocks.blocks)
+    stats.layouts_reused = cache.hits
+    return stats
+
+
+def _write_page(stats: ReportStats, title: str, sections: list[dict[str, object]], blocks: list[str]) -> None:
+    """Write the page at ``stats.path``: the visible ``sections``, the script, then the payload and part
+    ``blocks`` (also viz/report_ranks.py's, whose sections and blocks came from worker processes)."""
     tmp = stats.path.with_name(stats.path.name + ".part")  # never a half-written report at ``path``
     try:
         with open(tmp, "w", encoding="utf-8") as out:
             out.write(render("report_file.html.j2", title=title, sections=sections,
                              open_all=stats.payload_bytes <= OPEN_ALL_BYTES, canvas_css=fragment(canvas_css())))
             out.write(f"\n<script>{bundle('report_file')}</script>")  # before the payloads: viz/report_lazy.js
-            for block in out_blocks.blocks:
+            for block in blocks:
                 out.write("\n" + block)
             out.write("\n</body></html>\n")
         tmp.replace(stats.path)
     except BaseException:  # except: re-raises, after removing the partial file
         tmp.unlink(missing_ok=True)
         raise
-    stats.layouts_reused = cache.hits
-    return stats
 
 
 def _block(key: str, payload: str, parts: list[int]) -> str:
