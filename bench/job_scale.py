@@ -20,7 +20,7 @@ import sys
 import tempfile
 from typing import Any
 
-__all__ = ["job_dir", "page_paint", "page_times", "run"]
+__all__ = ["job_dir", "page_paint", "page_times", "run", "worker_rows"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -110,6 +110,48 @@ def job_memory(log: str, rank_bytes: int, ranks: int, tmp: str, workers: int = 1
                     "job_load_all_seconds_n_workers": round(par["wall"], 2),
                     "job_load_all_cpu_seconds_n_workers": round(par["cpu"], 2),
                     "job_load_all_workers_cpu_seconds_n_workers": round(par["workers_cpu"], 2)})
+    return out
+
+
+def worker_rows(log: str, rank_bytes: int, ranks: int, tmp: str, workers: int = 2, rounds: int = 1) -> dict[str, Any]:
+    """``load_job`` (every finding read) and ``dynascope report <dir>`` of ``ranks`` copies of the synthetic
+    log grown from ``log`` to ``rank_bytes``, with 1 and ``workers`` processes, ``rounds`` times (order 1, N
+    then N, 1 in alternate rounds): one row per run with wall, CPU and peak RSS of the process and of
+    its largest worker (``RUSAGE_CHILDREN``), the 1-minute load average before it, and for a report
+    whether its file equals the 1-worker file byte for byte; one rank fully read as the baseline."""
+    import hashlib
+
+    from bench.report_vs_tlparse import synthetic_log
+
+    big = os.path.join(tmp, "rank_rows.log")
+    nbytes = synthetic_log(log, big, rank_bytes)
+    many = job_dir(big, ranks, os.path.join(tmp, "rows"))
+    mb = 2**20
+    out: dict[str, Any] = {"rows_rank_log_bytes": nbytes, "rows_ranks": ranks, "rows_total_bytes": nbytes * ranks,
+                           "rows_cores": os.cpu_count(), "rows_rounds": rounds, "rows": []}
+    load = _load()
+    one = _child("one", big, 1)
+    out["rows_one_rank"] = {"load": load, "wall": round(one["wall"], 2), "cpu": round(one["cpu"], 2),
+                            "rss_mb": round(one["rss"] / mb, 1)}
+    digests: dict[int, str] = {}
+    for r in range(rounds):
+        for w in ((1, workers) if r % 2 == 0 else (workers, 1)):
+            for mode in ("report", "job_all"):
+                html = os.path.join(tmp, f"rows_{w}.html")
+                load = _load()
+                got = _child(mode, many, w, html if mode == "report" else str(ranks))
+                row = {"round": r, "what": "dynascope report" if mode == "report" else "load_job", "workers": w,
+                       "load": load, "wall": round(got["wall"], 2), "cpu": round(got["cpu"], 2),
+                       "workers_cpu": round(got["workers_cpu"], 2), "rss_mb": round(got["rss"] / mb, 1),
+                       "worker_rss_mb": round(got["workers_rss"] / mb, 1) if w > 1 else None}
+                if mode == "report":
+                    with open(html, "rb") as fh:
+                        digest = hashlib.sha256(fh.read()).hexdigest()
+                    row["same_file_as_1_worker"] = digests.setdefault(1, digest) == digest if w == 1 or 1 in digests else None
+                    digests.setdefault(w, digest)
+                out["rows"].append(row)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+    out["rows_end_load"] = _load()
     return out
 
 
@@ -242,6 +284,12 @@ if __name__ == "__main__":
         with tempfile.TemporaryDirectory(prefix="dynascope-bench-job-") as tmp:
             print(json.dumps(job_memory(args["log"], int(float(args.get("rank_mb", 100)) * 2**20),
                                         int(args.get("ranks", 10)), tmp, int(args.get("workers", 1))), indent=1))
+        sys.exit(0)
+    if "rows" in args:  # 1 and N workers, load_job and report: python -m bench.job_scale rows=LOG rank_mb=100 ranks=10 workers=2 rounds=1
+        with tempfile.TemporaryDirectory(prefix="dynascope-bench-job-") as tmp:
+            print(json.dumps(worker_rows(args["rows"], int(float(args.get("rank_mb", 100)) * 2**20),
+                                         int(args.get("ranks", 10)), tmp, int(args.get("workers", 2)),
+                                         int(args.get("rounds", 1))), indent=1))
         sys.exit(0)
     if "page" in args:  # only the job page's first paint and views: python -m bench.job_scale page=LOG [other=LOG]
         with tempfile.TemporaryDirectory(prefix="dynascope-bench-job-") as tmp:

@@ -170,6 +170,22 @@ def test_job_scale_keys_and_the_report_of_every_rank():
     assert res["job_total_bytes"] == 2 * res["job_rank_log_bytes"] >= 4 * 2**20
 
 
+def test_job_worker_rows_on_a_real_rank_log(ddp_job_dir, tmp_path):
+    """``bench.job_scale rows=``: a row per run, rounds alternating 1, N and N, 1, each N-worker report
+    checked to be the 1-worker file."""
+    from bench import job_scale
+
+    log = sorted((ddp_job_dir / "trace").glob("*rank_0*.log"))[0]
+    res = job_scale.worker_rows(str(log), 2**20, 2, str(tmp_path), workers=2, rounds=2)
+    assert [(r["round"], r["what"], r["workers"]) for r in res["rows"]] == [
+        (0, "dynascope report", 1), (0, "load_job", 1), (0, "dynascope report", 2), (0, "load_job", 2),
+        (1, "dynascope report", 2), (1, "load_job", 2), (1, "dynascope report", 1), (1, "load_job", 1)]
+    assert all(r["same_file_as_1_worker"] for r in res["rows"] if r["what"] == "dynascope report")
+    assert all(r["rss_mb"] > 0 and r["cpu"] > 0 and len(r["load"].split()) == 3 for r in res["rows"])
+    assert all(r["worker_rss_mb"] > 0 for r in res["rows"] if r["workers"] == 2)
+    assert res["rows_total_bytes"] == 2 * res["rows_rank_log_bytes"] >= 2 * 2**20
+
+
 def test_export_overhead_keys_and_table_rows():
     from bench import export_overhead
 

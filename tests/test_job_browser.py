@@ -3,7 +3,9 @@
 A notebook loads the job (``tracer.load_job``) and displays ``viz.JobView``; the test checks the
 ranks x frames grid renders with the divergent cells marked (rank 1's graph break in ``forward``),
 then clicks cells and a rank and checks the chosen rank's capture opens in the explorer at that
-frame, and that a finding's "side by side" link opens its view with both frames' graphs drawn. The
+frame, and that a finding's "side by side" link opens its view: the kernel sends the view with one
+folded line per rank's frame (the messages' bytes are measured on the kernel's websocket), then each
+frame when its line is opened, and its graph is drawn. The
 server is the one of tests/test_browser.py (its own port, token, root and settings; always shut down).
 """
 
@@ -16,6 +18,7 @@ from test_browser import ARTIFACTS, lab_page, notebook, open_and_run, serving
 from torchrun_job import forward_frames
 
 import tracer
+from viz.job_view import frame_key, sides_html
 
 # Note: ipywidgets shows a Dropdown entry with non-breaking spaces, so the compile id is read up to
 # the first whitespace of any kind.
@@ -61,6 +64,12 @@ def test_job_view_in_jupyterlab(lab, browser, ddp_job_dir):
     assert "torch_dynamo_resume_in_forward" in job.ranks[1].frame(resumed).code
 
     page, errors, kernel_ready = lab_page(browser)
+    received: list[str] = []  # every message the kernel sent the page, as text
+
+    def on_ws(ws) -> None:
+        if "/api/kernels/" in ws.url:
+            ws.on("framereceived", lambda p: received.append(p if isinstance(p, str) else p.decode("utf-8", "replace")))
+    page.on("websocket", on_ws)
     try:
         open_and_run(page, lab, "job.ipynb", kernel_ready)
         out = page.locator(".jp-Notebook .jp-Cell").nth(2)
@@ -118,15 +127,39 @@ def test_job_view_in_jupyterlab(lab, browser, ddp_job_dir):
         assert links.count() == len(job.divergence)
         index = job.divergence.index(status)
         side = out.locator(f'details[id="ds-side-{index}"]')
-        assert side.locator(".ds-lazy-body").inner_html() == ""  # sent only when the finding is opened
+        assert side.locator(".ds-lazy-body").first.inner_html() == ""  # sent only when the finding is opened
+        seen = len(received)
         links.nth(index).click()
         page.wait_for_function("e => e.open", arg=side.element_handle(), timeout=10_000)
         side.locator("h4", has_text=f"rank 1, frame {cid}").wait_for(timeout=60_000)  # asked for, rendered, sent
         assert side.locator("h4", has_text=f"rank 1, frame {cid}").count() == 1 and page.url == url
-        # both frames' graphs are drawn in the widget: rank 0's forward and, on rank 1, where the forward
-        # frame restarted, the attempt of the same compile that followed (its report below the restart's)
+        # a status finding has no diff: each rank's first frame line opens with the view and is asked for
         (after,) = [f for f in job.rank(1).frames if f.compile_id.startswith(cid + "_")]
         columns = side.locator(".ds-side > div")
+        for col, c in ((columns.nth(0), cid), (columns.nth(1), cid)):
+            page.wait_for_function("e => e.dataset.dsLoaded === '1'", timeout=60_000,
+                                   arg=col.locator(f'details.ds-lazy-frame[data-frame="{c}"]').element_handle())
+        later = columns.nth(1).locator(f'details.ds-lazy-frame[data-frame="{after.compile_id}"]')
+        assert later.get_attribute("open") is None and later.locator(".ds-lazy-body").inner_html() == ""
+        # what came over the kernel's websocket: the view (its lines, no drawing), then the two open frames
+        ((_, whole_view),) = sides_html(job, [index])  # the view with every frame in it
+        ((_, lines_view),) = sides_html(job, [index], keys=frame_key)
+        sent = [m for m in received[seen:] if '"sides"' in m]
+        frames_sent = [m for m in received[seen:] if '"frame"' in m and '"frames"' in m]
+        assert len(sent) == 1 and "ds-drawings" not in sent[0] and "ds-lazy-frame" in sent[0], [len(m) for m in sent]
+        assert len(sent[0]) < len(lines_view) + 4096 and len(lines_view) < len(whole_view) / 10, \
+            (len(sent[0]), len(lines_view), len(whole_view))
+        keys = {f"r0-{[f.compile_id for f in job.rank(0).frames].index(cid)}",
+                f"r1-{[f.compile_id for f in job.rank(1).frames].index(cid)}"}
+        assert frames_sent and all(k in "".join(frames_sent) for k in keys)
+        assert f"r1-{[f.compile_id for f in job.rank(1).frames].index(after.compile_id)}" not in "".join(frames_sent)
+        # rank 1's attempt after the restart: opened by a click, sent then, its graph drawn
+        seen = len(received)
+        later.locator("summary").click()
+        page.wait_for_function("e => e.dataset.dsLoaded === '1'", arg=later.element_handle(), timeout=60_000)
+        assert [m for m in received[seen:] if '"frame"' in m] and not [m for m in received[seen:] if '"sides"' in m]
+        # both frames' graphs are drawn in the widget: rank 0's forward and, on rank 1, where the forward
+        # frame restarted, the attempt of the same compile that followed (its report below the restart's)
         for col, frame in ((columns.nth(0), whole), (columns.nth(1), after)):
             shown = col.locator(f'.ds-side-frame[data-frame="{frame.compile_id}"]')
             host = shown.locator('.ds-graphbox[data-kind="root"]')

@@ -1,7 +1,8 @@
 """What the job view draws for each kind of finding (Note [Kinds of divergence] in tracer/model/job.py),
 in the static page (``viz.job_html``: each view a compressed payload whose ranks' frames are folded
 lines naming the frames' own payloads) and in the widget (each view sent when the finding is opened,
-``JobView.show_side``, with its own drawings block and its nodes' facts): each graph box of a view,
+``JobView.show_side``, the same lines, each frame sent when its line is opened, ``JobView.show_frames``):
+each graph box of a view,
 once its frames are opened, draws the graph torch recorded for that rank's frame (the browser side is
 tests/test_job_browser.py)."""
 
@@ -112,11 +113,19 @@ def _finding(job: Job, kind: str) -> tuple[int, object]:
     return next((i, d) for i, d in enumerate(job.divergence) if d.kind == kind)
 
 
+def _widget_opened(view, side: str) -> str:
+    """:func:`_opened` for a view the widget sent: each line replaced by what the widget sends when it
+    is opened (``JobView.show_frames``)."""
+    return _LAZY.sub(lambda m: f'<div class="ds-side-frame" data-frame="{m.group(1)}">{view.show_frames([m.group(2)])[m.group(2)]}</div>', side)
+
+
 def _both(job: Job) -> list[list[str]]:
-    """The side-by-side views of the static page and those the widget sends when each is opened."""
+    """The side-by-side views of the static page and those the widget sends when each is opened, with
+    each rank's frame opened."""
     view = viz.JobView(job)
     page = viz.job_html(job)
-    return [[_opened(page, side) for side in _sides(page)], [view.show_side(i) for i in range(len(job.divergence))]]
+    return [[_opened(page, side) for side in _sides(page)],
+            [_widget_opened(view, view.show_side(i)) for i in range(len(job.divergence))]]
 
 
 def test_every_kind_of_finding_is_covered(jobs):
@@ -228,9 +237,21 @@ def test_widget_sends_a_view_when_it_is_opened(jobs):
     view.grid.want = {"side": 1, "n": 1}  # what job_grid.js sends when finding 1 is opened
     page = viz.job_html(job)
     assert list(view.grid.sides) == ["1"]
-    # the widget's view, whole, shows what the static page's shows once its frames are opened
-    assert [f for _, f in _columns(view.grid.sides["1"]).values()] == [
-        f for _, f in _columns(_opened(page, _sides(page)[1])).values()]
+    # the view sent is the static page's: the diff (if any) and one folded line per rank's frame, no drawing
+    sent = view.grid.sides["1"]
+    assert sent == _sides(page)[1] and 'class="ds-drawings"' not in sent and 'class="ds-node-info"' not in sent
+    keys = [key for _, key, _ in _LAZY.findall(sent)]
+    ((_, whole),) = viz.job_view.sides_html(job, [1])  # the view with every frame drawn, as it was sent before
+    assert keys and len(json.dumps(view.grid.get_state(["sides"]))) < len(whole) / 4
+    assert view.grid.frame == {}
+    # a rank's frame line opened: job_grid.js asks with its key, the answer is that frame only, the static page's
+    view.grid.want = {"frames": keys[:1], "n": 7}
+    assert view.grid.frame == {"n": 7, "frames": {keys[0]: payloads(page)[keys[0]]}}
+    assert _BLOCK.findall(view.grid.frame["frames"][keys[0]])  # its drawings block: report.js draws it
+    view.grid.want = {"frames": ["r9-0"], "n": 8}  # no such frame: an error line, nothing else
+    assert view.grid.frame["frames"] == {} and "no frame 'r9-0'" in view.grid.frame["error"]
+    with pytest.raises(KeyError, match="no frame 'r0-99'"):
+        view.show_frames(["r0-99"])
     view.grid.want = {"side": 99, "n": 2}  # no such finding: nothing sent
     assert list(view.grid.sides) == ["1"]
     with pytest.raises(IndexError, match="no finding 99"):
@@ -245,14 +266,19 @@ def test_side_views_carry_the_inspector_facts_of_their_nodes(jobs):
     """The same facts the explorer's inspector and the report show (viz.node_info, Note [One inspector])."""
     job = jobs["scaled"]
     i, d = _finding(job, "graph")
-    side = viz.JobView(job).show_side(i)
-    (block,) = re.findall(r'<script type="application/json" class="ds-node-info">(.*?)</script>', side, re.S)
+    view = viz.JobView(job)
+    col = view.show_side(i).split("<div><h4>rank 0")[1].split("<div><h4>rank ")[0]
+    ((cid, key, _),) = _LAZY.findall(col)
+    frame_html = view.show_frames([key])[key]  # rank 0's frame, as sent when its line is opened
+    (block,) = re.findall(r'<script type="application/json" class="ds-node-info">(.*?)</script>', frame_html, re.S)
     facts = json.loads(block)
-    graphs = json.loads(_BLOCK.findall(side)[0])["graphs"]
+    graphs = json.loads(_BLOCK.findall(frame_html)[0])["graphs"]
     assert len(facts["graphs"]) == len(graphs)  # one entry per drawn graph, in the drawings' numbering
     frame0 = job.rank(0).frame("0/0")
-    drawn = _columns(side)[0][1][0][1][0]  # rank 0's root graph box: the first graph drawn
-    index = next(int(g) for g in _BOX.findall(side.split('<div><h4>rank ')[1]))
+    assert cid == "0/0"
+    index = int(_BOX.findall(frame_html)[0])  # the root graph box: the first graph drawn
+    drawn = [row[0] for row in graphs[index]["b"]]
+    assert drawn
     for name in drawn:
         assert unintern(facts["graphs"][index][name], facts["values"]) == json.loads(json.dumps(
             viz.node_info(frame0, "", name), default=str))

@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional
 from tracer._text import plural
 from tracer.model.capture import Capture
 
-__all__ = ["LOADERS", "RankResult", "compare_ranks", "load_rank", "read_ranks", "worker_count"]
+__all__ = ["LOADERS", "RankResult", "compare_ranks", "load_rank", "pooled", "read_ranks", "worker_count"]
 
 LOADERS = ("capture", "trace", "trace-read-only")  # a file saved by Capture.save, or a TORCH_TRACE log (editable, or read-only)
 
@@ -41,7 +41,7 @@ RankResult = tuple[int, Optional[Capture], Optional[str]]  # (rank, its capture 
 # ``forkserver`` when it runs several (a notebook kernel does), because a fork copies whatever lock
 # another thread held at that moment. A forkserver worker re-imports the main module of a script
 # that has one, so such a script needs the guard; a kernel's main module has no file to re-import.
-# What crosses: for ``read_ranks`` (``dynascope report -j N``) the worker reads its rank completely
+# What crosses: for ``read_ranks`` the worker reads its rank completely
 # (``to_json`` reads every lazily parsed graph) and returns ``cap.to_json()``, a ``str``; the parent
 # decodes it with ``Capture.from_json``, the same msgspec decoder that reads a saved capture, which
 # checks every field's type. For ``compare_ranks`` (``load_job(workers=N)``) the worker compares its
@@ -54,9 +54,11 @@ RankResult = tuple[int, Optional[Capture], Optional[str]]  # (rank, its capture 
 # Memory: results come back in rank order and at most ``workers`` are submitted ahead of the one the
 # caller is consuming, so the parent holds at most that many JSON texts waiting, plus what the caller
 # keeps: for ``read_ranks`` the capture it is working on (the caller drops it before asking for the
-# next one if it wants only one rank in memory at a time: ``dynascope report`` of a directory does,
-# viz/cli.py); for ``compare_ranks`` summaries and findings only, each worker holding what the
-# in-process load holds (two lazily read ranks and one frame pair).
+# next one if it wants only one rank in memory at a time); for ``compare_ranks`` summaries and findings
+# only, each worker holding what the in-process load holds (two lazily read ranks and one frame pair).
+# ``dynascope report <dir> -j N`` sends no capture either: its workers render their log and answer with
+# the rendered section and payloads, through :func:`pooled` (Note [Logs rendered in worker processes]
+# in viz/report_ranks.py).
 # Failure: ``ValueError``/``OSError`` from the loader (a damaged or foreign file) is returned by the
 # worker as its message, the text the serial load puts in the problem; any other exception reaches
 # the parent through its future and is named with its type; a worker process that dies (killed, out
@@ -139,7 +141,7 @@ def read_ranks(files: dict[int, str], kind: str, workers: Optional[int] = None,
             yield said(r, cap, None)
             del cap  # the caller may want one rank in memory at a time
         return
-    for r, text, err in _pooled([(r, _read_in_worker, (kind, files[r])) for r in ranks], n):
+    for r, text, err in pooled([(r, _read_in_worker, (kind, files[r])) for r in ranks], n):
         yield said(r, *((Capture.from_json(text), None) if err is None else (None, err)))
         del text  # the JSON text is dropped before the next rank is asked for
 
@@ -160,7 +162,7 @@ def compare_ranks(files: dict[int, str], kind: str, task: Callable[[str, str, in
     while todo:
         ref, redo = todo[0], None
         calls = [(r, task, (kind, files[r], r, ref, None if r == ref else files[ref])) for r in todo]
-        answers = _pooled(calls, n)
+        answers = pooled(calls, n)
         try:
             for r, text, err in answers:
                 part = decode(text) if err is None else None
@@ -177,7 +179,7 @@ def compare_ranks(files: dict[int, str], kind: str, task: Callable[[str, str, in
         todo = redo or []
 
 
-def _pooled(calls: list[tuple[int, Callable[..., tuple[bool, str]], tuple]], n: int) -> Iterator[tuple[int, Optional[str], Optional[str]]]:
+def pooled(calls: list[tuple[int, Callable[..., tuple[bool, str]], tuple]], n: int) -> Iterator[tuple[int, Optional[str], Optional[str]]]:
     """``(key, text, None)`` or ``(key, None, error line)`` for each ``(key, fn, args)`` of ``calls``, in
     order, each ``fn(*args)`` (a module-level function answering ``(ok, text)``, strings only) run in a
     pool of ``n`` worker processes, at most ``n`` submitted ahead of the one being answered. Closing the

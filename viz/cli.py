@@ -25,6 +25,7 @@ from tracer.rank_pool import read_ranks, worker_count
 from tracer.trace_log import load_trace, log_files
 from tracer.trace_log.deferred import read_only_graphs
 from viz.report_file import write_report as _write_file
+from viz.report_ranks import write_report_in_workers
 
 __all__ = ["main"]
 
@@ -46,8 +47,8 @@ def _load_one(path: str) -> Capture:
 
 
 def _load_many(paths: list[str], workers: Optional[int]) -> Iterator[Capture]:
-    """Every log that can be read, one at a time in file order, read by ``workers`` processes
-    (tracer/rank_pool.py); one that cannot is a warning while another one could be read. The caller
+    """Every log that can be read, one at a time in file order, read in this process (``-j 1``; with
+    more workers each log is rendered in its worker: viz/report_ranks.py); one that cannot is a warning while another one could be read. The caller
     has each capture alone (Note [One capture at a time] in viz/report_file.py)."""
     total = sum(os.path.getsize(p) for p in paths)
     n = worker_count(len(paths), workers)
@@ -78,8 +79,8 @@ def _load_pt2(path: str) -> list[Capture]:
 
 def write_report(path: str, out: str, workers: Optional[int] = 1) -> pathlib.Path:
     """Load the log(s) at ``path`` (or the ``.pt2`` archive) and write one self-contained HTML report to
-    ``out``; the logs of a directory are read by ``workers`` processes (1: in this process, lazily;
-    None: one per core) and rendered one at a time."""
+    ``out``; the logs of a directory are read and rendered one at a time, in this process (``workers``
+    1, lazily) or in ``workers`` processes (None: one per core), the same file either way."""
     paths = None if path.endswith(".pt2") and os.path.isfile(path) else log_files(path)
     with read_only_graphs():  # the report only reads: Note [Read-only graphs] in tracer/trace_log/deferred.py
         return _write(path, out, workers, paths)
@@ -92,9 +93,16 @@ def _write(path: str, out: str, workers: Optional[int], paths: Optional[list[str
         _progress(f"rendering {out}")
         t0 = time.perf_counter()
         stats = _write_file(out, caps, title=caps[0].fn or "capture", release=True)
-    else:  # one section per rank's log, in file order, each rendered as soon as it is read
+    elif worker_count(len(paths), workers) == 1:  # one section per rank's log, in file order, each rendered as soon as it is read
         stats = _write_file(out, _load_many(paths, workers), title=os.path.basename(os.path.normpath(path)),
                             headings=lambda cap: cap.fn, release=True)
+    else:  # each log read and rendered in a worker, which sends back its section: viz/report_ranks.py
+        total = sum(os.path.getsize(p) for p in paths)
+        _progress(f"loading {plural(len(paths), 'log')} ({total / 2**20:.1f} MB) with "
+                  f"{plural(worker_count(len(paths), workers), 'worker')}")
+        stats = write_report_in_workers(out, paths, workers, title=os.path.basename(os.path.normpath(path)),
+                                        progress=lambda line: _progress(f"  {line}"),
+                                        warn=lambda line: _progress(f"warning: {line}"))
     result = stats.path
     _progress(f"wrote {result} ({result.stat().st_size / 2**20:.1f} MB; {plural(stats.frames, 'frame')} stored "
               f"compressed, {stats.html_bytes / 2**20:.1f} MB of HTML when all are open; "
@@ -112,8 +120,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     rep.add_argument("-o", "--output", default="report.html", help="HTML file to write (default: report.html)")
     rep.add_argument("-j", "--workers", type=int, default=1,
                      help="processes that read a directory's logs (default 1: read here, lazily, one log in memory at a "
-                          "time; N: N worker processes, each sending its log fully read, which costs the memory of "
-                          "N fully read logs and helps only where the cores are free)")
+                          "time; N: N worker processes, each reading and rendering its logs and sending back the rendered "
+                          "section, not the log: the same file; it helps only where the cores are free)")
     show = sub.add_parser("show", help="write the report to a temporary file and open it in the browser")
     show.add_argument("log", help="a TORCH_TRACE .log (or .log.gz) file, or the TORCH_TRACE directory")
     a = p.parse_args(argv)

@@ -23,7 +23,7 @@ from typing import Any, Union
 
 from tracer.model import Job
 from viz.browser_code import bundle
-from viz.job_view import JobView, job_html_summary, sides_html
+from viz.job_view import JobView, frame_key, job_html_summary, sides_html
 from viz.markup import fragment, render
 from viz.report_file import Payloads
 from viz.report_graphs import DrawingCache
@@ -45,13 +45,13 @@ def job_html(job: Job) -> str:
         cap = job.rank(r)
         frames = []
         for i, (s, f) in enumerate(zip(summary.frames, cap.frames, strict=True)):
-            key = f"r{r}-{i}"
+            key = frame_key(r, i)
             out.frame(key, cap, f, cache, facts, before=render("job_pieces.html.j2", frame=f) if f.pieces else "")
             frames.append({"key": key, "compile_id": s.compile_id, "code": s.code, "status": s.status,
                            "nodes": s.nodes, "pieces": s.pieces})
         reports.append({"rank": r, "frames": frames, "path": summary.path})
         del cap
-    for i, text in sides_html(job, keys=lambda r, i: f"r{r}-{i}"):
+    for i, text in sides_html(job, keys=frame_key):
         out.add(f"side-{i}", text, shared=True)  # two findings on one frame pair: one view stored
     return job_html_summary(job, reports=reports, script=fragment(bundle("report_file")),
                             payloads=fragment("\n".join(out.blocks)))

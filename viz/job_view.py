@@ -14,6 +14,7 @@ compile ids. A Job loaded from JSON renders like a live one. See Note [A finding
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Optional
 
 import anywidget
@@ -25,10 +26,18 @@ from viz import html
 from viz.browser_code import bundle
 from viz.diff_view import diff_html
 from viz.markup import fragment, render
-from viz.report_graphs import canvas_css, report_data
+from viz.report_file import frame_payload
+from viz.report_graphs import DrawingCache, canvas_css, report_data
 from viz.report_info import report_info
 
-__all__ = ["JobGrid", "JobView", "grid_columns", "job_html_summary", "side_html", "sides_html"]
+__all__ = ["JobGrid", "JobView", "frame_key", "grid_columns", "job_html_summary", "side_html", "sides_html"]
+
+_KEY = re.compile(r"r(\d+)-(\d+)")
+
+
+def frame_key(rank: int, index: int) -> str:
+    """The key that names frame ``index`` of ``rank`` in a finding's view (the job page's payload key)."""
+    return f"r{rank}-{index}"
 
 # Note [A finding's view on demand]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -52,7 +61,12 @@ __all__ = ["JobGrid", "JobView", "grid_columns", "job_html_summary", "side_html"
 # HTML the rank's report opens); opening the line decodes the frame (viz/report_lazy.js sets up the
 # lines a decoded payload holds). Without a diff (a status or frames finding) the frames are the view,
 # so the first frame of each rank opens with it. Views with equal HTML (two findings on one frame
-# pair) are stored once. The widget keeps the whole view: it is sent from the kernel when opened.
+# pair) are stored once. The widget sends the same view, lines included (:meth:`JobView.show_side`):
+# opening a rank's frame line sets ``want`` with its key (``r<rank>-<index>``, the static page's
+# payload key) and Python answers in ``frame`` with that frame's HTML (:meth:`JobView.show_frames`: the
+# static page's frame payload, :func:`viz.report_file.frame_payload`), so a finding's view costs the
+# kernel and the browser its diff and one line per frame until a frame is opened. ``frame`` holds the
+# last answer only (a dict trait is sent whole on every change: frames would pile up in it).
 
 
 def grid_columns(job: Job) -> list[str]:
@@ -170,14 +184,17 @@ def sides_html(job: Job, which: Optional[list[int]] = None, keys: Optional[Calla
 class JobGrid(anywidget.AnyWidget):
     """The grid and findings of a job in the widget (``job_grid.js``): a click on a cell or a rank
     sets ``picked``; ``current`` marks the shown cell; opening a finding sets ``want``, answered in
-    ``sides`` (Note [A finding's view on demand]). Only markup rendered here (autoescaped) and plain
-    ids cross to the browser."""
+    ``sides`` (Note [A finding's view on demand]), and opening a rank's frame in it sets ``want``,
+    answered in ``frame`` (Note [A rank's frame in a finding's view on demand]). Only markup rendered
+    here (autoescaped) and plain ids cross to the browser."""
 
     _esm = bundle("job_grid")  # job_grid.js with report.js: draws the side-by-side views
 
     html = traitlets.Unicode("").tag(sync=True)  # job_html_summary(job): grid, findings (each view folded, empty)
-    want = traitlets.Dict().tag(sync=True)  # set when a finding is opened: {"side": its index, "n": count}
-    sides = traitlets.Dict().tag(sync=True)  # finding index (str) -> its view's HTML (side_html), once asked for
+    want = traitlets.Dict().tag(sync=True)  # set when a finding is opened: {"side": its index, "n": count},
+    # or frames in a finding's view: {"frames": [frame_key, ...], "n": count}
+    sides = traitlets.Dict().tag(sync=True)  # finding index (str) -> its view's HTML (side_html, one line per frame)
+    frame = traitlets.Dict().tag(sync=True)  # the last frames asked for: {"n": the want's n, "frames": {key: HTML}}
     picked = traitlets.Dict().tag(sync=True)  # set by a click: {"rank": int, "frame": compile id or "", "n": click count}
     current = traitlets.Dict().tag(sync=True)  # {"rank": int, "frame": compile id}: the capture shown below
 
@@ -201,6 +218,7 @@ class JobView:
         self.rank: Optional[int] = None
         self.explorer = None
         self._opening = False
+        self._cache = DrawingCache()  # equal graphs of the frames opened in findings' views laid out once
         self.grid = JobGrid(html=job_html_summary(job))
         self.grid.observe(self._on_pick, names="picked")
         self.grid.observe(self._on_want, names="want")
@@ -238,14 +256,38 @@ class JobView:
             raise IndexError(f"no finding {index} (the job has {len(self.job.divergence)})")
         key = str(index)
         if key not in self.grid.sides:
-            ((_, text),) = sides_html(self.job, [index])
+            ((_, text),) = sides_html(self.job, [index], keys=frame_key)
             self.grid.sides = {**self.grid.sides, key: text}
         return self.grid.sides[key]
 
+    def show_frames(self, keys: list[str], n: int = 0) -> dict[str, str]:
+        """Render the frames ``keys`` (:func:`frame_key`) of findings' views into ``grid.frame``, as
+        ``{"n": n, "frames": {key: HTML}}`` (what opening a rank's frame line does; the HTML is the job
+        page's frame payload); return the HTML by key. ``KeyError`` for a key naming no frame. See
+        Note [A rank's frame in a finding's view on demand]."""
+        out: dict[str, str] = {}
+        for key in keys:
+            m = _KEY.fullmatch(key) if isinstance(key, str) else None
+            rank, i = (int(m.group(1)), int(m.group(2))) if m is not None else (-1, -1)
+            if rank not in self.job.ranks or not i < len(self.job.ranks[rank].frames):
+                raise KeyError(f"no frame {key!r} in the job (keys are r<rank>-<index of the rank's frame>)")
+            cap = self.job.rank(rank)
+            f = cap.frames[i]
+            out[key] = (render("job_pieces.html.j2", frame=f) if f.pieces else "") + frame_payload(cap, f, self._cache)
+            del cap
+        self.grid.frame = {"n": n, "frames": out}
+        return out
+
     def _on_want(self, change: dict[str, Any]) -> None:
-        side = change["new"].get("side")
+        want = change["new"]
+        side, frames = want.get("side"), want.get("frames")
         if isinstance(side, int) and 0 <= side < len(self.job.divergence):
             self.show_side(side)
+        if isinstance(frames, list):
+            try:
+                self.show_frames(frames, want.get("n") if isinstance(want.get("n"), int) else 0)
+            except KeyError as e:  # except: only changes display text (the browser says the frame could not be shown)
+                self.grid.frame = {"n": want.get("n"), "frames": {}, "error": str(e)}
 
     def _on_pick(self, change: dict[str, Any]) -> None:
         picked = change["new"]

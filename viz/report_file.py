@@ -10,9 +10,7 @@ payload per frame: its UTF-8 HTML compressed with zlib and written in base64 in 
 ``DecompressionStream("deflate")`` when its frame is opened (viz/report_lazy.js, in the page's one
 script: viz/browser_code.py's ``"report_file"`` bundle) and sets it up with the report's own code
 (viz/report.js); a small report (:data:`OPEN_ALL_BYTES`) opens every frame at load.
-One file rather than a directory with an index (tlparse's way) because a report is something people
-send — attached to a bug, dropped in a chat — and one file stays whole however it travels. See Note
-[One file, frames on demand].
+One file rather than a directory with an index (tlparse's way): Note [One file, frames on demand].
 
 Escaping: every string from the model reaches the page through the autoescaping templates
 (:mod:`viz.markup`); a payload is base64 (``A-Z a-z 0-9 + / =``), so nothing in it can end its
@@ -123,7 +121,7 @@ class _Parts:
         n = self.known.get(key)
         if n is None:
             n = self.known[key] = len(self.known)
-            p = base64.b64encode(zlib.compress("".join(pieces).encode("utf-8"), _LEVEL)).decode("ascii")
+            p = encode_payload("".join(pieces))
             stats.payload_bytes += len(p)
             blocks.append(f'<script type="application/octet-stream" class="ds-part" data-part="{n}" '
                           f'data-encoding="deflate">{p}</script>')
@@ -283,10 +281,9 @@ def _entry(frame: Frame, key: str) -> dict[str, object]:
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
 # A fully read log holds several times its bytes (parsed nodes, guards); the report needs one frame's
 # at a time. With ``release`` (the CLI, whose captures nobody else reads), a frame's graphs and guards
-# are emptied once its payload is built, after what the overview counts of them (ops, guards) and its
-# problems were read; the recompiles' diffs (payloads too) are rendered before any frame is let go. Memory then holds
-# the lazily loaded log plus about one frame's parse. ``export_html`` never lets go: the capture is the
-# caller's.
+# are emptied once its payload is built and what the overview counts of them was read; the recompiles'
+# diffs are rendered before any frame is let go. Memory then holds the lazily loaded log plus about one
+# frame's parse. ``export_html`` never lets go: the capture is the caller's.
 
 
 # Note [One capture at a time]
@@ -331,7 +328,13 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
         del cap  # See Note [One capture at a time]
         if release:
             gc.collect()  # the cycles its rendering left (jinja's render contexts name it): See Note [One capture at a time]
-    blocks = out_blocks.blocks  # every head compressed: stats.payload_bytes is whole
+    _write_page(stats, title, sections, out_blocks.blocks)  # every head compressed: stats.payload_bytes is whole
+    stats.layouts_reused = cache.hits
+    return stats
+
+
+def _write_page(stats: ReportStats, title: str, sections: list[dict[str, object]], blocks: list[str]) -> None:
+    """Write the page at ``stats.path``: ``sections``, the script, the ``blocks`` (also viz/report_ranks.py's)."""
     tmp = stats.path.with_name(stats.path.name + ".part")  # never a half-written report at ``path``
     try:
         with open(tmp, "w", encoding="utf-8") as out:
@@ -345,8 +348,6 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
     except BaseException:  # except: re-raises, after removing the partial file
         tmp.unlink(missing_ok=True)
         raise
-    stats.layouts_reused = cache.hits
-    return stats
 
 
 def _block(key: str, payload: str, parts: list[int]) -> str:
