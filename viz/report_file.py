@@ -234,8 +234,7 @@ class Payloads:
 
     def frame(self, key: str, cap: Capture, frame: Frame, cache: Optional[DrawingCache], facts: Optional[dict[bytes, str]],
               profile: Optional[Profile] = None, before: str = "") -> None:
-        """Frame ``frame``'s payload (:func:`frame_payload`, after ``before``) as payload ``key``, its
-        drawings and facts as parts."""
+        """``frame``'s payload (:func:`frame_payload`, after ``before``) as ``key``, drawings and facts as parts."""
         head, data, rest = _frame_pieces(cap, frame, cache, facts, profile)
         head = before + head
         self.stats.frames += 1
