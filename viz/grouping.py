@@ -65,13 +65,13 @@ BACKWARD_SUFFIX = " [backward]"
 
 # Note [Folded inputs]
 # ~~~~~~~~~~~~~~~~~~~~
-# Placeholders have no module stack, so grouping leaves them alone, and an AOT graph has one per
-# parameter, buffer and tangent: the 12-layer transformer's joint graph would show 145 ``primals_*``
-# boxes around 24 module boxes. When a grouped graph has more than INPUTS_FOLD_MIN such placeholders
-# they fold into one box whose path is INPUTS_GROUP (never a real module path, which starts with
-# ``L[``/``G[``); expanding INPUTS_GROUP shows them again.
+# Placeholders (and get_attr constants) have no module stack, so grouping leaves them alone; an AOT graph
+# has one per parameter, buffer and tangent: the 12-layer transformer's joint graph would show 145 ``primals_*``
+# boxes around 24 module boxes. Over INPUTS_FOLD_MIN such loose inputs fold into one box, path INPUTS_GROUP
+# (never a real module path, which starts with ``L[``/``G[``); expanding INPUTS_GROUP shows them again.
 INPUTS_GROUP = "(inputs)"
 INPUTS_FOLD_MIN = 8
+_INPUT_OPS = ("placeholder", "get_attr")  # a lifted constant (``_tensor_constant0``) is an input too
 
 
 def group_id(path: str) -> str:
@@ -291,12 +291,12 @@ def _targets(graph: Graph, expanded: Iterable[str]) -> list[Optional[tuple[str, 
     """(path, module type) of the group each node of a grouped graph shows in; None: it shows itself."""
     chains = graph_chains(graph)
     opened = set(expanded) | _auto_open(graph)
-    loose = sum(1 for k, n in enumerate(graph.nodes) if n.op == "placeholder" and not chains[k])
+    loose = sum(1 for k, n in enumerate(graph.nodes) if n.op in _INPUT_OPS and not chains[k])
     fold_inputs = INPUTS_GROUP not in opened and loose > INPUTS_FOLD_MIN
     out: list[Optional[tuple[str, str]]] = []
     for k, n in enumerate(graph.nodes):
         target = next(((path, typ) for path, typ in chains[k] if path not in opened), None)
-        if fold_inputs and not chains[k] and n.op == "placeholder":
+        if fold_inputs and not chains[k] and n.op in _INPUT_OPS:
             target = (INPUTS_GROUP, "placeholder")
         out.append(target)
     return out
@@ -370,7 +370,7 @@ def _open_breadth_first(graph: Graph, threshold: int) -> frozenset[str]:
     for k, n in enumerate(graph.nodes):
         key = chains[k][-1][0] if chains[k] else ""
         direct[key] = direct.get(key, 0) + 1
-        loose_inputs += not chains[k] and n.op == "placeholder"
+        loose_inputs += not chains[k] and n.op in _INPUT_OPS
     if loose_inputs > INPUTS_FOLD_MIN:  # they show as one box (Note [Folded inputs])
         direct[""] -= loose_inputs - 1
 
@@ -383,10 +383,9 @@ def _open_breadth_first(graph: Graph, threshold: int) -> frozenset[str]:
     opened: set[str] = set()
     shown = boxes_open("")
     queue = list(tree[""])
-    if tree.get(NO_MODULE):  # Note [Runs of the no-module group] (viz/backward_groups.py): the gradient path, open
-        opened.add(NO_MODULE)
+    if tree.get(NO_MODULE) and not queue.remove(NO_MODULE) and shown + boxes_open(NO_MODULE) - 1 <= 2 * threshold:
+        opened.add(NO_MODULE)  # Note [Runs of the no-module group] (viz/backward_groups.py): open if they fit twice
         shown += boxes_open(NO_MODULE) - 1
-        queue.remove(NO_MODULE)
     while queue:
         path = queue.pop(0)
         if path in auto:
