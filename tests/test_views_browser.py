@@ -11,9 +11,8 @@ Screenshots go to tests/artifacts/.
 
 from __future__ import annotations
 
-import re
-
 import pathlib
+import re
 
 import pytest
 import torch
