@@ -43,9 +43,9 @@ NO_MODULE_TYPE = "no module recorded"
 # NO_MODULE holds one child box per run: the loose nodes between two changes of placed module, in
 # graph order. A backward graph is in the order the autograd engine runs it (from the loss towards
 # the inputs), so the runs and the module boxes between them follow the gradient, top to bottom.
-# The first view opens NO_MODULE when its runs and the other boxes number at most twice the first
-# view's boxes (GPT-2's logged backward: 30 boxes); a joint's runs of both halves (GPT-2: ~100) stay
-# one box per half, opened on demand.
+# The first view of a backward graph opens NO_MODULE; of a forward or joint graph, only when its runs
+# and the other boxes number at most twice the first view's boxes: a joint's runs of both halves
+# (GPT-2's logged joint: 100) stay one box per half, opened on demand.
 # A logged forward or joint graph is drawn the same way: every computing node the log leaves without
 # a module is in a run (a joint's run never spans its forward and backward halves), so what the log
 # does not carry stays visibly unplaced. A run claims no module: its path is numbered (``(no module).3``,

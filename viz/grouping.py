@@ -383,8 +383,9 @@ def _open_breadth_first(graph: Graph, threshold: int) -> frozenset[str]:
     opened: set[str] = set()
     shown = boxes_open("")
     queue = list(tree[""])
-    if tree.get(NO_MODULE) and not queue.remove(NO_MODULE) and shown + boxes_open(NO_MODULE) - 1 <= 2 * threshold:
-        opened.add(NO_MODULE)  # Note [Runs of the no-module group] (viz/backward_groups.py): open if they fit twice
+    if tree.get(NO_MODULE) and not queue.remove(NO_MODULE) and (  # Note [Runs of the no-module group]
+            graph.name == "backward" or shown + boxes_open(NO_MODULE) - 1 <= 2 * threshold):  # a joint's may not fit
+        opened.add(NO_MODULE)
         shown += boxes_open(NO_MODULE) - 1
     while queue:
         path = queue.pop(0)
