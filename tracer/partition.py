@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from tracer.model import Graph
+from tracer.model.graph import Graph
 
 __all__ = ["tag_partition_by_names"]
 
