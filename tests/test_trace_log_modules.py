@@ -190,3 +190,55 @@ def test_the_inspector_says_how_a_log_module_was_found(out):
     info = viz.node_info(f, "", between.name)
     lm = between.meta["log_module"]
     assert info["nn_module_type"] == f"inferred from log: traced between {lm['after']} and {lm['before']}"
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_logged_joint_partition_is_the_live_one(name, out):
+    """Note [Joint partition from a log]: a logged joint's nodes say where the partitioner put them, as live."""
+    live, loaded = run(name, out)
+    joints = 0
+    for lf, gf in zip(live.frames, loaded.frames, strict=True):
+        if lf.aot is None or lf.aot.joint is None:
+            continue
+        joints += 1
+        for n in gf.aot.joint.nodes:
+            ln = lf.aot.joint.node(n.name)
+            for key in ("partition", "recomputed", "dead"):
+                assert n.meta.get(key) == ln.meta.get(key), (lf.compile_id, n.name, key)
+    assert joints
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_joint_forward_half_places_nodes_traced_between(name, out):
+    """Note [Joint forward half in traced order]: "between" places joint nodes before the last forward
+    output only, and the forward graph takes them by name (each checked against live stacks above)."""
+    from tracer.trace_log.joint_partition import forward_half
+
+    _, loaded = run(name, out)
+    for f in loaded.frames:
+        if f.aot is None or f.aot.joint is None:
+            continue
+        half = forward_half(f.aot.joint)
+        assert half is not None
+        for k, n in enumerate(f.aot.joint.nodes):
+            if (n.meta.get("log_module") or {}).get("via") == "between":
+                assert k < half
+        joint = {n.name: n.meta.get("log_module") for n in f.aot.joint.nodes}
+        for n in f.aot.forward.nodes:
+            lm = n.meta.get("log_module")
+            if lm is not None and lm["via"] == "between":
+                assert lm["joint"] and joint[n.name]["path"] == lm["path"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["resnet18", pytest.param("gpt2", marks=_GPT2)])
+def test_logged_joint_and_forward_first_views_are_grouped(name, out):
+    """The log report's joint and forward graphs open on module boxes marked as inferred, no wider than
+    4 x a 1,440 px viewport (GPT-2's joint was 7,195 px of loose ops)."""
+    _, loaded = run(name, out)
+    f = max((f for f in loaded.frames if f.aot is not None and f.aot.joint is not None), key=lambda f: len(f.graph.nodes))
+    for g in (f.aot.joint, f.aot.forward):
+        lay = layout(g, expanded=first_expanded(g), engine="linear")
+        groups = [b for b in lay.boxes if b.id.startswith("module:L[")]
+        assert groups and all(INFERRED in b.sublabel for b in groups), (g.name, [b.sublabel for b in lay.boxes])
+        assert max(b.x + b.w for b in lay.boxes) <= 4 * 1440, g.name

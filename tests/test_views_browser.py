@@ -12,6 +12,7 @@ Screenshots go to tests/artifacts/.
 from __future__ import annotations
 
 import pathlib
+import re
 
 import pytest
 import torch
@@ -346,6 +347,25 @@ def test_log_report_of_a_real_model(name, browser, tmp_path):
             .map((e) => e.getAttribute('data-group')).filter((p) => p.startsWith('(no module).'))""", _biggest(page, "backward"))
         numbers = [int(p.rsplit(".", 1)[1]) for p in runs]
         assert len(runs) > 1 and sorted(numbers) == list(range(1, len(runs) + 1)), runs  # every run, once
+        labels = page.evaluate("""(sel) => [...document.querySelector(sel).querySelectorAll('[data-group^="(no module)."]')]
+            .map((e) => e.querySelector('text:not(.sub)').textContent)""", _biggest(page, "backward"))
+        assert labels and all(re.fullmatch(r".+\.py:\d+( \+\d+ lines?)?|op .+", t) for t in labels), labels  # what each run holds
+        # the joint (folded when the page opens) and the forward open on module boxes inferred from the log
+        # (Note [Joint forward half in traced order] in tracer/trace_log/joint_partition.py)
+        page.evaluate("document.querySelectorAll('details.ds-graph-section[data-kind=\"joint\"]').forEach((d) => { d.open = true; })")
+        for i in range(hosts.count()):
+            hosts.nth(i).scroll_into_view_if_needed()
+            page.wait_for_timeout(50)
+        page.wait_for_timeout(300)
+        page.locator(_biggest(page, "joint")).screenshot(path=str(ARTIFACTS / f"report_{name}_log_joint.png"))
+        got = page.evaluate(MEASURE)
+        for kind in ("joint", "forward"):
+            g = max((g for g in got["graphs"] if g["kind"] == kind), key=lambda g: g["boxes"])
+            assert g["groups_in_view"] and g["min_label_box"] >= 10 and 0 < g["width"] <= 4 * WIDTH, (kind, g)
+            inferred = page.evaluate("""(sel) => [...document.querySelector(sel).querySelectorAll('[data-group^="L["] text.sub')]
+                .map((t) => t.textContent)""", _biggest(page, kind))
+            assert inferred and all("inferred" in t for t in inferred), (kind, inferred)
+        assert not errors, errors
     finally:
         page.close()
 

@@ -390,12 +390,40 @@ def test_a_sparsely_placed_logged_backward_shows_its_loose_nodes_as_runs_in_grap
     # b1's two nodes are one placed module in a row: the run goes on past both; b0 starts the next
     assert runs == {"g1": run_path(1), "g2": run_path(1), "g3": run_path(2), "g4": run_path(2), "g5": run_path(2),
                     "g6": run_path(3), "g7": run_path(3)}
-    assert all(c[0] == (NO_MODULE, NO_MODULE_TYPE) and c[-1][1] == NO_MODULE_TYPE
+    assert all(c[0] == (NO_MODULE, NO_MODULE_TYPE) and c[-1][1].startswith(NO_MODULE_TYPE + ": ")
                for c in chains if c and c[0][0] == NO_MODULE)  # a run claims no module
+    types = {c[-1][0]: c[-1][1] for c in chains if c and c[0][0] == NO_MODULE}
+    assert types == {run_path(1): "no module recorded: op g1 +1 op", run_path(2): "no module recorded: op g3 +2 ops",
+                     run_path(3): "no module recorded: op g6 +1 op"}  # no line recorded: the ops it holds
     assert all("log_module" not in n.meta for n in g.nodes if n.name in runs)  # display only
     opened = first_expanded(g)
     assert NO_MODULE in opened
     items = [it.id for it in visible(g, opened, threshold=0).items if it.group]
     assert [i for i in items if NO_MODULE in i] == [group_id(run_path(k)) for k in (1, 2, 3)]  # the gradient's order
-    # the same nodes as a forward graph are drawn ungrouped (Note [Groups inferred from a log])
-    assert not any(graph_chains(Graph(list(g.nodes), name="forward")))
+    # the same nodes as a logged forward graph show the same runs; as a Dynamo graph, ungrouped
+    # (Note [Groups inferred from a log])
+    assert graph_chains(Graph(list(g.nodes), name="forward")) == chains
+    assert not any(graph_chains(Graph(list(g.nodes), name="")))
+
+
+def test_each_run_of_the_no_module_group_is_labelled_by_its_user_lines():
+    """Note [Runs of the no-module group]: a run's box reads the user lines its nodes were traced at
+    (for a backward node, the line of the forward op it differentiates), first line and how many more;
+    the run number moves to the second line."""
+    from viz.backward_groups import run_path
+    from viz.graph_layout import layout
+
+    def src(line: int) -> dict:
+        return {"source": {"file": "/home/u/model.py", "line": line, "fn": "forward", "code": "y = f(x)"}}
+
+    g = graph(node("w", op="placeholder"), node("tangent", op="placeholder"),
+              node("g1", "tangent", **src(12)), node("g2", "g1", **src(12)), node("g3", "g2", **src(14)),
+              node("t", "w", log_module={"path": "L['self'].lin", "via": "parameter"}, **src(9)),
+              node("g4", "g3", "t", **src(9)), node("output", "g4", op="output"))
+    g.name = "backward"
+    chains = graph_chains(g)
+    assert chains[2][-1] == (run_path(1), "no module recorded: model.py:12 +1 line")
+    assert chains[6][-1] == (run_path(2), "no module recorded: model.py:9")
+    lay = layout(g, expanded=first_expanded(g), engine="linear")
+    runs = {b.group: (b.label, b.sublabel) for b in lay.boxes if (b.group or "").startswith(NO_MODULE + ".")}
+    assert runs[run_path(1)] == ("model.py:12 +1 line", "no module \u00b7 run 1 \u00b7 3 nodes")

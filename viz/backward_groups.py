@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from tracer.model import Graph, Node
 
-__all__ = ["NO_MODULE", "NO_MODULE_TYPE", "SAVED_EDGE", "edge_kind", "place_unmoduled", "run_path"]
+__all__ = ["NO_MODULE", "NO_MODULE_TYPE", "RUN_TYPE_PREFIX", "SAVED_EDGE", "edge_kind", "place_unmoduled", "run_path",
+           "run_type"]
 
 # Note [Backward nodes without a forward node]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -42,8 +43,16 @@ NO_MODULE_TYPE = "no module recorded"
 # NO_MODULE holds one child box per run: the loose nodes between two changes of placed module, in
 # graph order. A backward graph is in the order the autograd engine runs it (from the loss towards
 # the inputs), so the runs and the module boxes between them follow the gradient, top to bottom.
-# A run claims no module; its box says "no module recorded" like its parent, and is numbered
-# (``(no module).3``: the third run), never named after a neighbouring module.
+# The first view of a backward graph opens NO_MODULE; of a forward or joint graph, only when its runs
+# and the other boxes number at most twice the first view's boxes: a joint's runs of both halves
+# (GPT-2's logged joint: 100) stay one box per half, opened on demand.
+# A logged forward or joint graph is drawn the same way: every computing node the log leaves without
+# a module is in a run (a joint's run never spans its forward and backward halves), so what the log
+# does not carry stays visibly unplaced. A run claims no module: its path is numbered (``(no module).3``,
+# the third run), never named after a neighbouring module, and its type -- the box's first line --
+# says what it holds (``run_type``): the user lines its nodes were traced at, as the log's ``# File:``
+# comments give them (for a backward node, the line of the forward op it differentiates),
+# "model.py:12 +2 lines"; with no line recorded, its ops, "op add +1 op".
 
 # Note [Saved values as their own edge kind]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -86,19 +95,23 @@ def run_path(k: int) -> str:
 
 def place_unmoduled(graph: Graph, chains: list[list[tuple[str, str]]], runs: bool = False) -> list[list[tuple[str, str]]]:
     """``chains`` (one per node) with Note [Backward nodes without a forward node] applied, and with
-    ``runs``, Note [Runs of the no-module group]; a graph no node of which has a module chain is
-    returned as it is."""
+    ``runs`` (a graph from a log), Note [Runs of the no-module group]; a graph no node of which has a
+    module chain is returned as it is."""
     if not any(chains):
         return chains
     nodes = graph.nodes
     index: dict[str, int] = {}  # built at the first epilogue copy_ (most graphs have none)
     out = list(chains)
     run, last, used = 1, None, False  # the current run's number, whether it has a node; the last placed chain
+    members: dict[int, list[int]] = {}  # run number -> its nodes' positions
+    part = None  # the current run's partition (a joint's run never spans forward and backward)
     for i, n in enumerate(nodes):
         if out[i] and n.op not in ("placeholder", "output", "get_attr"):
             if used and out[i] != last:
                 run, used = run + 1, False
             last = out[i]
+        elif used and n.op not in ("placeholder", "output", "get_attr") and n.meta.get("partition") != part:
+            run, used = run + 1, False
         if out[i] or n.op in ("placeholder", "output", "get_attr"):
             continue
         if n.target.startswith("aten.copy_") and n.inputs:
@@ -109,7 +122,49 @@ def place_unmoduled(graph: Graph, chains: list[list[tuple[str, str]]], runs: boo
                 if len(readers) == 1:
                     out[i] = list(readers.pop())
                     continue
-        if _backward(graph, n):
-            out[i] = [(NO_MODULE, NO_MODULE_TYPE)] + ([(run_path(run), NO_MODULE_TYPE)] if runs else [])
-            used = True
+        if runs:  # from a log: whatever the log left loose, forward or backward
+            out[i] = [(NO_MODULE, NO_MODULE_TYPE), (run_path(run), NO_MODULE_TYPE)]
+            members.setdefault(run, []).append(i)
+            used, part = True, n.meta.get("partition")
+        elif _backward(graph, n):
+            out[i] = [(NO_MODULE, NO_MODULE_TYPE)]
+    for k, at in members.items():  # Note [Runs of the no-module group]: each run says what it holds
+        entry = [(NO_MODULE, NO_MODULE_TYPE), (run_path(k), run_type([nodes[i] for i in at]))]
+        for i in at:
+            out[i] = entry
     return out
+
+
+RUN_TYPE_PREFIX = NO_MODULE_TYPE + ": "
+
+
+def run_type(nodes: list[Node]) -> str:
+    """The type a run of the NO_MODULE group shows (Note [Runs of the no-module group]): "no module
+    recorded: " and the user lines its nodes were traced at (a backward node's is the line of the forward
+    op it differentiates), the first and how many more; without any, its first op and how many more.
+
+    >>> a = Node(name="a", op="call_function", target="aten.add.Tensor", meta={"source": {"file": "/x/m.py", "line": 3}})
+    >>> b = Node(name="b", op="call_function", target="aten.mul.Tensor", meta={"source": {"file": "/x/m.py", "line": 5}})
+    >>> run_type([a, b]), run_type([a, a]), run_type([Node(name="c", op="call_function", target="aten.add.Tensor")])
+    ('no module recorded: m.py:3 +1 line', 'no module recorded: m.py:3', 'no module recorded: op add')
+    """
+    lines = list(dict.fromkeys(w for w in map(_where, nodes) if w))
+    if lines:
+        more = len(lines) - 1
+        return RUN_TYPE_PREFIX + lines[0] + (f" +{more} line{'s' if more > 1 else ''}" if more else "")
+    ops = list(dict.fromkeys(_op(n.target) for n in nodes))
+    return RUN_TYPE_PREFIX + "op " + ops[0] + (f" +{len(ops) - 1} op{'s' if len(ops) > 2 else ''}" if len(ops) > 1 else "")
+
+
+def _where(n: Node) -> str:
+    """``file.py:line`` of the user line the record gives ``n`` (``source``: logged and Dynamo nodes; ``from``: live AOT nodes)."""
+    src = n.meta.get("source") or n.meta.get("from")
+    if not isinstance(src, dict) or not src.get("file") or not isinstance(src.get("line"), int):
+        return ""
+    return f"{str(src['file']).replace(chr(92), '/').rsplit('/', 1)[-1]}:{src['line']}"
+
+
+def _op(target: str) -> str:
+    """``aten.add.Tensor`` -> ``add``; any other target as it is."""
+    parts = target.split(".")
+    return parts[1] if len(parts) >= 2 and parts[0] in ("aten", "prims") else target

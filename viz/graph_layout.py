@@ -15,6 +15,7 @@ from typing import Any, Iterable, Optional
 
 from tracer.model import Graph
 from viz import layout_dot, layout_linear
+from viz.backward_groups import RUN_TYPE_PREFIX
 from viz.grouping import Item, Visible, graph_chains, threshold_for, visible
 from viz.style import GROUP_ROLE, box_size, node_labels, shorten
 
@@ -85,8 +86,11 @@ class Layout:
 
 def _group_labels(item: Item, max_label: int) -> tuple[str, str]:
     path = item.group or ""
-    label = path if len(path) <= max_label else "\u2026" + path[-(max_label - 1):]
-    typ = item.module_type.rsplit(".", 1)[-1]
+    if item.module_type.startswith(RUN_TYPE_PREFIX):  # Note [Runs of the no-module group]: what the run holds
+        label, typ = item.module_type[len(RUN_TYPE_PREFIX):], f"no module \u00b7 run {path.rsplit('.', 1)[-1]}"
+    else:
+        label, typ = path, item.module_type.rsplit(".", 1)[-1]
+    label = label if len(label) <= max_label else "\u2026" + label[-(max_label - 1):]
     sub = f"{typ} \u00b7 {item.count} nodes" if typ else f"{item.count} nodes"
     if item.partition:
         sub = f"{item.partition} \u00b7 {sub}"

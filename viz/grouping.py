@@ -37,7 +37,6 @@ __all__ = [
 # Grouping starts when a graph has more nodes than this (a few hundred visible boxes is what a canvas shows readably).
 GROUP_THRESHOLD = 300
 
-
 # Note [Group whatever the size]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # A 251-node GPT-2 graph drawn flat is 3.6 px labels after "fit": it is the module structure a person
@@ -47,7 +46,7 @@ GROUP_THRESHOLD = 300
 # graphs without module stacks (there is nothing to group but the inputs).
 def threshold_for(graph: Graph) -> int:
     """The grouping threshold to draw ``graph`` with: 0 when any node carries a module stack, else GROUP_THRESHOLD."""
-    first = next((c for c in map(module_chain, graph.nodes) if c), None)  # a log's groups may be too sparse:
+    first = next((c for c in map(module_chain, graph.nodes) if c), None)  # a log's may be too sparse:
     return 0 if first and (first[-1][1] != INFERRED or any(graph_chains(graph))) else GROUP_THRESHOLD
 
 
@@ -66,13 +65,13 @@ BACKWARD_SUFFIX = " [backward]"
 
 # Note [Folded inputs]
 # ~~~~~~~~~~~~~~~~~~~~
-# Placeholders have no module stack, so grouping leaves them alone, and an AOT graph has one per
-# parameter, buffer and tangent: the 12-layer transformer's joint graph would show 145 ``primals_*``
-# boxes around 24 module boxes. When a grouped graph has more than INPUTS_FOLD_MIN such placeholders
-# they fold into one box whose path is INPUTS_GROUP (never a real module path, which starts with
-# ``L[``/``G[``); expanding INPUTS_GROUP shows them again.
+# Placeholders (and get_attr constants) have no module stack, so grouping leaves them alone; an AOT graph
+# has one per parameter, buffer and tangent: the 12-layer transformer's joint graph would show 145 ``primals_*``
+# boxes around 24 module boxes. Over INPUTS_FOLD_MIN such loose inputs fold into one box, path INPUTS_GROUP
+# (never a real module path, which starts with ``L[``/``G[``); expanding INPUTS_GROUP shows them again.
 INPUTS_GROUP = "(inputs)"
 INPUTS_FOLD_MIN = 8
+_INPUT_OPS = ("placeholder", "get_attr")  # a lifted constant (``_tensor_constant0``) is an input too
 
 
 def group_id(path: str) -> str:
@@ -155,11 +154,11 @@ def module_chain(node: Node) -> list[tuple[str, str]]:
 # A graph loaded from a TORCH_TRACE log has no nn_module_stack; the loader records the module a node
 # provably ran in as ``meta["log_module"]`` (Note [Module groups from a log] in
 # tracer/trace_log/modules.py), without the module's class. Such a group's type reads INFERRED, so
-# every box and the inspector say the group was inferred from the log; a node without it stays loose.
-# A graph where the log placed under LOG_GROUP_MIN_SHARE of the computing nodes (an AOT backward graph,
-# where only nodes reading a parameter are placed) is drawn as without module stacks: a few module
-# boxes among hundreds of loose nodes made ResNet's backward 6x wider than no boxes at all. An AOT backward graph keeps
-# them: its loose nodes go to the "no module" group's runs (Note [Runs of the no-module group], viz/backward_groups.py).
+# every box and the inspector say the group was inferred from the log. In an AOT graph (forward,
+# joint, backward) from a log, the nodes the log leaves without a module show in the "no module"
+# group's runs (Note [Runs of the no-module group], viz/backward_groups.py), never in a neighbour's box.
+# A Dynamo graph where the log placed under LOG_GROUP_MIN_SHARE of the computing nodes is drawn as
+# without module stacks (placed nodes keep their module in the inspector).
 INFERRED = "inferred from log"
 LOG_GROUP_MIN_SHARE = 0.5
 
@@ -170,8 +169,8 @@ def _logged(node: Node) -> list[tuple[str, str]]:  # Note [Groups inferred from 
     return [(path, INFERRED)] if isinstance(path, str) and path else []
 
 
-# One entry per distinct nn_module_stack; a layout calls module_chain several times per node, so the
-# cache must hold a whole graph's stacks or it thrashes (viz.synthetic.chain_graph(16000) has 6k: 4096 made it 2x slower).
+# One entry per distinct nn_module_stack: a layout calls module_chain several times per node, so the cache
+# holds a whole graph's stacks (viz.synthetic.chain_graph(16000) has 6k: 4096 made it 2x slower).
 @functools.lru_cache(maxsize=1 << 16)
 def _chain(stack: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
     chain: list[tuple[str, str]] = []
@@ -186,20 +185,21 @@ def _chain(stack: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
 
 @per_graph  # Note [Computed once per graph] in viz/per_graph.py: an explorer build asks 9 times
 def graph_chains(graph: Graph) -> list[list[tuple[str, str]]]:
-    """:func:`module_chain` of every node of ``graph`` in order, with Note [Backward nodes without a
-    forward node] (viz/backward_groups.py) applied; computed once per graph, so callers must not
-    change the lists."""
+    """:func:`module_chain` of every node of ``graph`` in order, with Note [Backward nodes without a forward
+    node] (viz/backward_groups.py) applied; computed once per graph: callers must not change the lists."""
     chains = [module_chain(n) for n in graph.nodes]
-    if (sparse := _sparse_log_groups(graph, chains)) and graph.name != "backward":  # Note [Groups inferred from a log]
+    logged = _log_groups(graph, chains)
+    if logged and not graph.name:  # Note [Groups inferred from a log]: a sparse Dynamo graph
         return [[] for _ in chains]
-    return place_unmoduled(graph, chains, runs=sparse)
+    return place_unmoduled(graph, chains, runs=logged is not None and bool(graph.name))  # AOT graphs from a log
 
 
-def _sparse_log_groups(graph: Graph, chains: list[list[tuple[str, str]]]) -> bool:
-    """True when every chain is inferred from a log and they cover under LOG_GROUP_MIN_SHARE of the ops."""
+def _log_groups(graph: Graph, chains: list[list[tuple[str, str]]]) -> Optional[bool]:
+    """None unless some chain is placed and all are inferred from a log; then: under LOG_GROUP_MIN_SHARE of ops placed?"""
+    if not any(chains) or any(c[-1][1] != INFERRED for c in chains if c):
+        return None
     ops = [c for n, c in zip(graph.nodes, chains, strict=True) if n.op not in ("placeholder", "output")]
-    placed = sum(1 for c in ops if c)
-    return 0 < placed < LOG_GROUP_MIN_SHARE * len(ops) and all(c[-1][1] == INFERRED for c in chains if c)
+    return sum(1 for c in ops if c) < LOG_GROUP_MIN_SHARE * len(ops)
 
 
 def module_tree(graph: Graph) -> dict[str, list[str]]:
@@ -291,12 +291,12 @@ def _targets(graph: Graph, expanded: Iterable[str]) -> list[Optional[tuple[str, 
     """(path, module type) of the group each node of a grouped graph shows in; None: it shows itself."""
     chains = graph_chains(graph)
     opened = set(expanded) | _auto_open(graph)
-    loose = sum(1 for k, n in enumerate(graph.nodes) if n.op == "placeholder" and not chains[k])
+    loose = sum(1 for k, n in enumerate(graph.nodes) if n.op in _INPUT_OPS and not chains[k])
     fold_inputs = INPUTS_GROUP not in opened and loose > INPUTS_FOLD_MIN
     out: list[Optional[tuple[str, str]]] = []
     for k, n in enumerate(graph.nodes):
         target = next(((path, typ) for path, typ in chains[k] if path not in opened), None)
-        if fold_inputs and not chains[k] and n.op == "placeholder":
+        if fold_inputs and not chains[k] and n.op in _INPUT_OPS:
             target = (INPUTS_GROUP, "placeholder")
         out.append(target)
     return out
@@ -370,7 +370,7 @@ def _open_breadth_first(graph: Graph, threshold: int) -> frozenset[str]:
     for k, n in enumerate(graph.nodes):
         key = chains[k][-1][0] if chains[k] else ""
         direct[key] = direct.get(key, 0) + 1
-        loose_inputs += not chains[k] and n.op == "placeholder"
+        loose_inputs += not chains[k] and n.op in _INPUT_OPS
     if loose_inputs > INPUTS_FOLD_MIN:  # they show as one box (Note [Folded inputs])
         direct[""] -= loose_inputs - 1
 
@@ -383,10 +383,10 @@ def _open_breadth_first(graph: Graph, threshold: int) -> frozenset[str]:
     opened: set[str] = set()
     shown = boxes_open("")
     queue = list(tree[""])
-    if tree.get(NO_MODULE):  # Note [Runs of the no-module group] (viz/backward_groups.py): the gradient path, open
+    if tree.get(NO_MODULE) and not queue.remove(NO_MODULE) and (  # Note [Runs of the no-module group]
+            graph.name == "backward" or shown + boxes_open(NO_MODULE) - 1 <= 2 * threshold):  # a joint's may not fit
         opened.add(NO_MODULE)
         shown += boxes_open(NO_MODULE) - 1
-        queue.remove(NO_MODULE)
     while queue:
         path = queue.pop(0)
         if path in auto:

@@ -12,6 +12,7 @@ import torch
 import torch.fx
 
 from tracer.model import Graph
+from tracer.partition import tag_partition_by_names
 
 __all__ = ["body_attrs", "fx_node", "roles", "tag_partition"]
 
@@ -19,32 +20,14 @@ _SKIP_OPS = ("placeholder", "output")
 
 
 def tag_partition(joint: Graph, fw: torch.fx.GraphModule, bw: torch.fx.GraphModule) -> None:
-    """``meta["partition"]`` on joint nodes: where the real partitioner put each one."""
-    fw_ops = {n.name for n in fw.graph.nodes if n.op not in _SKIP_OPS}
-    bw_ops = {n.name for n in bw.graph.nodes if n.op not in _SKIP_OPS}
-    fw_in = {n.name for n in fw.graph.nodes if n.op == "placeholder"}
-    bw_in = {n.name for n in bw.graph.nodes if n.op == "placeholder"}
-    for n in joint.nodes:
-        if n.op == "output":
-            continue
-        if n.op == "placeholder":
-            part = "forward" if n.name in fw_in else "backward" if n.name in bw_in else None
-            if part is None:
-                part = (
-                    "backward"
-                    if str(n.meta.get("desc", "")).startswith(("TangentAOTInput", "BackwardToken"))
-                    else "forward"
-                )
-        elif n.name in fw_ops:
-            part = "forward"
-            if n.name in bw_ops:
-                n.meta["recomputed"] = True  # min-cut recomputes it in the backward too
-        elif n.name in bw_ops:
-            part = "backward"
-        else:
-            n.meta["dead"] = True  # neither graph kept it
-            continue
-        n.meta["partition"] = part
+    """``meta["partition"]`` on joint nodes: where the real partitioner put each one (tracer/partition.py)."""
+    tag_partition_by_names(
+        joint,
+        fw_ops=(n.name for n in fw.graph.nodes if n.op not in _SKIP_OPS),
+        bw_ops=(n.name for n in bw.graph.nodes if n.op not in _SKIP_OPS),
+        fw_in=(n.name for n in fw.graph.nodes if n.op == "placeholder"),
+        bw_in=(n.name for n in bw.graph.nodes if n.op == "placeholder"),
+    )
 
 
 def roles(gm: torch.fx.GraphModule) -> dict[str, str]:

@@ -32,7 +32,8 @@ __all__ = ["Graph", "Node", "format_meta"]
 #   "fwd_nn_module_stack" AOT backward nodes: the nn_module_stack of the forward op they differentiate
 #   "log_module"      graphs loaded from a log only: {"path": module path, "via": "parameter" (+ "reads":
 #                     the Sources read) | "between" (+ "after", "before": the nodes it was traced
-#                     between) | "line" (+ "line": "file:line", "nodes": the Dynamo nodes traced there;
+#                     between; + "joint": True on a forward-graph node that took it from the joint
+#                     node of its name, tracer/trace_log/joint_partition.py) | "line" (+ "line": "file:line", "nodes": the Dynamo nodes traced there;
 #                     AOT graphs, tracer/trace_log/line_modules.py)}, the module the log proves the node
 #                     ran in (tracer/trace_log/modules.py)
 #   "from"            AOT graphs only: {"node": dynamo node name, "graph": qualified graph name,

@@ -41,6 +41,7 @@ from tracer.trace_log.deferred import (
 from tracer.trace_log.events import AttemptLog, LogState
 from tracer.trace_log.graph_text import ParsedModule
 from tracer.trace_log.guards import fill_guards
+from tracer.trace_log.joint_partition import forward_half, from_joint, tag_logged_partition
 from tracer.trace_log.line_modules import infer_line_modules
 from tracer.trace_log.modules import (
     LOG_MODULE_RULE,
@@ -182,15 +183,16 @@ def _fill_graphs(frame: Frame, a: AttemptLog, sources: dict[str, tuple[str, bool
             continue
         text, line = a.texts[k]
         if not has_bodies(text):
+            split = _split(a, k)  # Note [Joint partition from a log]: the joint's finish reads the other two
             if dynamo is not None and dynamo_key is not None:  # See Note [One finish per distinct graph and context]
-                graphs[k] = deferred_graph(frame, text, line, k, finish=_aot_finish(dynamo, tied),
-                                           key=_aot_key(text, dynamo_key), reads=_reads(frame))
+                graphs[k] = deferred_graph(frame, text, line, k, finish=_aot_finish(dynamo, tied, split),
+                                           key=_aot_key(text, dynamo_key, split), reads=_reads(frame))
             else:
-                graphs[k] = deferred_graph(frame, text, line, k, finish=lambda g: _aot_modules(frame, g, tied()))
+                graphs[k] = deferred_graph(frame, text, line, k, finish=lambda g, s=split: _aot_modules(frame, g, tied(), s))
             continue
         parsed = parse_logged(frame.problems, text, line, k)
         graphs[k] = parsed.graph if parsed is not None else Graph(code=text, name=k)
-        _aot_modules(frame, graphs[k], tied())
+        _aot_modules(frame, graphs[k], tied(), _split(a, k))
         if parsed is not None:
             children.update(_flat_children(parsed, k))
     if "inference" in graphs:
@@ -221,12 +223,29 @@ def _as_loaded(text: str, line: int, roles: Callable[[Graph], None], key: Callab
     return graph
 
 
-def _aot_finish(dynamo: Callable[[], Graph], tied: Callable[[], set[str]]) -> Callable[[Graph], None]:
-    return lambda g: _aot_modules_of(g, dynamo(), [], tied())  # a waiting Dynamo graph has no bodies
+def _aot_finish(dynamo: Callable[[], Graph], tied: Callable[[], set[str]], split: _Split) -> Callable[[Graph], None]:
+    return lambda g: _aot_modules_of(g, dynamo(), [], tied(), split)  # a waiting Dynamo graph has no bodies
 
 
-def _aot_key(dynamo_text: str, dynamo_key: Callable[[], Hashable]) -> Callable[[], Hashable]:
-    return lambda: ("aot", dynamo_text, dynamo_key())
+def _aot_key(dynamo_text: str, dynamo_key: Callable[[], Hashable], split: _Split) -> Callable[[], Hashable]:
+    return lambda: ("aot", dynamo_text, dynamo_key(), split)
+
+
+# Note [Joint partition from a log]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A live joint graph's nodes say where the real partitioner put them (``meta["partition"]``, read from
+# the forward and backward modules it returned). A log holds those two graphs too, with the joint's
+# node names, so a logged joint is tagged by the same rule (tracer/partition.py) from their node
+# names (tracer/trace_log/joint_partition.py). The joint's finish then depends on those two texts, so
+# they are part of its key (Note [One finish per distinct graph and context]).
+_Split = Optional[tuple[tuple[str, int], tuple[str, int], tuple[str, int]]]  # (text, line) of the joint, forward, backward
+
+
+def _split(a: AttemptLog, k: str) -> _Split:
+    """What the finish of a joint or forward graph reads besides its own text: the three graphs' texts."""
+    if k not in ("joint", "forward") or not {"joint", "forward", "backward"} <= a.texts.keys():
+        return None
+    return a.texts["joint"], a.texts["forward"], a.texts["backward"]
 
 
 def _reads(frame: Frame) -> Callable[[], None]:
@@ -281,18 +300,28 @@ def _root_roles(g: Graph, sources: dict[str, tuple[str, bool]], tied: set[str]) 
     infer_modules(g, owners, ran_twice(g, owners))
 
 
-def _aot_modules(frame: Frame, g: Graph, tied: set[str]) -> None:
-    """Module groups of an AOT graph through its inputs' descriptors (Note [Module groups from a log])."""
+def _aot_modules(frame: Frame, g: Graph, tied: set[str], split: _Split = None) -> None:
+    """Module groups of an AOT graph through its inputs' descriptors (Note [Module groups from a log]);
+    a joint's partition first (Note [Joint partition from a log])."""
     if frame.graph is None:
-        return
+        return None if split is None or g.name != "joint" else tag_logged_partition(g, *split[1:])
     frame.graph.nodes  # noqa: B018 (parsed first: its Sources and modules are set when it is)
-    _aot_modules_of(g, frame.graph, [s.graph for s in frame.subgraphs.values() if s.graph is not None], tied)
+    _aot_modules_of(g, frame.graph, [s.graph for s in frame.subgraphs.values() if s.graph is not None], tied, split)
 
 
-def _aot_modules_of(g: Graph, dynamo: Graph, bodies: list[Graph], tied: set[str]) -> None:
+def _aot_modules_of(g: Graph, dynamo: Graph, bodies: list[Graph], tied: set[str], split: _Split = None) -> None:
     """``_aot_modules`` given the frame's Dynamo graph (its roles and modules set) and its HOP bodies."""
-    owners = aot_owners(g, dynamo, root_owners(dynamo, tied))
-    infer_modules(g, owners, None)  # not in traced order: the partitioner moves nodes (parameter rule only)
+    if split is not None and g.name == "joint":
+        tag_logged_partition(g, *split[1:])
+    root = root_owners(dynamo, tied)
+    owners = aot_owners(g, dynamo, root)
+    half = forward_half(g) if g.name == "joint" else None  # Note [Joint forward half in traced order]
+    infer_modules(g, owners, None if half is None else ran_twice(dynamo, root), upto=half)
+    if split is not None and g.name == "forward":
+        joint = parse_logged([], *split[0], "joint")
+        if joint is not None:
+            _aot_modules_of(joint.graph, dynamo, bodies, tied, split)
+            from_joint(g, joint.graph)
     infer_line_modules(g, [dynamo, *bodies])
 
 

@@ -132,12 +132,15 @@ def ran_twice(graph: Graph, owners: dict[str, tuple[str, str]]) -> set[str]:
     return {owners[i][0] for i, c in readers.items() if c > 1}
 
 
-def infer_modules(graph: Graph, owners: dict[str, tuple[str, str]], twice: Optional[set[str]]) -> None:
+def infer_modules(graph: Graph, owners: dict[str, tuple[str, str]], twice: Optional[set[str]],
+                  upto: Optional[int] = None) -> None:
     """Set ``meta["log_module"]`` on the nodes of ``graph`` by Note [Module groups from a log].
 
     ``owners``: placeholder name -> (owning module path, the Source that says so), untied ones only.
-    ``twice``: the modules that may have run twice (:func:`ran_twice`) for the Dynamo graph; None for
-    an AOT graph (not in traced order: no "between"; its inputs, which torch gives no module stack, stay loose).
+    ``twice``: the modules that may have run twice (:func:`ran_twice`) for the Dynamo graph or a
+    joint's forward half; None for another AOT graph (not in traced order: no "between").
+    ``upto``: a joint graph's forward half ends there (Note [Joint forward half in traced order]):
+    "between" only before it, and its inputs, which torch gives no module stack, stay loose.
     """
     nodes = graph.nodes
     placed: list[int] = []
@@ -152,7 +155,10 @@ def infer_modules(graph: Graph, owners: dict[str, tuple[str, str]], twice: Optio
                 placed.append(k)
     if twice is None:
         return
-    _first_readers(nodes, owners)
+    if upto is None:
+        _first_readers(nodes, owners)
+    else:
+        placed = [k for k in placed if k < upto]
     for a, b in zip(placed, placed[1:], strict=False):
         pa, pb = nodes[a].meta["log_module"]["path"], nodes[b].meta["log_module"]["path"]
         common = _common(pa, pb)
