@@ -45,7 +45,7 @@ lab: install
 	@$(BIN)/jupyter lab $(if $(IS_ROOT),--allow-root) $(LAB_ARGS) notebooks/00_quickstart.ipynb
 
 test: install chromium
-	@$(BIN)/python -m pytest -q -p no:cacheprovider tests notebooks --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
+	@$(BIN)/python -m pytest -q -p no:cacheprovider --durations=25 tests notebooks --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
 
 # Another torch release in its own venv (README "Torch releases"). The registry serves each release as a
 # CUDA build that runs on the CPU (~1 min); pip reads no config file here, since this machine's caps torch
@@ -69,7 +69,7 @@ COMPAT_PATHS ?= tests notebooks
 compat: dot
 	@[ -n "$(TORCH)" ] || { echo "usage: make compat TORCH=2.15.0"; exit 2; }
 	@$(MAKE) --no-print-directory .venv-torch-$(TORCH)/.stamp-install
-	@.venv-torch-$(TORCH)/bin/python -m pytest -q -p no:cacheprovider -m "not browser and not tooling" $(COMPAT_PATHS) --nbval \
+	@.venv-torch-$(TORCH)/bin/python -m pytest -q -p no:cacheprovider --durations=25 -m "not browser and not tooling" $(COMPAT_PATHS) --nbval \
 		--nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
 
 # Rebuild every tutorial notebook from notebooks/src/ and re-execute it (after changing what it shows).
