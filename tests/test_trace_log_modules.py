@@ -28,6 +28,7 @@ _GPT2 = pytest.mark.skipif(importlib.util.find_spec("transformers") is None, rea
 CASES = [pytest.param("resnet18", marks=pytest.mark.slow), pytest.param("gpt2", marks=[pytest.mark.slow, _GPT2]),
          "transformer12", "tied_reused", "lines"]
 _RUNS: dict[str, tuple[tracer.Capture, tracer.Capture]] = {}
+LOGS: dict[str, str] = {}  # case -> the log its run wrote (other files reuse the run: tests/test_trace_log_finish_once.py)
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +44,7 @@ def run(name: str, out) -> tuple[tracer.Capture, tracer.Capture]:
                        env=env, check=True, timeout=600, capture_output=True)
         live = tracer.Capture.from_json((out / f"{name}.json").read_text())
         (log,) = glob.glob(str(out / name / "*.log"))
-        _RUNS[name] = live, load_trace(log)
+        _RUNS[name], LOGS[name] = (live, load_trace(log)), log
     return _RUNS[name]
 
 

@@ -228,7 +228,8 @@ def _aot_finish(dynamo: Callable[[], Graph], tied: Callable[[], set[str]], split
 
 
 def _aot_key(dynamo_text: str, dynamo_key: Callable[[], Hashable], split: _Split) -> Callable[[], Hashable]:
-    return lambda: ("aot", dynamo_text, dynamo_key(), split)
+    texts = None if split is None else tuple(text for text, _ in split)  # not their log lines: equal copies share
+    return lambda: ("aot", dynamo_text, dynamo_key(), texts)
 
 
 # Note [Joint partition from a log]
@@ -237,7 +238,8 @@ def _aot_key(dynamo_text: str, dynamo_key: Callable[[], Hashable], split: _Split
 # the forward and backward modules it returned). A log holds those two graphs too, with the joint's
 # node names, so a logged joint is tagged by the same rule (tracer/partition.py) from their node
 # names (tracer/trace_log/joint_partition.py). The joint's finish then depends on those two texts, so
-# they are part of its key (Note [One finish per distinct graph and context]).
+# they are part of its key (Note [One finish per distinct graph and context]); their log lines are not
+# (read only to word a parse problem, which the graph's own read records), or no copy would share.
 _Split = Optional[tuple[tuple[str, int], tuple[str, int], tuple[str, int]]]  # (text, line) of the joint, forward, backward
 
 
