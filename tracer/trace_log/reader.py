@@ -241,7 +241,7 @@ def _json(text: str, at: int, ascii_line: Optional[bytes]) -> Any:
     if ascii_line is not None:
         try:
             return _META.decode(ascii_line[at:])
-        except Exception:  # except: json.loads below reads it, or raises its own error
+        except (msgspec.DecodeError, RecursionError):  # json.loads below reads it, or raises its own error
             pass
     return json.loads(text[at:])
 
