@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import tracer
 from tracer.trace_log import load_trace, reader
-from tracer.trace_log.assemble import _aot_modules, _graph_input_sources, _root_roles, _tied
+from tracer.trace_log.assemble import _aot_modules, _graph_input_sources, _root_roles, _split, _tied
 from tracer.trace_log.deferred import has_bodies
 from tracer.trace_log.events import LogState, apply
 from tracer.trace_log.graph_text import parse_readable
@@ -69,6 +69,7 @@ def test_graphs_without_bodies_wait_and_then_equal_the_eager_parse(log_path):
     roots = {id(f.graph): _graph_input_sources(state.attempts[k], state) for f, k in zip(cap.frames, state.order, strict=True)}
     ties = {id(f): _tied(state.attempts[k].guards_json, state.attempts[k].cpp_guards)
             for f, k in zip(cap.frames, state.order, strict=True)}
+    attempt = {id(f): state.attempts[k] for f, k in zip(cap.frames, state.order, strict=True)}
     frame_of = {id(g): f for f in cap.frames for g in [f.graph, *_aot_graphs(f)]}
     for g in lazy:
         want = parse_readable(g.code, g.name).graph
@@ -77,7 +78,7 @@ def test_graphs_without_bodies_wait_and_then_equal_the_eager_parse(log_path):
             _root_roles(want, roots[id(g)], ties[id(f)])
         else:  # an AOT graph: module groups through the Dynamo graph (Note [Module groups from a log])
             want.code = g.code  # its inputs' descriptors are read from the text
-            _aot_modules(f, want, ties[id(f)])
+            _aot_modules(f, want, ties[id(f)], _split(attempt[id(f)], g.name))  # a joint's partition too
         got = g.nodes
         assert g.parsed
         assert [(n.name, n.op, n.target, n.args, n.kwargs, n.inputs, n.users, n.role, n.meta) for n in got] == \
