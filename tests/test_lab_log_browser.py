@@ -11,6 +11,7 @@ test_browser.py's JupyterLab harness.
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from playwright.sync_api import expect
@@ -48,6 +49,28 @@ SIDE = """(root) => {
 }"""
 
 
+def _wait_drawn(page, out, canvas, seconds: float = 400) -> None:
+    """Wait for the canvas's first module box, scrolling its cell into view again while waiting.
+
+    JupyterLab renders cells (and their outputs) near the view only, and the cell's output may arrive
+    after a first scroll, so the scroll is repeated; on a timeout the canvas's own state is in the error.
+    """
+    end = time.monotonic() + seconds
+    while True:
+        page.locator(".jp-Notebook .jp-Cell").last.scroll_into_view_if_needed()
+        out.scroll_into_view_if_needed()
+        try:
+            expect(canvas.locator("svg [data-group]").first).to_be_attached(timeout=10_000)
+            return
+        except AssertionError:
+            if time.monotonic() > end:
+                state = canvas.evaluate(
+                    "(c) => ({svg: c.querySelectorAll('svg').length, nodes: c.querySelectorAll('[data-node]').length,"
+                    " text: c.innerText.slice(0, 400), html: c.innerHTML.slice(0, 1500)})") if canvas.count() else None
+                outputs = out.locator(".jp-OutputArea-output").all_inner_texts()
+                raise AssertionError(f"no module box drawn in {seconds:.0f} s: canvas {state}, outputs {outputs}") from None
+
+
 @pytest.fixture
 def lab(tmp_path):
     from bench.report_bytes import _log
@@ -75,9 +98,7 @@ def test_log_explorers_open_on_readable_module_boxes_and_fit(lab, browser):
         for k, name in enumerate(MODELS):
             out = page.locator(".jp-Notebook .jp-Cell").nth(2 + 2 * k)
             canvas = out.locator(".ds-canvas").first
-            page.locator(".jp-Notebook .jp-Cell").last.scroll_into_view_if_needed()  # JupyterLab renders cells
-            out.scroll_into_view_if_needed()  # (and their outputs) near the view only
-            expect(canvas.locator("svg [data-group]").first).to_be_attached(timeout=400_000)
+            _wait_drawn(page, out, canvas)
             out.scroll_into_view_if_needed()
             page.wait_for_timeout(400)  # the fit runs in the next animation frame
             got = canvas.evaluate(CANVAS)
