@@ -44,7 +44,7 @@ ROW_MAX_W = 2880.0  # a row's boxes wrap onto the next row past this width: two 
 # read the one folded module box above them, one row 7,836 px wide, past four 1,440-px windows. So a
 # row wraps like a line of text: boxes are taken in row order, then graph order (for a backward graph
 # the order the autograd engine runs them), and a box that would take the row past ROW_MAX_W px
-# goes to the next row that has room (or is empty), below its predecessors as always; every box
+# closes that row and goes to the next open row, below its predecessors as always; every box
 # after it in the ranking moves down as far as its own predecessors require. Nothing is hidden or
 # merged: the wrapped boxes are the same boxes, their edges to rows further away take lanes. A graph
 # whose rows all fit is laid out exactly as before.
@@ -90,10 +90,19 @@ def wrap(widths: list[float], rank: list[int], edges: list[tuple[int, int]], max
     preds = _preds(len(rank), edges)
     out = [0] * len(rank)
     used: dict[int, float] = {}  # new row -> width taken
+    after: dict[int, int] = {}  # a closed row -> a row below it to look at next (path-halved: linear overall)
+
+    def open_row(r: int) -> int:
+        while r in after:
+            after[r] = after.get(after[r], after[r])
+            r = after[r]
+        return r
+
     for i in sorted(range(len(rank)), key=lambda i: (rank[i], i)):
-        r = max([out[p] + 1 for p in preds[i]], default=rank[i])
+        r = open_row(max([out[p] + 1 for p in preds[i]], default=rank[i]))
         while r in used and used[r] + NODE_GAP + widths[i] > max_w:
-            r += 1
+            after[r] = r + 1  # this row is full: like a line of text, it takes nothing more
+            r = open_row(r + 1)
         used[r] = used[r] + NODE_GAP + widths[i] if r in used else widths[i]
         out[i] = r
     return out
