@@ -243,3 +243,27 @@ def test_logged_joint_and_forward_first_views_are_grouped(name, out):
         groups = [b for b in lay.boxes if b.id.startswith("module:L[")]
         assert groups and all(INFERRED in b.sublabel for b in groups), (g.name, [b.sublabel for b in lay.boxes])
         assert max(b.x + b.w for b in lay.boxes) <= 4 * 1440, g.name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["resnet18", pytest.param("gpt2", marks=_GPT2)])
+def test_logged_backward_first_view_fits_without_hiding_nodes(name, out):
+    """The log report's backward graph opens no wider than 4 x a 1,440 px viewport, drawn at labels
+    >= 10 px (viz/view.js fit() at its 1,400 px canvas), every node in a box: resnet18's 41 runs of
+    the no-module group were one row 7,836 px wide; they wrap (Note [Wrapped rows] in viz/layout_linear.py)."""
+    from viz.style import FONT_PX, READABLE_PX
+
+    _, loaded = run(name, out)
+    f = max((f for f in loaded.frames if f.aot is not None and f.aot.backward is not None), key=lambda f: len(f.graph.nodes))
+    g = f.aot.backward
+    lay = layout(g, expanded=first_expanded(g), engine="linear")
+    assert lay.width <= 4 * 1440, lay.width
+    scale = max(READABLE_PX / FONT_PX, min(1.0, (1400 - 16) / lay.width))  # viz/view.js fit() when it cannot fit all
+    assert FONT_PX * scale >= READABLE_PX
+    assert sum(b.count for b in lay.boxes) == len(g.nodes)  # nothing hidden: each node in one box
+    runs = [b for b in lay.boxes if b.id.startswith("module:(no module).")]
+    assert name != "resnet18" or len(runs) > 20, len(runs)  # the case that was too wide: its runs are all drawn
+    for a in lay.boxes:  # wrapped rows never overlap
+        for b in lay.boxes:
+            if a is not b:
+                assert a.x + a.w <= b.x or b.x + b.w <= a.x or a.y + a.h <= b.y or b.y + b.h <= a.y, (a.id, b.id)

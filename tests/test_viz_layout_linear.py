@@ -5,7 +5,7 @@ Note [Linear layered layout] (MARGIN 12, RANK_GAP 40, NODE_GAP 18, LANE_GAP 7). 
 from __future__ import annotations
 
 from viz.graph_layout import Box
-from viz.layout_linear import LANE_GAP, MARGIN, NODE_GAP, RANK_GAP, place, ranks
+from viz.layout_linear import LANE_GAP, MARGIN, NODE_GAP, RANK_GAP, ROW_MAX_W, place, ranks, wrap
 
 
 def box(name: str, w: float = 40.0, h: float = 20.0) -> Box:
@@ -154,3 +154,23 @@ def test_an_edge_from_a_box_to_itself_runs_through_a_lane():
 
 def test_no_boxes():
     assert place([], []) == ([], 31.0, 24.0)  # margins and the one lane's gap
+
+
+def test_a_row_past_the_cap_wraps_below_its_predecessors():
+    """Note [Wrapped rows]: 1 source feeding 5 boxes of 100 px, cap 250 px: two per row, in graph order,
+    the box after them pushed below the last; a ranking whose rows fit is returned as it is."""
+    edges = [(0, k) for k in range(1, 6)] + [(5, 6)]
+    assert wrap([100.0] * 7, ranks(7, edges), edges, max_w=250) == [0, 1, 1, 2, 2, 3, 4]
+    assert wrap([100.0] * 7, ranks(7, edges), edges, max_w=10_000) == ranks(7, edges)
+
+
+def test_place_wraps_a_row_wider_than_row_max_w():
+    """Forty parallel 200-px boxes under one source: one row of 8,702 px before; now no row is wider
+    than ROW_MAX_W and no box overlaps another."""
+    boxes = [box(f"b{k}", 200.0) for k in range(41)]
+    _, width, _ = place(boxes, [("b0", f"b{k}") for k in range(1, 41)])
+    rows: dict[float, list] = {}
+    for b in boxes[1:]:
+        rows.setdefault(b.y, []).append(b)
+    assert len(rows) > 1 and all(max(b.x + b.w for b in r) - min(b.x for b in r) <= ROW_MAX_W for r in rows.values())
+    assert width <= ROW_MAX_W + 2 * MARGIN + LANE_GAP * 41

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Optional
 if TYPE_CHECKING:
     from viz.graph_layout import Box
 
-__all__ = ["MARGIN", "RANK_GAP", "NODE_GAP", "place", "ranks"]
+__all__ = ["MARGIN", "RANK_GAP", "NODE_GAP", "ROW_MAX_W", "place", "ranks", "wrap"]
 
 MARGIN = 12.0
 RANK_GAP = 40.0  # vertical space between rows, where edges turn
 NODE_GAP = 18.0  # horizontal space between boxes of one row
 LANE_GAP = 7.0  # horizontal space between the vertical lanes of long edges
+ROW_MAX_W = 2880.0  # a row's boxes wrap onto the next row past this width: two 1,440-px windows (Note [Wrapped rows])
 
 # Note [Linear layered layout]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -34,6 +35,19 @@ LANE_GAP = 7.0  # horizontal space between the vertical lanes of long edges
 #   edges   = an edge between adjacent rows is one S-curve; a longer (or backward) edge leaves its row,
 #             runs down a vertical lane right of all boxes, and comes back in above its target's row.
 #             Lanes are reused by interval scheduling, so long edges never cross boxes.
+
+# Note [Wrapped rows]
+# ~~~~~~~~~~~~~~~~~~~
+# Longest-path ranks put every box whose inputs are ready at once in one row. A row of many parallel
+# boxes is drawn as wide as all of them: a TORCH_TRACE log's resnet18 backward graph opens on 41 runs
+# of the "(no module)" group (Note [Runs of the no-module group] in viz/backward_groups.py) that all
+# read the one folded module box above them, one row 7,836 px wide, past four 1,440-px windows. So a
+# row wraps like a line of text: boxes are taken in row order, then graph order (for a backward graph
+# the order the autograd engine runs them), and a box that would take the row past ROW_MAX_W px
+# closes that row and goes to the next open row, below its predecessors as always; every box
+# after it in the ranking moves down as far as its own predecessors require. Nothing is hidden or
+# merged: the wrapped boxes are the same boxes, their edges to rows further away take lanes. A graph
+# whose rows all fit is laid out exactly as before.
 
 
 def ranks(n: int, edges: list[tuple[int, int]]) -> list[int]:
@@ -61,6 +75,39 @@ def ranks(n: int, edges: list[tuple[int, int]]) -> list[int]:
     return rank
 
 
+def wrap(widths: list[float], rank: list[int], edges: list[tuple[int, int]], max_w: float = ROW_MAX_W) -> list[int]:
+    """``rank`` with rows wider than ``max_w`` (boxes of ``widths`` and NODE_GAP between) wrapped onto
+    the rows below (Note [Wrapped rows]); forward edges still go down. ``rank`` itself when every row fits.
+
+    >>> wrap([100.0] * 4, [0, 1, 1, 1], [(0, 1), (0, 2), (0, 3)], max_w=250)  # two boxes of row 1 fit
+    [0, 1, 1, 2]
+    """
+    need: dict[int, float] = {}
+    for i, r in enumerate(rank):
+        need[r] = need.get(r, -NODE_GAP) + widths[i] + NODE_GAP
+    if all(v <= max_w for v in need.values()):
+        return rank
+    preds = _preds(len(rank), edges)
+    out = [0] * len(rank)
+    used: dict[int, float] = {}  # new row -> width taken
+    after: dict[int, int] = {}  # a closed row -> a row below it to look at next (path-halved: linear overall)
+
+    def open_row(r: int) -> int:
+        while r in after:
+            after[r] = after.get(after[r], after[r])
+            r = after[r]
+        return r
+
+    for i in sorted(range(len(rank)), key=lambda i: (rank[i], i)):
+        r = open_row(max([out[p] + 1 for p in preds[i]], default=rank[i]))
+        while r in used and used[r] + NODE_GAP + widths[i] > max_w:
+            after[r] = r + 1  # this row is full: like a line of text, it takes nothing more
+            r = open_row(r + 1)
+        used[r] = used[r] + NODE_GAP + widths[i] if r in used else widths[i]
+        out[i] = r
+    return out
+
+
 def _straight(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
     """A polyline as cubic bezier control points (each segment p->q is the curve p, p, q, q)."""
     out = [points[0]]
@@ -77,7 +124,7 @@ def place(boxes: list[Box], edges: list[tuple[str, str]]) -> tuple[list[list[tup
     """
     index = {b.id: i for i, b in enumerate(boxes)}
     ie = [(index[s], index[d]) for s, d in edges]
-    rank = ranks(len(boxes), ie)
+    rank = wrap([b.w for b in boxes], ranks(len(boxes), ie), ie)
     rows = _rows(rank)
     row_y, row_h, height = _row_heights(boxes, rows)
     cx = _place_x(boxes, rows, row_y, row_h, _preds(len(boxes), ie))

@@ -17,7 +17,7 @@ from tracer.model.graph import Graph, Node
 
 __all__ = ["ParsedModule", "parse_readable", "meta_of_annotation"]
 
-_BACKWARD_OF = "# Backward of forward node: "  # torch 2.15 marks an AOT backward node's forward stack so
+_BACKWARD_OF = "# Backward of forward node: "  # torch 2.14+ marks an AOT backward node's forward stack so
 
 _ABBR = {"f32": "float32", "f64": "float64", "f16": "float16", "bf16": "bfloat16", "i64": "int64",
          "i32": "int32", "i16": "int16", "i8": "int8", "u8": "uint8", "b8": "bool", "c64": "complex64",
@@ -133,7 +133,7 @@ class _GraphBuilder:
 
     def _comments(self, start: int, end: int) -> None:
         """fx writes "# File: path:LINE in fn, code: text" before the first node of each stack trace; from
-        torch 2.15 an AOT backward node's (the forward node's trace, which 2.13 prints as a plain "# File:")
+        torch 2.14 an AOT backward node's (the forward node's trace, which 2.13 prints as a plain "# File:")
         reads "# Backward of forward node: File: ..." (torch/fx/graph.py, ``autograd_backward``)."""
         for line in self.lines[start:end]:
             c = line.strip()

@@ -21,7 +21,13 @@ __all__ = ["infer_line_modules", "line_key"]
 # stack: what fx's ``python_code`` prints for an AOT node is a ``# File: path:line in fn, code: ...``
 # comment, the innermost user frame of its ``stack_trace`` -- which a backward node takes from the
 # forward op it differentiates, and a forward aten node from the Dynamo node it decomposes. So the
-# log names the *line* the differentiated forward op was traced at, not the op. The rule "line":
+# log names the *line* the differentiated forward op was traced at, not the op. Torch 2.14 and 2.15
+# print that comment as ``# Backward of forward node: File: ...`` (``node.meta["autograd_backward"]``,
+# torch/fx/graph.py): still the forward node's user line, not the node -- read in the resnet18 and
+# GPT-2 training logs of bench/log_groups.py written by 2.13, 2.14.1 and 2.15.0, no payload names the
+# forward node or logs a ``seq_nr`` (AOTAutograd's logging never passes ``print_readable`` its
+# ``additional_meta``). So a backward node is placed by its line only, never by a forward node guessed
+# from the data flow. The rule "line":
 # an AOT node the "parameter" rule left loose is placed in module M when the Dynamo graph (root and
 # HOP bodies) has at least one computing node traced at that very line (file, line, function) and
 # every one of them was placed in M (Note [Module groups from a log] in modules.py). A line traced in
