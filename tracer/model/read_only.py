@@ -16,7 +16,7 @@ from tracer.model.graph import Node
 from tracer.model.guards import Guard
 
 __all__ = ["ReadOnlyError", "ReadOnlyGuard", "ReadOnlyNode", "freeze", "freeze_flat", "freeze_guards", "freeze_nodes",
-           "is_read_only", "read_only_list", "read_only_node"]
+           "is_read_only", "read_only_list", "read_only_node", "thaw"]
 
 _HOW = ("it was loaded with load_trace(..., read_only=True) (or by a reader that only reads, such as "
         "`dynascope report`), so equal graphs (and guard trees) of every frame share it; for an editable graph use "
@@ -31,14 +31,14 @@ def _refuse(what: str) -> NoReturn:
     raise ReadOnlyError(f"cannot change {what}: {_HOW}")
 
 
-def _thaw(v: Any) -> Any:
-    """``v`` with every read-only list and dict (and tuple) in it a new plain one."""
+def thaw(v: Any) -> Any:
+    """``v`` with every list and dict (read-only or not, and every tuple) in it a new plain one."""
     if isinstance(v, list):
-        return [_thaw(x) for x in v]
+        return [thaw(x) for x in v]
     if isinstance(v, dict):
-        return {k: _thaw(x) for k, x in v.items()}
+        return {k: thaw(x) for k, x in v.items()}
     if type(v) is tuple:
-        return tuple(_thaw(x) for x in v)
+        return tuple(thaw(x) for x in v)
     return v
 
 
@@ -101,7 +101,7 @@ class ReadOnlyNode(Node):
     __hash__ = None  # type: ignore[assignment]  # as a Node: equal by value, so not hashable
 
     def __reduce__(self) -> tuple[Any, ...]:  # copy.copy / deepcopy: an editable Node
-        return Node, tuple(_thaw(getattr(self, f)) for f in _FIELDS)
+        return Node, tuple(thaw(getattr(self, f)) for f in _FIELDS)
 
 
 class ReadOnlyGuard(Guard):
@@ -127,7 +127,7 @@ class ReadOnlyGuard(Guard):
     __hash__ = None  # type: ignore[assignment]
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return Guard, tuple(_thaw(getattr(self, f)) for f in _GUARD_FIELDS)
+        return Guard, tuple(thaw(getattr(self, f)) for f in _GUARD_FIELDS)
 
 
 def freeze_guards(guards: list[Guard]) -> tuple[Guard, ...]:
