@@ -75,59 +75,59 @@ _FIELDS = tuple(f for f in Node.__dataclass_fields__)  # type: ignore[attr-defin
 _GUARD_FIELDS = tuple(f for f in Guard.__dataclass_fields__)  # type: ignore[attr-defined]
 
 
-class ReadOnlyNode(Node):
+class _Frozen:
+    """What a read-only record adds to its plain class ``_plain`` (fields ``_fields``): fields frozen at
+    ``__init__``, every assignment refused, ``==`` by fields with any plain one, a copy plain."""
+
+    __slots__ = ()
+    _plain: type
+    _fields: tuple[str, ...]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        plain = self._plain(*args, **kwargs)
+        for f in self._fields:
+            object.__setattr__(self, f, _freeze(getattr(plain, f)))
+
+    def _what(self) -> str:
+        raise NotImplementedError
+
+    def __setattr__(self, name: str, value: Any) -> NoReturn:
+        _refuse(f"{self._what()}.{name}")
+
+    def __delattr__(self, name: str) -> NoReturn:
+        _refuse(f"{self._what()}.{name}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, self._plain):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in self._fields)
+
+    __hash__ = None  # type: ignore[assignment]  # as the plain record: equal by value, so not hashable
+
+    def __reduce__(self) -> tuple[Any, ...]:  # copy.copy / deepcopy: an editable plain record
+        return self._plain, tuple(thaw(getattr(self, f)) for f in self._fields)
+
+
+class ReadOnlyNode(_Frozen, Node):
     """A ``Node`` of a read-only loaded graph: every field reads as a Node's; assigning one raises
     :class:`ReadOnlyError`. ``==`` compares fields with any Node; ``copy.deepcopy`` gives a plain Node;
     ``dataclasses.replace`` a new read-only one."""
 
     __slots__ = ()
+    _plain, _fields = Node, _FIELDS
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        n = Node(*args, **kwargs)
-        for f in _FIELDS:
-            object.__setattr__(self, f, _freeze(getattr(n, f)))
-
-    def __setattr__(self, name: str, value: Any) -> NoReturn:
-        _refuse(f"node {self.name!r}.{name}")
-
-    def __delattr__(self, name: str) -> NoReturn:
-        _refuse(f"node {self.name!r}.{name}")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Node):
-            return NotImplemented
-        return all(getattr(self, f) == getattr(other, f) for f in _FIELDS)
-
-    __hash__ = None  # type: ignore[assignment]  # as a Node: equal by value, so not hashable
-
-    def __reduce__(self) -> tuple[Any, ...]:  # copy.copy / deepcopy: an editable Node
-        return Node, tuple(thaw(getattr(self, f)) for f in _FIELDS)
+    def _what(self) -> str:
+        return f"node {self.name!r}"
 
 
-class ReadOnlyGuard(Guard):
+class ReadOnlyGuard(_Frozen, Guard):
     """A ``Guard`` shared by the frames of a read-only capture that logged the same guard tree: as
     :class:`ReadOnlyNode`, every write raises :class:`ReadOnlyError`."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        g = Guard(*args, **kwargs)
-        for f in _GUARD_FIELDS:
-            object.__setattr__(self, f, _freeze(getattr(g, f)))
+    _plain, _fields = Guard, _GUARD_FIELDS
 
-    def __setattr__(self, name: str, value: Any) -> NoReturn:
-        _refuse(f"guard {self.kind} {self.source!r}.{name}")
-
-    def __delattr__(self, name: str) -> NoReturn:
-        _refuse(f"guard {self.kind} {self.source!r}.{name}")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Guard):
-            return NotImplemented
-        return all(getattr(self, f) == getattr(other, f) for f in _GUARD_FIELDS)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return Guard, tuple(thaw(getattr(self, f)) for f in _GUARD_FIELDS)
+    def _what(self) -> str:
+        return f"guard {self.kind} {self.source!r}"
 
 
 def freeze_guards(guards: list[Guard]) -> tuple[Guard, ...]:
