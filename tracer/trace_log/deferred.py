@@ -84,7 +84,8 @@ class _Kept(NamedTuple):
 
 
 def _keep(p: ParsedModule) -> _Kept:
-    """``p`` as kept: its nodes made read-only in one copy (the parse's own lists and dicts are let go)."""
+    """``p`` as kept: its nodes made read-only in one copy, sharing no list or dict with ``p`` (so ``p``
+    itself is the first editable hand-out)."""
     nodes, hints = [], []
     for n in p.graph.nodes:
         containers = tuple((k, _nested(v)) for k, v in n.meta.items() if type(v) is list or type(v) is dict)
@@ -98,7 +99,7 @@ def _keep(p: ParsedModule) -> _Kept:
         nodes.append(read_only_node(n.name, n.op, n.target, args, kwargs, freeze_flat(n.inputs), freeze_flat(n.users),
                                     n.role, freeze_flat(n.calls), freeze_flat(m)))
     return _Kept(read_only_list(nodes), hints, p.graph.code, p.graph.name,
-                 {k: _keep(c) for k, c in p.children.items()}, p.errors)
+                 {k: _keep(c) for k, c in p.children.items()}, list(p.errors))
 
 
 def _nested(v: Any) -> bool:
@@ -116,9 +117,11 @@ def _parse_shared(text: str, name: str) -> ParsedModule:
     key = (text, name)
     kept = _shared.get(key)
     if kept is None:
-        kept = _shared[key] = _keep(parse_readable(text, name))
+        p = parse_readable(text, name)
+        _shared[key] = _keep(p)
         if len(_shared) > _SHARED_MAX:
             _shared.popitem(last=False)
+        return p  # the kept copy shares nothing with it
     else:
         try:
             _shared.move_to_end(key)
@@ -267,7 +270,7 @@ def parse_finished(problems: list[str], text: str, line: int, name: str, finish:
         kept = _shared[k] = _keep(p)
         if len(_shared) > _SHARED_MAX:
             _shared.popitem(last=False)
-        out = _hand_out(kept, read_only)
+        out = _hand_out(kept, read_only) if read_only and not kept.children else p  # p: shares nothing with kept
     else:
         try:
             _shared.move_to_end(k)
