@@ -33,6 +33,9 @@ def _refuse(what: str) -> NoReturn:
 
 def thaw(v: Any) -> Any:
     """``v`` with every list and dict (read-only or not, and every tuple) in it a new plain one."""
+    t = type(v)
+    if t is str or t is int or t is float or v is None:  # the most common leaves first
+        return v
     if isinstance(v, list):
         return [thaw(x) for x in v]
     if isinstance(v, dict):

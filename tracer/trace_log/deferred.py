@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import operator
 import sys
 from collections import OrderedDict
 from typing import Any, Callable, Hashable, NamedTuple, Optional
@@ -110,6 +111,7 @@ def _nested(v: Any) -> bool:
 _CONTAINERS = (list, dict, tuple)
 
 
+_FIELDS_OF = operator.attrgetter("name", "op", "target", "args", "kwargs", "inputs", "users", "role", "calls", "meta")
 _deep = thaw  # ``v`` with every list, dict and tuple in it new and plain (the rest -- strings, numbers, None -- immutable)
 
 
@@ -139,14 +141,15 @@ def _fresh(p: _Kept) -> ParsedModule:
     nodes = []
     add = nodes.append
     for n, (containers, deep_args) in zip(p.nodes, p.hints, strict=True):  # .copy(), [:] of a read-only one: plain
-        m = n.meta.copy()
+        name, op, target, args, kwargs, inputs, users, role, calls, meta = _FIELDS_OF(n)
+        m = meta.copy()
         for k, deep in containers:
             m[k] = _deep(m[k]) if deep else m[k].copy()
         if deep_args:
-            args, kwargs = _deep(n.args), _deep(n.kwargs)
+            args, kwargs = _deep(args), _deep(kwargs)
         else:
-            args, kwargs = n.args[:], n.kwargs.copy()
-        add(Node(n.name, n.op, n.target, args, kwargs, n.inputs[:], n.users[:], n.role, n.calls[:], m))
+            args, kwargs = args[:], kwargs.copy()
+        add(Node(name, op, target, args, kwargs, inputs[:], users[:], role, calls[:], m))
     return ParsedModule(Graph(nodes=nodes, code=p.code, name=p.name),
                         {k: _fresh(c) for k, c in p.children.items()}, list(p.errors))
 
