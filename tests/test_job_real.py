@@ -107,6 +107,46 @@ def test_load_job_names_the_divergent_rank_and_the_cut_log(transformer_job):
     assert tracer.load_job(str(transformer_job.trace), workers=2).to_json() == job.to_json()
 
 
+def _clear_read_caches() -> None:
+    """Forget every kept parse and guard tree: the next load reads as a process that loaded nothing before."""
+    from tracer.trace_log import deferred, guards
+
+    for cache in (deferred._shared, guards._trees, guards._shared_trees, guards._leaves):
+        cache.clear()
+
+
+def _read_all(cap):
+    """``cap`` with every graph, guard list and problem read (what the read-only load shares is made then)."""
+    for f in cap.frames:
+        for g in [*f.graphs().values(), *((f.aot.joint, f.aot.forward, f.aot.backward, f.aot.inference)
+                                          if f.aot is not None else ())]:
+            if g is not None:
+                g.nodes  # noqa: B018 (the first read parses)
+        f.guards  # noqa: B018
+    cap.all_problems()
+    return cap
+
+
+def test_read_only_job_logs_load_as_editable_and_as_each_rank_alone(transformer_job):
+    """All ranks' logs loaded read-only in one process (the ranks then share parses, node lists and every
+    equal guard leaf: their guard trees differ only where a guard names a per-process object id) give,
+    rank by rank, the JSON of the editable load and of that rank's log loaded read-only with nothing kept
+    before it; only equal guards are one object, a guard naming an object id stays each rank's own."""
+    logs = sorted(transformer_job.trace.glob("*.log"))
+    _clear_read_caches()
+    together = [_read_all(load_trace(str(p), read_only=True)) for p in logs]
+    editable = [_read_all(load_trace(str(p))).to_json() for p in logs]
+    alone = []
+    for p in logs:
+        _clear_read_caches()
+        alone.append(_read_all(load_trace(str(p), read_only=True)).to_json())
+    assert [c.to_json() for c in together] == editable == alone
+    a = max(together[0].frames, key=lambda f: len(f.guards))  # the model's frame on two ranks
+    pairs = list(zip(a.guards, together[1].frame(a.compile_id).guards, strict=True))
+    assert any(x is y for x, y in pairs)  # equal leaves shared between ranks ...
+    assert all((x is y) == (x == y) for x, y in pairs)  # ... and only those: a guard naming an id is each rank's own
+
+
 def test_the_cut_rank_agrees_with_its_whole_log_up_to_the_cut(transformer_job):
     """Each frame the cut log holds whole is the frame the whole log gives; the frames it ends inside
     say so; the cut rank's whole frames are rank 0's (no finding is hidden by the cut)."""

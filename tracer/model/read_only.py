@@ -16,7 +16,7 @@ from tracer.model.graph import Node
 from tracer.model.guards import Guard
 
 __all__ = ["ReadOnlyError", "ReadOnlyGuard", "ReadOnlyNode", "freeze", "freeze_flat", "freeze_guards", "freeze_nodes",
-           "is_read_only", "read_only_list", "read_only_node"]
+           "is_read_only", "read_only_list", "read_only_node", "thaw"]
 
 _HOW = ("it was loaded with load_trace(..., read_only=True) (or by a reader that only reads, such as "
         "`dynascope report`), so equal graphs (and guard trees) of every frame share it; for an editable graph use "
@@ -31,14 +31,17 @@ def _refuse(what: str) -> NoReturn:
     raise ReadOnlyError(f"cannot change {what}: {_HOW}")
 
 
-def _thaw(v: Any) -> Any:
-    """``v`` with every read-only list and dict (and tuple) in it a new plain one."""
+def thaw(v: Any) -> Any:
+    """``v`` with every list and dict (read-only or not, and every tuple) in it a new plain one."""
+    t = type(v)
+    if t is str or t is int or t is float or v is None:  # the most common leaves first
+        return v
     if isinstance(v, list):
-        return [_thaw(x) for x in v]
+        return [thaw(x) for x in v]
     if isinstance(v, dict):
-        return {k: _thaw(x) for k, x in v.items()}
+        return {k: thaw(x) for k, x in v.items()}
     if type(v) is tuple:
-        return tuple(_thaw(x) for x in v)
+        return tuple(thaw(x) for x in v)
     return v
 
 
@@ -75,59 +78,59 @@ _FIELDS = tuple(f for f in Node.__dataclass_fields__)  # type: ignore[attr-defin
 _GUARD_FIELDS = tuple(f for f in Guard.__dataclass_fields__)  # type: ignore[attr-defined]
 
 
-class ReadOnlyNode(Node):
+class _Frozen:
+    """What a read-only record adds to its plain class ``_plain`` (fields ``_fields``): fields frozen at
+    ``__init__``, every assignment refused, ``==`` by fields with any plain one, a copy plain."""
+
+    __slots__ = ()
+    _plain: type
+    _fields: tuple[str, ...]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        plain = self._plain(*args, **kwargs)
+        for f in self._fields:
+            object.__setattr__(self, f, _freeze(getattr(plain, f)))
+
+    def _what(self) -> str:
+        raise NotImplementedError
+
+    def __setattr__(self, name: str, value: Any) -> NoReturn:
+        _refuse(f"{self._what()}.{name}")
+
+    def __delattr__(self, name: str) -> NoReturn:
+        _refuse(f"{self._what()}.{name}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, self._plain):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in self._fields)
+
+    __hash__ = None  # type: ignore[assignment]  # as the plain record: equal by value, so not hashable
+
+    def __reduce__(self) -> tuple[Any, ...]:  # copy.copy / deepcopy: an editable plain record
+        return self._plain, tuple(thaw(getattr(self, f)) for f in self._fields)
+
+
+class ReadOnlyNode(_Frozen, Node):
     """A ``Node`` of a read-only loaded graph: every field reads as a Node's; assigning one raises
     :class:`ReadOnlyError`. ``==`` compares fields with any Node; ``copy.deepcopy`` gives a plain Node;
     ``dataclasses.replace`` a new read-only one."""
 
     __slots__ = ()
+    _plain, _fields = Node, _FIELDS
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        n = Node(*args, **kwargs)
-        for f in _FIELDS:
-            object.__setattr__(self, f, _freeze(getattr(n, f)))
-
-    def __setattr__(self, name: str, value: Any) -> NoReturn:
-        _refuse(f"node {self.name!r}.{name}")
-
-    def __delattr__(self, name: str) -> NoReturn:
-        _refuse(f"node {self.name!r}.{name}")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Node):
-            return NotImplemented
-        return all(getattr(self, f) == getattr(other, f) for f in _FIELDS)
-
-    __hash__ = None  # type: ignore[assignment]  # as a Node: equal by value, so not hashable
-
-    def __reduce__(self) -> tuple[Any, ...]:  # copy.copy / deepcopy: an editable Node
-        return Node, tuple(_thaw(getattr(self, f)) for f in _FIELDS)
+    def _what(self) -> str:
+        return f"node {self.name!r}"
 
 
-class ReadOnlyGuard(Guard):
+class ReadOnlyGuard(_Frozen, Guard):
     """A ``Guard`` shared by the frames of a read-only capture that logged the same guard tree: as
     :class:`ReadOnlyNode`, every write raises :class:`ReadOnlyError`."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        g = Guard(*args, **kwargs)
-        for f in _GUARD_FIELDS:
-            object.__setattr__(self, f, _freeze(getattr(g, f)))
+    _plain, _fields = Guard, _GUARD_FIELDS
 
-    def __setattr__(self, name: str, value: Any) -> NoReturn:
-        _refuse(f"guard {self.kind} {self.source!r}.{name}")
-
-    def __delattr__(self, name: str) -> NoReturn:
-        _refuse(f"guard {self.kind} {self.source!r}.{name}")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Guard):
-            return NotImplemented
-        return all(getattr(self, f) == getattr(other, f) for f in _GUARD_FIELDS)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return Guard, tuple(_thaw(getattr(self, f)) for f in _GUARD_FIELDS)
+    def _what(self) -> str:
+        return f"guard {self.kind} {self.source!r}"
 
 
 def freeze_guards(guards: list[Guard]) -> tuple[Guard, ...]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import operator
 import sys
 from collections import OrderedDict
 from typing import Any, Callable, Hashable, NamedTuple, Optional
@@ -18,7 +19,7 @@ from tracer.inductor_events import inductor_graphs
 from tracer.model.frame import Frame
 from tracer.model.graph import Graph, Node
 from tracer.model.lazy import on_first_read, peek, pending
-from tracer.model.read_only import freeze, freeze_flat, freeze_nodes, read_only_list, read_only_node
+from tracer.model.read_only import freeze, freeze_flat, freeze_nodes, read_only_list, read_only_node, thaw
 from tracer.shape_events import Event
 from tracer.trace_log.graph_text import ParsedModule, parse_readable
 
@@ -55,34 +56,51 @@ def has_bodies(text: str) -> bool:
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # A log repeats identical graph texts (every rank of a job, each recompile that gives the same
 # graph, a step compiled again): ``parse_logged`` parses a text once and keeps the result, keyed by
-# (text, name), for the last ``_SHARED_MAX`` distinct texts, as one flat tuple per node (``_Kept``,
-# the fastest to copy). What is kept is never handed out: each call gets fresh Graph, Node, list
-# and dict objects (``_fresh``), so a caller changing its graph (roles set by the loader, a user
-# editing nodes) changes no other frame's. A text that does not parse is not kept (its exception is
+# (text, name), for the last ``_SHARED_MAX`` distinct texts, in its read-only form (``_Kept``: the node
+# list read-only hand-outs share, Note [Read-only graphs], and per node which meta values are
+# containers, so that a copy copies only those). So a log read only for reading keeps one form of each
+# parse, not a copyable one beside the shared one. No editable caller is handed what is kept: each
+# gets fresh Graph, Node, list and dict objects (``_fresh``), so a caller changing its graph (roles set
+# by the loader, a user editing nodes) changes no other frame's. A text that does not parse is not kept (its exception is
 # raised again by the next parse). The key is the text itself, so a hit is an equal text, never a
 # hash collision; tests/test_trace_log_parse_once.py compares both ways on every graph of real logs.
 _SHARED_MAX = 32
 _shared: OrderedDict[tuple[Any, ...], _Kept] = OrderedDict()  # (text, name) or (text, name, context key)
 
 
-class _Kept(NamedTuple):
-    """A kept parse as what ``_fresh`` copies: per node its fields, and which meta values are containers."""
+_Hint = tuple[tuple[tuple[str, bool], ...], bool]
+_hints: dict[_Hint, _Hint] = {}  # one object per distinct hint (a graph's nodes have a few between them)
 
-    # (name, op, target, args, kwargs, inputs, users, role, calls, meta, (meta key of a container, nested?),
-    #  args or kwargs nested?)
-    nodes: list[tuple[Any, ...]]
+
+class _Kept(NamedTuple):
+    """A kept parse: its read-only nodes (what read-only hand-outs share, what ``_fresh`` copies) and per
+    node which meta values are containers."""
+
+    nodes: list[Node]  # read-only (tracer/model/read_only.py), the one list read-only hand-outs share
+    hints: list[_Hint]  # per node: ((meta key of a container, nested?), ...), args or kwargs nested?
     code: str
     name: str
     children: dict[str, _Kept]
     errors: list[str]
-    shared: list[list[Node]]  # empty, or the one node list read-only hand-outs share (Note [Read-only graphs])
 
 
 def _keep(p: ParsedModule) -> _Kept:
-    nodes = [(n.name, n.op, n.target, n.args, n.kwargs, n.inputs, n.users, n.role, n.calls, n.meta,
-              tuple((k, _nested(v)) for k, v in n.meta.items() if type(v) is list or type(v) is dict),
-              _nested(n.args) or _nested(n.kwargs)) for n in p.graph.nodes]
-    return _Kept(nodes, p.graph.code, p.graph.name, {k: _keep(c) for k, c in p.children.items()}, p.errors, [])
+    """``p`` as kept: its nodes made read-only in one copy, sharing no list or dict with ``p`` (so ``p``
+    itself is the first editable hand-out)."""
+    nodes, hints = [], []
+    for n in p.graph.nodes:
+        containers = tuple((k, _nested(v)) for k, v in n.meta.items() if type(v) is list or type(v) is dict)
+        deep_args = _nested(n.args) or _nested(n.kwargs)
+        hint = (containers, deep_args)
+        hints.append(_hints.setdefault(hint, hint))
+        m = n.meta.copy()
+        for k, deep in containers:
+            m[k] = freeze(m[k]) if deep else freeze_flat(m[k])
+        args, kwargs = (freeze(n.args), freeze(n.kwargs)) if deep_args else (freeze_flat(n.args), freeze_flat(n.kwargs))
+        nodes.append(read_only_node(n.name, n.op, n.target, args, kwargs, freeze_flat(n.inputs), freeze_flat(n.users),
+                                    n.role, freeze_flat(n.calls), freeze_flat(m)))
+    return _Kept(read_only_list(nodes), hints, p.graph.code, p.graph.name,
+                 {k: _keep(c) for k, c in p.children.items()}, list(p.errors))
 
 
 def _nested(v: Any) -> bool:
@@ -93,25 +111,19 @@ def _nested(v: Any) -> bool:
 _CONTAINERS = (list, dict, tuple)
 
 
-def _deep(v: Any) -> Any:
-    """``v`` with every list, dict and tuple in it new (the rest -- strings, numbers, None -- immutable)."""
-    t = type(v)
-    if t is list:
-        return [_deep(x) for x in v]
-    if t is dict:
-        return {k: _deep(x) for k, x in v.items()}
-    if t is tuple:
-        return tuple(_deep(x) for x in v)
-    return v
+_FIELDS_OF = operator.attrgetter("name", "op", "target", "args", "kwargs", "inputs", "users", "role", "calls", "meta")
+_deep = thaw  # ``v`` with every list, dict and tuple in it new and plain (the rest -- strings, numbers, None -- immutable)
 
 
 def _parse_shared(text: str, name: str) -> ParsedModule:
     key = (text, name)
     kept = _shared.get(key)
     if kept is None:
-        kept = _shared[key] = _keep(parse_readable(text, name))
+        p = parse_readable(text, name)
+        _shared[key] = _keep(p)
         if len(_shared) > _SHARED_MAX:
             _shared.popitem(last=False)
+        return p  # the kept copy shares nothing with it
     else:
         try:
             _shared.move_to_end(key)
@@ -128,7 +140,8 @@ def _fresh(p: _Kept) -> ParsedModule:
     copy of every level would cost three times more."""
     nodes = []
     add = nodes.append
-    for name, op, target, args, kwargs, inputs, users, role, calls, meta, containers, deep_args in p.nodes:
+    for n, (containers, deep_args) in zip(p.nodes, p.hints, strict=True):  # .copy(), [:] of a read-only one: plain
+        name, op, target, args, kwargs, inputs, users, role, calls, meta = _FIELDS_OF(n)
         m = meta.copy()
         for k, deep in containers:
             m[k] = _deep(m[k]) if deep else m[k].copy()
@@ -200,23 +213,7 @@ def _hand_out(p: _Kept, read_only: bool) -> ParsedModule:
     """A fresh copy of ``p``, or for a read-only capture its one shared node list (Note [Read-only graphs])."""
     if not read_only or p.children:
         return _fresh(p)
-    if not p.shared:
-        p.shared.append(_read_only(p))
-    return ParsedModule(Graph(nodes=p.shared[0], code=p.code, name=p.name), {}, list(p.errors))
-
-
-def _read_only(p: _Kept) -> list[Node]:
-    """``_fresh(p)``'s nodes made read-only in the same one copy (tracer/model/read_only.py)."""
-    nodes = []
-    add = nodes.append
-    for name, op, target, args, kwargs, inputs, users, role, calls, meta, containers, deep_args in p.nodes:
-        m = meta.copy()
-        for k, deep in containers:
-            m[k] = freeze(m[k]) if deep else freeze_flat(m[k])
-        args, kwargs = (freeze(args), freeze(kwargs)) if deep_args else (freeze_flat(args), freeze_flat(kwargs))
-        add(read_only_node(name, op, target, args, kwargs, freeze_flat(inputs), freeze_flat(users), role,
-                           freeze_flat(calls), freeze_flat(m)))
-    return read_only_list(nodes)
+    return ParsedModule(Graph(nodes=p.nodes, code=p.code, name=p.name), {}, list(p.errors))
 
 
 def freeze_loaded(graphs: list[Graph]) -> None:
@@ -263,8 +260,8 @@ def parse_finished(problems: list[str], text: str, line: int, name: str, finish:
     k = (text, name, key)
     kept = _shared.get(k)
     if kept is None:
-        try:
-            p = parse_readable(text, name)
+        try:  # the text's plain parse, kept too: its partners' finishes read it (one parse per text)
+            p = _parse_shared(text, name)
         except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
             problems.append(f"line {line}: {name or 'output'} graph text not parsed ({type(e).__name__}: {e})"[:300])
             return None
@@ -276,7 +273,7 @@ def parse_finished(problems: list[str], text: str, line: int, name: str, finish:
         kept = _shared[k] = _keep(p)
         if len(_shared) > _SHARED_MAX:
             _shared.popitem(last=False)
-        out = _hand_out(kept, read_only)
+        out = _hand_out(kept, read_only) if read_only and not kept.children else p  # p: shares nothing with kept
     else:
         try:
             _shared.move_to_end(k)

@@ -66,15 +66,41 @@ def guards_of(text: str) -> list[Guard]:
 
 _shared_trees: OrderedDict[str, tuple[Guard, ...]] = OrderedDict()
 
+# Note [One read-only guard per distinct leaf]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A job's ranks log guard trees that differ only where a guard names a per-process object id
+# (``___check_type_id(L['fn'], 94029564857968)``, ``ID_MATCH``): no two ranks' trees are equal, so
+# sharing by tree shares nothing between ranks, though most leaves are equal (bench/RESULTS.md: 90 of
+# a 588-line tree's lines name an id). A read-only capture's trees are still read each on its own
+# (``cpp_tree`` of the rank's own text, so every guard is exactly that text's), and then each leaf
+# is the one read-only Guard of its fields, ``(kind, source, code, user_stack)``, kept for every
+# equal leaf of any tree: an id guard stays the rank's own (its code differs), every other guard is
+# shared. Guards are immutable there, so sharing an equal one is seen only by ``is``; each frame
+# still has its own ``guards`` list. The table forgets everything at ``_LEAVES_MAX`` leaves.
+_LEAVES_MAX = 1 << 16
+_leaves: dict[tuple[str, str, tuple[str, ...], tuple[str, ...]], Guard] = {}
+
 
 def shared_guards_of(text: str) -> tuple[Guard, ...]:
-    """``guards_of(text)`` for a read-only capture: the same read-only Guards for every equal text
-    (Note [Read-only graphs] in deferred.py; at most ``_TREES_MAX`` texts kept)."""
+    """``guards_of(text)`` for a read-only capture: the same read-only Guards for every equal text, and
+    for every equal leaf of any text (Note [Read-only graphs] in deferred.py, Note [One read-only guard
+    per distinct leaf]; at most ``_TREES_MAX`` texts kept)."""
     kept = _shared_trees.get(text)
     if kept is None:
-        kept = _shared_trees[text] = freeze_guards(guards_of(text))
+        kept = _shared_trees[text] = tuple(_leaf(g) for g in cpp_tree(text))
         if len(_shared_trees) > _TREES_MAX:
             _shared_trees.popitem(last=False)
+    return kept
+
+
+def _leaf(g: Guard) -> Guard:
+    """The one read-only Guard equal to ``g`` (Note [One read-only guard per distinct leaf])."""
+    key = (g.kind, g.source, tuple(g.code), tuple(g.user_stack))
+    kept = _leaves.get(key)
+    if kept is None:
+        if len(_leaves) >= _LEAVES_MAX:
+            _leaves.clear()
+        kept = _leaves[key] = freeze_guards([g])[0]
     return kept
 
 
