@@ -253,7 +253,9 @@ def parse_logged(problems: list[str], text: str, line: int, name: str) -> Option
 # graph reads it *as loaded* (a fresh copy of its own kept parse), never the frame's object a user may
 # have changed, so a kept result cannot carry one frame's edits to another. ``reads`` is what the
 # finish used to read first (the frame's Dynamo graph), run on every hand-out so that a frame's
-# problems come in the same order as when each graph was finished on its own.
+# problems come in the same order as when each graph was finished on its own. A text whose plain
+# parse is kept already (a joint's finish reads the forward and backward texts plain) is finished on a
+# fresh copy of it, not parsed again (``_fresh`` of a kept parse equals the parse).
 def parse_finished(problems: list[str], text: str, line: int, name: str, finish: Callable[[Graph], None],
                    key: Hashable, reads: Optional[Callable[[], None]] = None,
                    read_only: bool = False) -> Optional[ParsedModule]:
@@ -263,8 +265,9 @@ def parse_finished(problems: list[str], text: str, line: int, name: str, finish:
     k = (text, name, key)
     kept = _shared.get(k)
     if kept is None:
+        plain = _shared.get((text, name))  # parsed already by a finish that read it as plain text
         try:
-            p = parse_readable(text, name)
+            p = parse_readable(text, name) if plain is None else _fresh(plain)
         except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
             problems.append(f"line {line}: {name or 'output'} graph text not parsed ({type(e).__name__}: {e})"[:300])
             return None
