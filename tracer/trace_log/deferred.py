@@ -253,9 +253,10 @@ def parse_logged(problems: list[str], text: str, line: int, name: str) -> Option
 # graph reads it *as loaded* (a fresh copy of its own kept parse), never the frame's object a user may
 # have changed, so a kept result cannot carry one frame's edits to another. ``reads`` is what the
 # finish used to read first (the frame's Dynamo graph), run on every hand-out so that a frame's
-# problems come in the same order as when each graph was finished on its own. A text whose plain
-# parse is kept already (a joint's finish reads the forward and backward texts plain) is finished on a
-# fresh copy of it, not parsed again (``_fresh`` of a kept parse equals the parse).
+# problems come in the same order as when each graph was finished on its own. The plain parse is kept
+# beside the finished one (a joint's finish reads the forward and backward texts plain, a forward's its
+# joint), and a text whose plain parse is kept is finished on a fresh copy of it, not parsed again
+# (``_fresh`` of a kept parse equals the parse).
 def parse_finished(problems: list[str], text: str, line: int, name: str, finish: Callable[[Graph], None],
                    key: Hashable, reads: Optional[Callable[[], None]] = None,
                    read_only: bool = False) -> Optional[ParsedModule]:
@@ -271,11 +272,16 @@ def parse_finished(problems: list[str], text: str, line: int, name: str, finish:
         except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
             problems.append(f"line {line}: {name or 'output'} graph text not parsed ({type(e).__name__}: {e})"[:300])
             return None
+        if plain is None:  # kept too, for a later finish that reads this text plain (a forward's reads its joint)
+            plain = _keep(p)
+            p = _fresh(plain)
         problems.extend(f"line {line}: {e}" for e in _errors(p))
         if reads is not None:
             reads()
         p.graph.code = text
         finish(p.graph)
+        if (text, name) not in _shared:
+            _shared[(text, name)] = plain
         kept = _shared[k] = _keep(p)
         if len(_shared) > _SHARED_MAX:
             _shared.popitem(last=False)
