@@ -304,8 +304,9 @@ def _graph_drawing(graph: Graph, highlight: list[str], strings: dict[str, int], 
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # A frame's drawings (layouts, packed boxes) and its nodes' facts (viz/report_info.py) are many small
 # lists and dicts, acyclic, most of them garbage once the JSON block is written; building them set off
-# young and full collections that walked the loaded capture for nothing (a 4-layer training step's
-# report: 0.1 s of 1.1 s CPU in ``gc``, bench/RESULTS.md). So both run in
+# young and full collections that walked the loaded capture for nothing (the report of the bench's
+# transformer12 training-step log: 0.10-0.13 s of ~1.1 s CPU in ``gc`` before, 0.05 s after, the one
+# full collection left being write_report's own after the capture; bench/RESULTS.md). So both run in
 # ``tracer._no_gc.no_cyclic_gc(young_first=True)``, as the explorer's build does; templates (whose
 # render contexts are cycles) run outside it, so their garbage is collected as before.
 def report_data(frames: list[Frame], cache: Optional[DrawingCache] = None,
