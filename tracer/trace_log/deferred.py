@@ -283,7 +283,7 @@ def parse_finished(problems: list[str], text: str, line: int, name: str, finish:
         if (text, name) not in _shared:
             _shared[(text, name)] = plain
         kept = _shared[k] = _keep(p)
-        if len(_shared) > _SHARED_MAX:
+        while len(_shared) > _SHARED_MAX:  # two entries may have come in
             _shared.popitem(last=False)
         out = _hand_out(kept, read_only)
     else:
