@@ -185,3 +185,35 @@ def test_a_report_of_read_only_graphs_is_the_page_of_copies(logs, name, tmp_path
     copies = write_report(tmp_path / "copies.html", [load_trace(logs[name])], title="t")
     assert shared.path.read_text() == copies.path.read_text()
     assert shared.layouts_reused == copies.layouts_reused > 0
+
+
+def test_each_distinct_graph_text_is_parsed_once(logs, monkeypatch):
+    """A joint's finish reads the forward and backward texts plain and a forward's finish reads its joint
+    plain: their own finishes start from those plain parses (and the other way round), so reading every
+    graph of the training log parses each distinct (text, name) once, not the three AOT texts twice."""
+    calls = []
+
+    def counted(text, name=""):
+        calls.append((text, name))
+        return parse_readable(text, name)
+
+    monkeypatch.setattr(deferred, "parse_readable", counted)
+    deferred._shared.clear()
+    cap = load_trace(logs["transformer12"])
+    for f in cap.frames:
+        for g in [f.graph, *_aot(f)]:
+            g.nodes  # noqa: B018 (the first read parses)
+    assert {name for _, name in calls} >= {"", "joint", "forward", "backward"}
+    assert len(calls) == len(set(calls))
+
+
+def test_kept_parses_stay_bounded():
+    """A finished parse keeps its plain parse too: two entries per new text, still at most ``_SHARED_MAX``."""
+    deferred._shared.clear()
+    for i in range(deferred._SHARED_MAX + 5):
+        text = (f'class GraphModule(torch.nn.Module):\n    def forward(self, x: "f32[3]"):\n'
+                f"        sin_{i} = torch.ops.aten.sin.default(x);  x = None\n        return (sin_{i},)\n")
+        parsed = deferred.parse_finished([], text, 1, "", lambda g: None, "key")
+        assert [n.name for n in parsed.graph.nodes] == ["x", f"sin_{i}", "output"]
+        assert len(deferred._shared) <= deferred._SHARED_MAX
+    deferred._shared.clear()

@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional
 
 import msgspec
 
+from tracer._no_gc import no_cyclic_gc
 from tracer.model import Frame, Graph
 from viz.browser_code import bundle
 from viz.drawing import PACKED_BOX_KEYS, PACKED_INTERNED, drawing
@@ -299,6 +300,15 @@ def _graph_drawing(graph: Graph, highlight: list[str], strings: dict[str, int], 
     return _packed(d, opened, strings)
 
 
+# Note [No cyclic GC while a report renders]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A frame's drawings (layouts, packed boxes) and its nodes' facts (viz/report_info.py) are many small
+# lists and dicts, acyclic, most of them garbage once the JSON block is written; building them set off
+# young and full collections that walked the loaded capture for nothing (the report of the bench's
+# transformer12 training-step log: 0.10-0.13 s of ~1.1 s CPU in ``gc`` before, 0.05 s after, the one
+# full collection left being write_report's own after the capture; bench/RESULTS.md). So both run in
+# ``tracer._no_gc.no_cyclic_gc(young_first=True)``, as the explorer's build does; templates (whose
+# render contexts are cycles) run outside it, so their garbage is collected as before.
 def report_data(frames: list[Frame], cache: Optional[DrawingCache] = None,
                 times: Optional[list[dict[str, dict[str, float]]]] = None
                 ) -> tuple[str, list[list[tuple[str, str, int, int]]]]:
@@ -322,15 +332,16 @@ def report_data(frames: list[Frame], cache: Optional[DrawingCache] = None,
     graphs: list[dict[str, Any]] = []
     strings: dict[str, int] = {"": 0}
     per_frame = []
-    for fi, entries in enumerate(todo):
-        rows = []
-        for kind, title, g, hi, key in entries:
-            rows.append((kind, title, len(graphs), len(g.nodes)))
-            graphs.append(_graph_drawing(g, hi, strings, cache, key))
-            if times is not None and times[fi].get(kind):
-                _heat(graphs[-1], times[fi][kind], max(times[fi][kind].values()))
-        per_frame.append(rows)
-    out = json_block({"css": css(".ds-graph"), "strings": list(strings), "graphs": graphs}), per_frame
+    with no_cyclic_gc(young_first=True):  # Note [No cyclic GC while a report renders]
+        for fi, entries in enumerate(todo):
+            rows = []
+            for kind, title, g, hi, key in entries:
+                rows.append((kind, title, len(graphs), len(g.nodes)))
+                graphs.append(_graph_drawing(g, hi, strings, cache, key))
+                if times is not None and times[fi].get(kind):
+                    _heat(graphs[-1], times[fi][kind], max(times[fi][kind].values()))
+            per_frame.append(rows)
+        out = json_block({"css": css(".ds-graph"), "strings": list(strings), "graphs": graphs}), per_frame
     if block_key is not None:
         cache.blocks[block_key] = out
         while len(cache.blocks) > 4:

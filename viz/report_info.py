@@ -23,6 +23,7 @@ from typing import Any, Callable, Optional
 
 import msgspec
 
+from tracer._no_gc import no_cyclic_gc
 from tracer.model import Frame, Graph
 from viz.info import node_info
 from viz.markup import json_block
@@ -70,12 +71,16 @@ class Interner:
         self._keys: dict[int, bytes] = {}  # id of a counted list or dict -> its key (alive until packed)
 
     def count(self, value: Any) -> None:
-        if isinstance(value, (dict, list, tuple)):
-            key = self._keys[id(value)] = _key(value)
-            self._counts[key] += 1
-            if self._counts[key] == 1:
-                for v in (value.values() if isinstance(value, dict) else value):
-                    self.count(v)
+        if isinstance(value, _CONTAINERS):
+            self._count(value)
+
+    def _count(self, value: Any) -> None:
+        key = self._keys[id(value)] = _key(value)
+        self._counts[key] += 1
+        if self._counts[key] == 1:
+            for v in (value.values() if isinstance(value, dict) else value):
+                if type(v) not in _SCALARS and isinstance(v, _CONTAINERS):  # a scalar child is not counted
+                    self._count(v)
 
     def pack(self, value: Any) -> Any:
         """``value`` with long strings and repeated lists and dicts as references into ``values``."""
@@ -87,18 +92,25 @@ class Interner:
                 at = self._strings[value] = len(self.values)
                 self.values.append(value)
             return MARK + str(at)
-        if isinstance(value, (dict, list, tuple)):
+        if isinstance(value, _CONTAINERS):
             key = self._keys.get(id(value)) or _key(value)
             if key in self._at:
                 return MARK + str(self._at[key])
-            inner: Any = ({str(k): self.pack(v) for k, v in value.items()} if isinstance(value, dict)
-                          else [self.pack(v) for v in value])
+            pack = self.pack  # a number, None or short string is itself: no call (most of a node's facts)
+            inner: Any = ({str(k): v if (t := type(v)) in _SCALARS or (t is str and len(v) <= _SHORT and v[:1] != MARK)
+                           else pack(v) for k, v in value.items()} if isinstance(value, dict)
+                          else [v if (t := type(v)) in _SCALARS or (t is str and len(v) <= _SHORT and v[:1] != MARK)
+                                else pack(v) for v in value])
             if self._counts[key] > 1 and len(key) > _SMALL:
                 self._at[key] = len(self.values)
                 self.values.append(inner)
                 return MARK + str(self._at[key])
             return inner
         return value
+
+
+_CONTAINERS = (dict, list, tuple)
+_SCALARS = frozenset({int, float, bool, type(None)})  # exact types ``pack`` returns as they are
 
 
 def intern(value: Any, table: Interner) -> Any:
@@ -169,7 +181,8 @@ def report_info(frames: list[Frame], cache: Optional[dict[bytes, str]] = None,
     key = _facts_key(frames, digest) if cache is not None and extra is None else None
     if key is not None and key in cache:
         return cache[key]
-    block = _report_info(frames, extra)
+    with no_cyclic_gc(young_first=True):  # Note [No cyclic GC while a report renders] in viz/report_graphs.py
+        block = _report_info(frames, extra)
     if key is not None:
         cache[key] = block
         while len(cache) > 4:

@@ -250,7 +250,10 @@ def parse_logged(problems: list[str], text: str, line: int, name: str) -> Option
 # graph reads it *as loaded* (a fresh copy of its own kept parse), never the frame's object a user may
 # have changed, so a kept result cannot carry one frame's edits to another. ``reads`` is what the
 # finish used to read first (the frame's Dynamo graph), run on every hand-out so that a frame's
-# problems come in the same order as when each graph was finished on its own.
+# problems come in the same order as when each graph was finished on its own. The plain parse is kept
+# beside the finished one (a joint's finish reads the forward and backward texts plain, a forward's its
+# joint), and a text whose plain parse is kept is finished on a fresh copy of it, not parsed again
+# (``_fresh`` of a kept parse equals the parse).
 def parse_finished(problems: list[str], text: str, line: int, name: str, finish: Callable[[Graph], None],
                    key: Hashable, reads: Optional[Callable[[], None]] = None,
                    read_only: bool = False) -> Optional[ParsedModule]:
@@ -271,7 +274,7 @@ def parse_finished(problems: list[str], text: str, line: int, name: str, finish:
         p.graph.code = text
         finish(p.graph)
         kept = _shared[k] = _keep(p)
-        if len(_shared) > _SHARED_MAX:
+        while len(_shared) > _SHARED_MAX:  # two entries may have come in
             _shared.popitem(last=False)
         out = _hand_out(kept, read_only) if read_only and not kept.children else p  # p: shares nothing with kept
     else:
