@@ -9,6 +9,7 @@ removed before ``compile_aot`` returns or raises.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import threading
 import warnings
@@ -36,13 +37,32 @@ from tracer._torch.structured import logged_graph_code
 from tracer._torch.unknowns import recording_into, unknown
 from tracer.model import Aot, Frame, Graph
 
-__all__ = ["PARTITIONERS", "compile_aot"]
+__all__ = ["PARTITIONERS", "PENDING_BACKWARD", "compile_aot"]
 
 PARTITIONERS = ("min_cut", "default")
 
 # The structured-trace artifact under which AOTAutograd logs each graph we convert.
 _LOGGED_AS = {"joint": "aot_joint_graph", "forward": "aot_forward_graph", "backward": "aot_backward_graph",
               "inference": "aot_inference_graph"}
+
+
+_LOGGED = object()  # _convert's default: the graph's text is read from torch's log now
+
+# Note [The backward converted once]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The partitioner's backward (``bw_module``) is what torch compiles lazily, on the first
+# ``.backward()``: it hands the backward compiler ``copy.deepcopy(bw_module)``
+# (torch/_functorch/_aot_autograd/runtime_wrappers.py, ``get_or_compile``; eagerly, with symbolic
+# sizes saved, ``_aot_stage2b_bw_compile``). Both were converted, the first at forward time so that a
+# capture whose backward never runs still records it; when the backward ran, the second replaced the
+# first, which was work thrown away (~1/5 of the AOT conversions, ~1 % of a compile). Now the forward
+# leaves ``frame.meta[PENDING_BACKWARD]``: a conversion of ``bw_module`` with the backward text torch
+# logged (read then: it is found by the running compile's id). The backward compiler converts what it
+# received and drops it; the Recorder's ``finish`` runs what is left, before anything reads the frame.
+# torch keeps ``bw_module`` for its lazy backward and does not change it (the backward compiler gets a
+# copy), so the graph converted at the end is the one that existed at forward time; tests compare the
+# two ways on a real capture (tests/test_aot_backward_once.py).
+PENDING_BACKWARD = "_pending_backward"
 
 
 def _real_partitioner(name: str) -> Callable[..., Any]:
@@ -156,20 +176,23 @@ class _AotRecorder:
 
     # -- conversion --------------------------------------------------------------------------
     def _convert(
-        self, gm: torch.fx.GraphModule, name: str, *, saved_from: Optional[Graph] = None, body: bool = False
+        self, gm: torch.fx.GraphModule, name: str, *, saved_from: Optional[Graph] = None, body: bool = False,
+        code: Any = _LOGGED,
     ) -> tuple[Graph, dict[str, Graph]]:
         """One AOT graph (and, recursively, the HOP bodies it calls) with roles and provenance.
 
         ``saved_from``: the forward graph, whose nodes give a backward's saved-value
-        placeholders their origin. ``body``: a HOP body, see Note [AOT provenance].
+        placeholders their origin. ``body``: a HOP body, see Note [AOT provenance]. ``code``: the text
+        torch logged for it, when read earlier (else read now).
         """
         with no_cyclic_gc(young_first=True):  # Note [What a capture records is not the heap's growth] in tracer/_no_gc.py
-            return self._convert_graph(gm, name, saved_from, body)
+            return self._convert_graph(gm, name, saved_from, body, code)
 
     def _convert_graph(self, gm: torch.fx.GraphModule, name: str, saved_from: Optional[Graph],
-                       body: bool) -> tuple[Graph, dict[str, Graph]]:
+                       body: bool, code: Any = _LOGGED) -> tuple[Graph, dict[str, Graph]]:
         node_roles = roles(gm)
-        code = None if body else logged_graph_code(_LOGGED_AS[name])  # Note [Graph text torch already rendered]
+        if code is _LOGGED:
+            code = None if body else logged_graph_code(_LOGGED_AS[name])  # Note [Graph text torch already rendered]
         g = graph_from_fx(gm, name, role_of=lambda n: node_roles.get(n.name), code=code)
         by_seq: dict[int, dict[str, Any]] = {}
         if not body:
@@ -289,25 +312,37 @@ class _AotRecorder:
         aot.saved, _ = saved_values(gm, meta, tokens_in_outputs=_tokens_in_outputs())
         self.frame.problems.extend(saved_origins(gm, aot.saved, self.index.placeholders))
         _set_returns(aot.forward, return_kinds(gm, meta, tokens_in_outputs=_tokens_in_outputs()))
-        if self.bw_module is not None:
-            # The backward torch will compile lazily; saved-tensor hooks are already inlined in it.
-            aot.backward, bw_bodies = self._convert(self.bw_module, "backward", saved_from=aot.forward)
-            aot.subgraphs.update(bw_bodies)
         aot.saved_tensor_hooks = saved_tensor_hooks(aot, self.hooks_snapshot)
+        if self.bw_module is not None:  # Note [The backward converted once]
+            code = logged_graph_code(_LOGGED_AS["backward"])  # only readable while this compile runs
+            self.frame.meta[PENDING_BACKWARD] = functools.partial(self._late_backward, self.bw_module, code)
+
+    def _record_backward(self, gm: torch.fx.GraphModule, code: Optional[str]) -> None:
+        aot = self.aot
+        if aot is None:
+            return
+        with recording_into(self.frame.problems):
+            aot.backward, bodies = self._convert(gm, "backward", saved_from=aot.forward, code=code)
+        aot.subgraphs.update(bodies)
+        if aot.saved_tensor_hooks is not None and self.hooks_snapshot is not None:
+            mark_hook_nodes(aot.backward, self.hooks_snapshot.backward, "unpack")
+
+    def _late_backward(self, gm: torch.fx.GraphModule, code: Optional[str]) -> None:
+        """The partitioner's backward, converted when the capture ends (Note [The backward converted once])."""
+        try:
+            self._record_backward(gm, code)
+        except Exception as e:  # except: records a problem
+            self._failed("backward", e)
 
     def bw_compiler(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
         from torch._dynamo.backends.debugging import boxed_nop
 
         try:
-            aot = self.aot
-            if aot is not None:
-                with recording_into(self.frame.problems):
-                    aot.backward, bodies = self._convert(gm, "backward", saved_from=aot.forward)
-                aot.subgraphs.update(bodies)
-                if aot.saved_tensor_hooks is not None and self.hooks_snapshot is not None:
-                    mark_hook_nodes(aot.backward, self.hooks_snapshot.backward, "unpack")
-                aot.backward_ran = True
-        except Exception as e:  # except: records a problem
+            if self.aot is not None:
+                self._record_backward(gm, logged_graph_code(_LOGGED_AS["backward"]))
+                self.frame.meta.pop(PENDING_BACKWARD, None)  # converted from what torch compiled instead
+                self.aot.backward_ran = True
+        except Exception as e:  # except: records a problem (the partitioner's backward is still converted at the end)
             self._failed("backward", e)
         note_graph(gm, self.frame, "backward")
         return boxed_nop(gm, example_inputs)

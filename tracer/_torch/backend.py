@@ -249,6 +249,12 @@ class Recorder:
             return self._finish(cap)
 
     def _finish(self, cap: Capture) -> Capture:
+        from tracer._torch.aot import PENDING_BACKWARD
+
+        # conversions left for the end: Note [The backward converted once] in tracer/_torch/aot.py
+        for late in [f.meta.pop(PENDING_BACKWARD, None) for fs in self.frames.values() for f in fs]:
+            if late is not None:
+                late()
         local = local_ids(self.order)
         backend_guards = backend_match_guards(self.codes.codes(), self.region)
         codes = FrameCodes()  # Note [Code object from the frame id]

@@ -44,6 +44,14 @@ def _size(s: Any) -> Any:
         return str(s)
 
 
+def _sizes(sizes: Any) -> list[Any]:
+    """``[_size(s) for s in sizes]``, without a call per size when all are plain ints (most graphs)."""
+    out = list(sizes)
+    if all(type(s) is int for s in out):
+        return out
+    return [_size(s) for s in out]
+
+
 def _dtype(d: Any) -> str:
     text = _DTYPES.get(d)
     if text is None:
@@ -75,11 +83,11 @@ def _device(d: Any) -> str:
 def _tensor_meta(t: torch.Tensor) -> dict[str, Any]:
     meta: dict[str, Any] = {"kind": "tensor"}
     try:
-        meta["shape"] = [_size(s) for s in t.shape]
+        meta["shape"] = _sizes(t.shape)
     except Exception as e:  # except: records a problem (no "shape" key: never [] that reads as 0-d)
         unknown(f"the shape of a {type(t).__name__}", e)
     try:
-        meta["stride"] = [_size(s) for s in t.stride()]
+        meta["stride"] = _sizes(t.stride())
     except (RuntimeError, NotImplementedError):  # sparse / nested tensors have no strides: no "stride" key
         pass
     meta["dtype"] = _dtype(t.dtype)
@@ -255,9 +263,15 @@ def _module_stack(stack: Any) -> list[list[str]]:
             unknown(f"nn_module_stack entry {key!r}", e)
             continue
         if isinstance(typ, type):
-            typ = f"{typ.__module__}.{typ.__qualname__}"
-        out.append([str(path), str(typ)])
+            text = _TYPES.get(typ)
+            if text is None:  # Note [Names of torch's own singletons]: a class's name formatted once
+                text = _TYPES[typ] = f"{typ.__module__}.{typ.__qualname__}"
+            typ = text
+        out.append([path if type(path) is str else str(path), typ if type(typ) is str else str(typ)])
     return out
+
+
+_TYPES: dict[type, str] = {}
 
 
 def node_meta(node: torch.fx.Node) -> dict[str, Any]:
