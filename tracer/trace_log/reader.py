@@ -11,7 +11,7 @@ import functools
 import json
 import re
 from dataclasses import dataclass, field
-from typing import IO, Any, Callable, Iterator, Optional, Union
+from typing import IO, Any, Callable, Iterator, Optional
 
 import msgspec
 
@@ -39,13 +39,14 @@ _PREFIX = re.compile(r"^(?:\[rank\d+\]:)?[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [
 # is its text after the first line with the tab after every newline removed, which is exactly the
 # lines joined by "\n" with their leading tab dropped. A unit that reaches the end of a block waits
 # for the next block. Line numbers are counted per unit, so every skipped line is still named.
-_UNIT_END = re.compile("\n(?!\t)")
-_UNIT_END_BYTES = re.compile(b"\n(?!\t)")
-_CHUNK = 1 << 22  # characters (bytes) read at a time
+_UNIT_END = re.compile(b"\n(?!\t)")
+_CHUNK = 1 << 22  # bytes (characters of a text stream) read at a time
 
 # Note [Reading a log as bytes]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# The loader hands the reader the file's bytes (a text stream still works, as before): a unit is cut
+# The loader hands the reader the file's bytes. A text stream is read as its characters' UTF-8 bytes
+# (a lone surrogate, which no text ``LogText`` decodes can hold, then reads as U+FFFD), so there is
+# one way of cutting a log, and tests/test_trace_log_bytes.py checks it against decoding whole texts. A unit is cut
 # at b"\n" not followed by a tab, which is never inside a UTF-8 sequence, so decoding each piece with
 # errors="replace" gives the very characters decoding the whole file does. What bytes save is the
 # work on repeated payloads: torch puts the md5 of a payload in ``has_payload``, and a log repeats
@@ -86,7 +87,7 @@ class Reader:
     """Iterate the records of one open log; ``skipped`` lists what could not be read, by line."""
 
     fh: IO[str]
-    progress: Optional[Callable[[int], None]] = None  # called with characters (bytes) read, every ~8 MB
+    progress: Optional[Callable[[int], None]] = None  # called with the bytes read so far, every ~8 MB
     skipped: list[str] = field(default_factory=list)
     strings: dict[int, str] = field(default_factory=dict)  # interned file names by index
     lines: int = 0
@@ -102,17 +103,20 @@ class Reader:
 
     def __iter__(self) -> Iterator[Record]:
         """Records in file order. See Note [Reading a log in blocks] and Note [Reading a log as bytes]."""
-        chunk = self.fh.read(_CHUNK)
-        binary = isinstance(chunk, bytes)
-        unit_end, unit = (_UNIT_END_BYTES, self._unit_bytes) if binary else (_UNIT_END, self._unit)
-        buf: Union[str, bytes] = chunk[:0]
+        first = self.fh.read(_CHUNK)
+        read: Callable[[], bytes] = lambda: self.fh.read(_CHUNK)  # noqa: E731
+        if isinstance(first, str):  # a text stream: read as the UTF-8 bytes of its characters (Note [Reading a log as bytes])
+            read = lambda: self.fh.read(_CHUNK).encode("utf-8", "surrogatepass")  # noqa: E731
+            first = first.encode("utf-8", "surrogatepass")
+        chunk: Optional[bytes] = first
+        buf = b""
         pos, scan, final = 0, 0, False
         next_report = 8 << 20
         while True:
-            end = unit_end.search(buf, scan)
+            end = _UNIT_END.search(buf, scan)
             if not final and (end is None or end.start() == len(buf) - 1):  # the unit may go on: read more
                 if chunk is None:
-                    chunk = self.fh.read(_CHUNK)
+                    chunk = read()
                 final = not chunk
                 buf, scan, pos = buf[pos:] + chunk, max(len(buf) - pos - 1, 0), 0
                 self.chars += len(chunk)
@@ -124,45 +128,20 @@ class Reader:
             stop = len(buf) if end is None else end.start()
             if end is None and pos < stop:
                 self.unterminated, self.skipped_before_end = self.lines + 1, len(self.skipped)
-                if binary:  # 200 characters: at most 4 bytes each, the first 200 decoded from 800 bytes are the text's
-                    self.unterminated_head = buf[pos:min(stop, pos + 800)].decode("utf-8", "replace")[:200]
-                else:
-                    self.unterminated_head = buf[pos:min(stop, pos + 200)]
+                # 200 characters: at most 4 bytes each, the first 200 decoded from 800 bytes are the text's
+                self.unterminated_head = buf[pos:min(stop, pos + 800)].decode("utf-8", "replace")[:200]
             if pos < stop or end is not None:
-                rec = unit(buf, pos, stop)
+                rec = self._unit(buf, pos, stop)
                 if rec is not None:
                     yield rec
             if end is None:
                 return
             pos = scan = stop + 1
 
-    def _unit(self, buf: str, pos: int, stop: int) -> Optional[Record]:
+    def _unit(self, buf: bytes, pos: int, stop: int) -> Optional[Record]:
         """One line and the payload lines after it, ``buf[pos:stop]`` (Note [Reading a log in blocks]);
         counts its lines. Every newline inside a unit is followed by a tab (a unit ends at the first
-        that is not), so the payload's length says how many lines it had: no second pass to count them."""
-        first = self.lines + 1
-        nl = buf.find("\n", pos, stop)
-        if buf.startswith("\t", pos):
-            self.lines += buf.count("\n", pos, stop) + 1
-            self._orphans(first, self.lines)
-            return None
-        rec = self._record(buf[pos:stop] if nl < 0 else buf[pos:nl], first)
-        if rec is not None and "str" in rec.meta and len(rec.meta) == 1:
-            self._intern(rec, first)
-            rec = None
-        if nl < 0:
-            self.lines += 1
-        elif rec is None:
-            self.lines += buf.count("\n", pos, stop) + 1
-            self._orphans(first + 1, self.lines)
-        else:  # buf[nl + 1] is the tab of the first payload line
-            raw = stop - nl - 2
-            rec.payload = buf[nl + 2:stop].replace("\n\t", "\n")
-            self.lines += 2 + raw - len(rec.payload)  # the first line, the first payload line, one per "\n\t" removed
-        return rec
-
-    def _unit_bytes(self, buf: bytes, pos: int, stop: int) -> Optional[Record]:
-        """``_unit`` of the file's bytes: the same records and line counts (Note [Reading a log as bytes])."""
+        that is not), so the number of tabs removed from the payload says how many lines it had."""
         first = self.lines + 1
         nl = buf.find(b"\n", pos, stop)
         if buf.startswith(b"\t", pos):
