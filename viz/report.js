@@ -58,6 +58,34 @@ function openIn(d, boxId, strings) {
   return d.opened[boxId];
 }
 
+// Note [One kernel chooser]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The report offers the widget's kernel chooser (viz/code_view.py CodeTab): above a frame's root graph
+// a list of its Inductor kernels, each once, labelled and in the order of `kernel_choices` (the widget's
+// own list, Note [Kernel identity]), each option carrying the Dynamo nodes it computes
+// (`kernel_nodes`, the `dynamo_nodes` the widget highlights). Choosing one highlights those nodes the
+// way the widget does (the drawing's `hi`, drawn by svg_draw.js for both) and selects its first node.
+// The widget opens every module box folding one of them (viz/graph_layout.py `opening`); the report
+// has one precomputed drawing per level (Note [Folding in the report]), so it opens, from the top, the
+// one module box that folds them all as long as there is exactly one, and a box folding some of them
+// is highlighted as a whole (as the report marks boxes holding saved values). The chosen kernel's
+// nodes stay highlighted at every level opened until another kernel (or none) is chosen.
+const idOf = (e) => (typeof e === "string" ? e : e.id);
+
+// True when module box `boxId` of unpacked drawing `d` folds one of `names`.
+function folds(d, boxId, names) {
+  return ((d.find || {})[boxId] || []).some((e) => names.has(idOf(e)));
+}
+
+// Drawing `d` with `names` (a Set, or null for none chosen) as its highlighted nodes and module boxes,
+// its own highlights kept aside and put back when no kernel is chosen; the same object, changed.
+function withMarks(d, names) {
+  if (!Object.prototype.hasOwnProperty.call(d, "hi0")) d.hi0 = d.hi;
+  if (!names) { d.hi = d.hi0; return d; }
+  d.hi = (d.boxes || []).filter((b) => (typeof b.group === "string" ? folds(d, b.id, names) : names.has(b.id))).map((b) => b.id);
+  return d;
+}
+
 // The facts of node `name` of graph `index` from the report's node-info block (viz/report_info.py),
 // its stored-once values restored (Note [Interned node facts]); null when the block has none.
 function nodeFacts(facts, index, name) {
@@ -92,6 +120,7 @@ function dsReport(root) {
     host.dsShow = (needle) => { host.dsInit(); host.dsFind(needle); };
     // after the first drawing's fit (the next animation frame), so the fit does not undo the centring
     host.dsGoTo = (name) => { host.dsInit(); requestAnimationFrame(() => { if (host.dsNode) host.dsNode(name); }); };
+    host.dsKernelShow = (names) => { host.dsInit(); if (host.dsKernel) host.dsKernel(names); };
     if (near) near.observe(host); else host.dsInit();
   }
 
@@ -110,7 +139,8 @@ function dsReport(root) {
     let trail = [];  // the drawings above the one shown, with their titles: "back" returns one level
     const FIRST = "module boxes: click one to open it, \u201cback\u201d to return";
     let v = null;
-    const show = (d, title) => { current = d; crumbs.textContent = title; v.draw(d, true); };
+    let marked = null;  // the chosen kernel's nodes (Note [One kernel chooser]), marked in every drawing shown
+    const show = (d, title) => { current = d; crumbs.textContent = title; v.draw(withMarks(d, marked), true); };
     // One level down from `current` into its module box `boxId`, not drawn yet; false if it has none.
     const down = (boxId) => {
       const sub = openIn(current, boxId, data.strings);
@@ -154,6 +184,22 @@ function dsReport(root) {
       show(entry, FIRST);
       v.search.value = needle;
       requestAnimationFrame(() => v.find(false));
+    };
+    host.dsKernel = (names) => {  // Note [One kernel chooser]
+      marked = names.length ? new Set(names) : null;
+      if (!marked) { show(current, crumbs.textContent); return; }
+      trail = [];
+      current = entry;
+      crumbs.textContent = Object.keys(packed.open || {}).length ? FIRST : "every node";
+      for (;;) {  // down while one module box folds every marked node and none is drawn
+        if (current.boxes.some((b) => typeof b.group !== "string" && marked.has(b.id))) break;
+        const holders = current.boxes.filter((b) => typeof b.group === "string" && folds(current, b.id, marked));
+        if (holders.length !== 1 || !down(holders[0].id)) break;
+      }
+      show(current, crumbs.textContent);
+      const first = names.find((n) => current.boxes.some((b) => b.id === n && typeof b.group !== "string"));
+      // after the new drawing's fit (the next animation frame), so the fit does not undo the centring
+      if (first) requestAnimationFrame(() => { v.goTo(first); v.setSelected(first); inspect(first); });
     };
     host.dsNode = (name) => {  // Note [Code lines link to nodes] (view.js): opened, selected, centred, inspected
       if (!v.goTo(name)) return false;
@@ -267,6 +313,22 @@ function dsCodeLinks(root) {
   });
 }
 
+// The kernel chooser of a frame's root graph (Note [One kernel chooser]): the chosen kernel's nodes
+// highlighted in the graph of `data-graph`.
+function dsKernels(root) {
+  for (const sel of root.querySelectorAll("select.ds-kernel-choice")) {
+    if (sel.closest(".ds-report") !== root) continue;
+    sel.addEventListener("change", () => {
+      const host = root.querySelector(`.ds-graphbox[data-graph="${Number(sel.dataset.graph)}"]`);
+      if (!host || !host.dsKernelShow) return;
+      const opt = sel.options[sel.selectedIndex];
+      const details = host.closest("details");
+      if (details) details.open = true;
+      host.dsKernelShow(((opt && opt.dataset.nodes) || "").split(" ").filter(Boolean));
+    });
+  }
+}
+
 // Every report inside `root` not set up yet (a page may hold several: the CLI's, one per rank), set
 // up once.
 export function setUpReports(root) {
@@ -277,5 +339,6 @@ export function setUpReports(root) {
     dsGuards(r);
     dsModuleLinks(r);
     dsCodeLinks(r);
+    dsKernels(r);
   }
 }
