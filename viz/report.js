@@ -63,14 +63,19 @@ function openIn(d, boxId, strings) {
 // The report offers the widget's kernel chooser (viz/code_view.py CodeTab): above a frame's root graph
 // a list of its Inductor kernels, each once, labelled and in the order of `kernel_choices` (the widget's
 // own list, Note [Kernel identity]), each option carrying the Dynamo nodes it computes
-// (`kernel_nodes`, the `dynamo_nodes` the widget highlights). Choosing one highlights those nodes the
-// way the widget does (the drawing's `hi`, drawn by svg_draw.js for both) and selects its first node.
-// The widget opens every module box folding one of them (viz/graph_layout.py `opening`); the report
-// has one precomputed drawing per level (Note [Folding in the report]), so it opens, from the top, the
-// one module box that folds them all as long as there is exactly one, and a box folding some of them
-// is highlighted as a whole (as the report marks boxes holding saved values). The chosen kernel's
-// nodes stay highlighted at every level opened until another kernel (or none) is chosen.
+// (`kernel_nodes`, the `dynamo_nodes` the widget highlights). Choosing one highlights those nodes as
+// the widget does (the drawing's `hi`, drawn by svg_draw.js for both) and selects and inspects the
+// first. The widget opens every module box folding one of them (viz/graph_layout.py `opening`) in one
+// drawing; the report has one precomputed drawing per module box (Note [Folding in the report]), and
+// one per kernel would grow the file with every kernel. So the report opens, from the top, the boxes
+// folding the first node until it is drawn (its search's way, view.js), highlights every node of the
+// kernel drawn there and every module box folding one (as it marks boxes holding saved values), and
+// says how many of the kernel's nodes are drawn there; the highlight stays at every level shown
+// ("back" shows the boxes holding the others) until another kernel, or none, is chosen.
 const idOf = (e) => (typeof e === "string" ? e : e.id);
+
+// True when drawing `d` draws node `name` as a box of its own.
+const drawnIn = (d, name) => (d.boxes || []).some((b) => b.id === name && typeof b.group !== "string");
 
 // True when module box `boxId` of unpacked drawing `d` folds one of `names`.
 function folds(d, boxId, names) {
@@ -187,19 +192,19 @@ function dsReport(root) {
     };
     host.dsKernel = (names) => {  // Note [One kernel chooser]
       marked = names.length ? new Set(names) : null;
-      if (!marked) { show(current, crumbs.textContent); return; }
       trail = [];
       current = entry;
       crumbs.textContent = Object.keys(packed.open || {}).length ? FIRST : "every node";
-      for (;;) {  // down while one module box folds every marked node and none is drawn
-        if (current.boxes.some((b) => typeof b.group !== "string" && marked.has(b.id))) break;
-        const holders = current.boxes.filter((b) => typeof b.group === "string" && folds(current, b.id, marked));
-        if (holders.length !== 1 || !down(holders[0].id)) break;
+      const first = new Set(names.slice(0, 1));
+      while (names.length && !drawnIn(current, names[0])) {  // down to the first node, the one selected
+        const holder = current.boxes.find((b) => typeof b.group === "string" && folds(current, b.id, first));
+        if (!holder || !down(holder.id)) break;
       }
-      show(current, crumbs.textContent);
-      const first = names.find((n) => current.boxes.some((b) => b.id === n && typeof b.group !== "string"));
+      const here = names.filter((n) => drawnIn(current, n)).length;
+      show(current, crumbs.textContent + (here < names.length ? ` \u00b7 kernel: ${here} of its ${names.length} nodes`
+        + " drawn here; \u201cback\u201d shows the module boxes holding the others, highlighted" : ""));
       // after the new drawing's fit (the next animation frame), so the fit does not undo the centring
-      if (first) requestAnimationFrame(() => { v.goTo(first); v.setSelected(first); inspect(first); });
+      if (here && drawnIn(current, names[0])) requestAnimationFrame(() => { v.goTo(names[0]); v.setSelected(names[0]); inspect(names[0]); });
     };
     host.dsNode = (name) => {  // Note [Code lines link to nodes] (view.js): opened, selected, centred, inspected
       if (!v.goTo(name)) return false;
