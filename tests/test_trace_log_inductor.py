@@ -177,7 +177,7 @@ def test_static_report_of_the_log_offers_each_kernel_once(with_provenance, tmp_p
     pickers = re.findall(r'<select class="ds-kernel-choice" data-graph="\d+">(.*?)</select>', page)
     frames = [f for f in _compiled(with_provenance) if any(g.kernels for g in f.inductor)]
     assert frames and len(pickers) == len(frames)
-    for picker, frame in zip(pickers, frames):
+    for picker, frame in zip(pickers, frames, strict=True):
         got = [(html.unescape(label), nodes.split()) for nodes, label in
                re.findall(r'<option value="\d+" data-nodes="([^"]*)">([^<]*)</option>', picker)]
         assert got == kernel_nodes(frame) and len({lb for lb, _ in got}) == len(got), got
