@@ -227,3 +227,77 @@ def test_widget_code_line_and_kernel_reach_folded_nodes(lab, browser):
         raise
     finally:
         page.close()
+
+
+# The report's kernel chooser (Note [One kernel chooser] in viz/report.js): its labels, and per graph
+# canvas the highlighted nodes and module boxes drawn.
+HIGHLIGHTED = """(c) => ({
+    nodes: [...c.querySelectorAll('.ds-stage [data-node]')].map((e) => e.getAttribute('data-node')),
+    hi: [...c.querySelectorAll('.ds-stage [data-node].highlight')].map((e) => e.getAttribute('data-node')),
+    boxes: [...c.querySelectorAll('.ds-stage [data-group].highlight')].map((e) => e.getAttribute('data-group')),
+    selected: (c.querySelector('.ds-stage .ds-selected[data-node]') || {getAttribute: () => null}).getAttribute('data-node')})"""
+
+
+def test_report_kernel_choice_highlights_folded_nodes(browser, tmp_path):
+    """The one-file report of an Inductor capture offers the widget's kernel list (each kernel once);
+    choosing a kernel whose nodes are all folded in the first view opens the module boxes folding its
+    first node and highlights the kernel's nodes drawn there (that first one selected and inspected with
+    its kernels); one level up, every module box folding one of its nodes is highlighted."""
+    import torch
+
+    import tracer
+    import viz
+    from viz import code_view
+    from viz.graph_layout import layout
+    from viz.grouping import first_expanded
+
+    scope: dict = {}
+    exec(BLOCKS, scope)  # noqa: S102 - the same module source the JupyterLab test runs
+    torch.manual_seed(0)
+    cap = tracer.capture(scope["Blocks"](), torch.randn(4, 16), backend="inductor")
+    g = cap.frames[0].graph
+    top = layout(g, expanded=first_expanded(g), engine="linear").boxes
+    labels = [lb for lb, _ in code_view.kernel_choices(cap.frames[0])]
+    label, nodes = next((lb, ns) for lb, ns in code_view.kernel_nodes(cap.frames[0])
+                        if len(ns) >= 2 and not {b.id for b in top} & set(ns))
+    holders = {b.group for b in top if b.group is not None and set(b.members) & set(nodes)}
+    path = viz.export_html(cap, tmp_path / "blocks_inductor.html")
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_selector(".ds-lazy[data-ds-frames-loaded]", state="attached", timeout=30_000)
+        picker = page.locator("select.ds-kernel-choice").first
+        shown = [t.strip() for t in picker.locator("option").all_inner_texts()][1:]
+        assert shown == labels and len(set(shown)) == len(shown), shown  # the widget's list, each kernel once
+        host = page.locator(f'.ds-graphbox[data-graph="{picker.get_attribute("data-graph")}"]').first
+        assert host.get_attribute("data-kind") == "root"
+        host.scroll_into_view_if_needed()
+        host.locator("svg .boxes").wait_for(timeout=30_000)
+        assert not set(nodes) & set(host.evaluate(HIGHLIGHTED)["nodes"])  # all folded in the first view
+        picker.select_option(label=label)
+        page.wait_for_function(f"(c) => {{ const s = c.querySelector('.ds-stage .ds-selected[data-node]');"
+                               f" return s && s.getAttribute('data-node') === '{nodes[0]}'; }}",
+                               arg=host.element_handle(), timeout=30_000)
+        s = host.evaluate(HIGHLIGHTED)
+        assert nodes[0] in s["hi"] and set(s["hi"]) == set(nodes) & set(s["nodes"]), s  # its nodes, no other
+        crumbs = host.locator(".ds-crumbs").inner_text()
+        assert "opened" in crumbs, crumbs
+        if len(s["hi"]) < len(nodes):
+            assert f"{len(s['hi'])} of its {len(nodes)} nodes" in crumbs, crumbs
+        info = host.locator(".ds-nodeinfo").inner_text()
+        assert "kernels" in info and label.split(" ")[0] in info, info  # the node lists its kernels
+        host.screenshot(path=str(ARTIFACTS / "report_kernel_folded.png"))
+        for _ in range(len(nodes) + 4):  # up to the first view: the boxes folding the kernel's nodes marked
+            if host.locator(".ds-crumbs").inner_text().startswith("module boxes"):
+                break
+            host.locator(".ds-toolbar button", has_text="back").click()
+        page.wait_for_timeout(300)
+        assert set(host.evaluate(HIGHLIGHTED)["boxes"]) == holders, holders
+        picker.select_option(index=0)  # no kernel: nothing highlighted
+        page.wait_for_function("(c) => c.querySelector('.ds-stage svg') && !c.querySelector('.ds-stage .highlight')",
+                               arg=host.element_handle(), timeout=10_000)
+        assert not errors, errors
+    finally:
+        page.close()

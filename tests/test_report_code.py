@@ -83,3 +83,24 @@ def test_report_code_tab_has_inductor_output_code_and_kernels(tmp_path):
     for k in g.kernels:
         assert k.name in text and all(n in text for n in k.post_grad_nodes)
     assert "def call(" in text  # the wrapper of the output code
+
+
+def test_the_kernel_chooser_escapes_names_from_logs(cap, tmp_path):
+    """Kernel names and node names reach the report's kernel chooser (Note [One kernel chooser] in
+    viz/report.js) as text: a name written to end the attribute or the element stays inside it."""
+    from tracer.model import InductorGraph, Kernel
+
+    path = tmp_path / "cap.json"
+    cap.save(str(path))
+    loaded = tracer.Capture.load(str(path))
+    frame = next(f for f in loaded.frames if f.has_graph)
+    node = frame.graph.nodes[1].name
+    evil = '"><script>alert(1)</script>'
+    frame.inductor = [InductorGraph(aot_id="0_inference", kernels=[Kernel(name=f"k{evil}", handle=1, dynamo_nodes=[node]),
+                                                                    Kernel(name="k2", handle=2, dynamo_nodes=[evil])])]
+    page = expand(viz.export_html(loaded, tmp_path / "r.html").read_text(encoding="utf-8"))
+    (picker,) = re.findall(r'<select class="ds-kernel-choice"[^>]*>.*?</select>', page)
+    assert "<script>" not in picker and picker.count("<option") == 3
+    options = re.findall(r'<option value="\d+" data-nodes="([^"]*)">([^<]*)</option>', picker)
+    assert [(html.unescape(n), html.unescape(lb)) for n, lb in options] == [
+        (node, f"k{evil} (0_inference)"), (evil, "k2 (0_inference)")]

@@ -166,3 +166,19 @@ def test_a_graph_from_the_fx_graph_cache_has_code_and_no_guessed_kernels(tmp_pat
     assert _compiled(hit)[0].problems == [f"inductor {loaded.aot_id}: loaded from the FX graph cache, whose provenance "
                                           "is that of the compile that made the entry: its kernels and their nodes are "
                                           "unknown"]
+
+
+def test_static_report_of_the_log_offers_each_kernel_once(with_provenance, tmp_path):
+    """The report's kernel chooser (Note [One kernel chooser] in viz/report.js) is in a logged capture's
+    payload too: the widget's labels, each kernel once, each with the Dynamo nodes it computes."""
+    from viz.code_view import kernel_nodes
+
+    page = expand(viz.export_html(with_provenance, tmp_path / "r.html").read_text(encoding="utf-8"))
+    pickers = re.findall(r'<select class="ds-kernel-choice" data-graph="\d+">(.*?)</select>', page)
+    frames = [f for f in _compiled(with_provenance) if any(g.kernels for g in f.inductor)]
+    assert frames and len(pickers) == len(frames)
+    for picker, frame in zip(pickers, frames, strict=True):
+        got = [(html.unescape(label), nodes.split()) for nodes, label in
+               re.findall(r'<option value="\d+" data-nodes="([^"]*)">([^<]*)</option>', picker)]
+        assert got == kernel_nodes(frame) and len({lb for lb, _ in got}) == len(got), got
+        assert all(nodes for _, nodes in got)

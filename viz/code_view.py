@@ -16,7 +16,7 @@ from tracer.model import Capture, CodeText, Frame, GraphBreak, InductorGraph, Ke
 from viz.markup import fragment, render
 
 __all__ = ["CodeTab", "breaks_to_resume", "bytecode_html", "code_html", "frame_code_html", "inductor_html", "kernel_choices",
-           "kernel_colours", "kernel_key",
+           "kernel_colours", "kernel_key", "kernel_nodes",
            "pages", "shapes_html"]
 
 PALETTE = ("#fde2e4", "#e2ece9", "#dfe7fd", "#fff1c1", "#e9d8fd", "#d3f8e2", "#ffd6a5", "#cddafd")
@@ -114,6 +114,14 @@ def kernel_choices(frame: Optional[Frame]) -> list[tuple[str, str]]:
             call = f", call {nth} of {names.count(k.name)}" if names.count(k.name) > 1 else ""
             out.append((f"{k.name} ({g.aot_id}{call})", kernel_key(g, k)))
     return out
+
+
+def kernel_nodes(frame: Optional[Frame]) -> list[tuple[str, list[str]]]:
+    """(label, Dynamo nodes it computes) of every kernel of ``frame``, each once, in
+    :func:`kernel_choices`' order and with its labels: the report's kernel chooser (Note [One kernel
+    chooser])."""
+    nodes = {kernel_key(g, k): k.dynamo_nodes for g in (frame.inductor if frame else []) for k in g.kernels}
+    return [(label, list(nodes[key])) for label, key in kernel_choices(frame)]
 
 
 def inductor_html(frame: Frame, *, kernel: str = "", node: str = "") -> str:

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 
 from tracer.model import TIME_PHASES, Aot, Capture, Frame, Graph
 from viz import panels
-from viz.code_view import frame_code_html
+from viz.code_view import frame_code_html, kernel_nodes
 from viz.diff_view import decomposition_html, recompiles_html
 from viz.export_view import signature_html
 from viz.graph_layout import layout
@@ -58,7 +58,8 @@ def frame_html(frame: Frame, graphs: list[tuple[str, str, int, int]] = (), code:
     """One compile attempt: status (and why, if it did not compile), compile times, problems; with
     a graph also the subgraph tree, speculations, a box per graph of ``graphs`` (kind, title, index
     into the report's drawings, nodes; see :func:`viz.report_graphs.report_data`), module tree, lifted
-    inputs, guards, partition, code; ``code`` is the Code tab's HTML (:func:`viz.code_view.frame_code_html`),
+    inputs, guards, partition, code, and above the root graph a chooser of its Inductor kernels (Note
+    [One kernel chooser] in viz/report.js); ``code`` is the Code tab's HTML (:func:`viz.code_view.frame_code_html`),
     ``facts`` every node's inspector rows (:func:`viz.node_facts.node_facts_html`), shown under the graphs;
     ``cache``: the report's, whose ``text`` keeps the tables of shared node lists (Note [Tables of shared
     node lists] in viz/report_graphs.py)."""
@@ -73,7 +74,7 @@ def frame_html(frame: Frame, graphs: list[tuple[str, str, int, int]] = (), code:
         signature=fragment(signature_html(frame)) if frame.export is not None else None,
         speculations=fragment(panels.speculations_html(frame)),
         legend=list(ROLE_STYLE.values()),
-        graphs=list(graphs), facts=fragment(facts) if facts else None,
+        graphs=list(graphs), facts=fragment(facts) if facts else None, kernels=kernel_nodes(frame),
         modules=fragment(_modules(frame, root, cache)),
         lifted=[fragment(_lifted(frame, name, cache)) for name in ["", *frame.subgraphs]],
         guards=guards,

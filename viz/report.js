@@ -58,6 +58,39 @@ function openIn(d, boxId, strings) {
   return d.opened[boxId];
 }
 
+// Note [One kernel chooser]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The report offers the widget's kernel chooser (viz/code_view.py CodeTab): above a frame's root graph
+// a list of its Inductor kernels, each once, labelled and in the order of `kernel_choices` (the widget's
+// own list, Note [Kernel identity]), each option carrying the Dynamo nodes it computes
+// (`kernel_nodes`, the `dynamo_nodes` the widget highlights). Choosing one highlights those nodes as
+// the widget does (the drawing's `hi`, drawn by svg_draw.js for both) and selects and inspects the
+// first. The widget opens every module box folding one of them (viz/graph_layout.py `opening`) in one
+// drawing; the report has one precomputed drawing per module box (Note [Folding in the report]), and
+// one per kernel would grow the file with every kernel. So the report opens, from the top, the boxes
+// folding the first node until it is drawn (its search's way, view.js), highlights every node of the
+// kernel drawn there and every module box folding one (as it marks boxes holding saved values), and
+// says how many of the kernel's nodes are drawn there; the highlight stays at every level shown
+// ("back" shows the boxes holding the others) until another kernel, or none, is chosen.
+const idOf = (e) => (typeof e === "string" ? e : e.id);
+
+// True when drawing `d` draws node `name` as a box of its own.
+const drawnIn = (d, name) => (d.boxes || []).some((b) => b.id === name && typeof b.group !== "string");
+
+// True when module box `boxId` of unpacked drawing `d` folds one of `names`.
+function folds(d, boxId, names) {
+  return ((d.find || {})[boxId] || []).some((e) => names.has(idOf(e)));
+}
+
+// Drawing `d` with `names` (a Set, or null for none chosen) as its highlighted nodes and module boxes,
+// its own highlights kept aside and put back when no kernel is chosen; the same object, changed.
+function withMarks(d, names) {
+  if (!Object.prototype.hasOwnProperty.call(d, "hi0")) d.hi0 = d.hi;
+  if (!names) { d.hi = d.hi0; return d; }
+  d.hi = (d.boxes || []).filter((b) => (typeof b.group === "string" ? folds(d, b.id, names) : names.has(b.id))).map((b) => b.id);
+  return d;
+}
+
 // The facts of node `name` of graph `index` from the report's node-info block (viz/report_info.py),
 // its stored-once values restored (Note [Interned node facts]); null when the block has none.
 function nodeFacts(facts, index, name) {
@@ -92,6 +125,7 @@ function dsReport(root) {
     host.dsShow = (needle) => { host.dsInit(); host.dsFind(needle); };
     // after the first drawing's fit (the next animation frame), so the fit does not undo the centring
     host.dsGoTo = (name) => { host.dsInit(); requestAnimationFrame(() => { if (host.dsNode) host.dsNode(name); }); };
+    host.dsKernelShow = (names) => { host.dsInit(); if (host.dsKernel) host.dsKernel(names); };
     if (near) near.observe(host); else host.dsInit();
   }
 
@@ -110,7 +144,8 @@ function dsReport(root) {
     let trail = [];  // the drawings above the one shown, with their titles: "back" returns one level
     const FIRST = "module boxes: click one to open it, \u201cback\u201d to return";
     let v = null;
-    const show = (d, title) => { current = d; crumbs.textContent = title; v.draw(d, true); };
+    let marked = null;  // the chosen kernel's nodes (Note [One kernel chooser]), marked in every drawing shown
+    const show = (d, title) => { current = d; crumbs.textContent = title; v.draw(withMarks(d, marked), true); };
     // One level down from `current` into its module box `boxId`, not drawn yet; false if it has none.
     const down = (boxId) => {
       const sub = openIn(current, boxId, data.strings);
@@ -154,6 +189,22 @@ function dsReport(root) {
       show(entry, FIRST);
       v.search.value = needle;
       requestAnimationFrame(() => v.find(false));
+    };
+    host.dsKernel = (names) => {  // Note [One kernel chooser]
+      marked = names.length ? new Set(names) : null;
+      trail = [];
+      current = entry;
+      crumbs.textContent = Object.keys(packed.open || {}).length ? FIRST : "every node";
+      const first = new Set(names.slice(0, 1));
+      while (names.length && !drawnIn(current, names[0])) {  // down to the first node, the one selected
+        const holder = current.boxes.find((b) => typeof b.group === "string" && folds(current, b.id, first));
+        if (!holder || !down(holder.id)) break;
+      }
+      const here = names.filter((n) => drawnIn(current, n)).length;
+      show(current, crumbs.textContent + (here < names.length ? ` \u00b7 kernel: ${here} of its ${names.length} nodes`
+        + " drawn here; \u201cback\u201d shows the module boxes holding the others, highlighted" : ""));
+      // after the new drawing's fit (the next animation frame), so the fit does not undo the centring
+      if (here && drawnIn(current, names[0])) requestAnimationFrame(() => { v.goTo(names[0]); v.setSelected(names[0]); inspect(names[0]); });
     };
     host.dsNode = (name) => {  // Note [Code lines link to nodes] (view.js): opened, selected, centred, inspected
       if (!v.goTo(name)) return false;
@@ -267,6 +318,22 @@ function dsCodeLinks(root) {
   });
 }
 
+// The kernel chooser of a frame's root graph (Note [One kernel chooser]): the chosen kernel's nodes
+// highlighted in the graph of `data-graph`.
+function dsKernels(root) {
+  for (const sel of root.querySelectorAll("select.ds-kernel-choice")) {
+    if (sel.closest(".ds-report") !== root) continue;
+    sel.addEventListener("change", () => {
+      const host = root.querySelector(`.ds-graphbox[data-graph="${Number(sel.dataset.graph)}"]`);
+      if (!host || !host.dsKernelShow) return;
+      const opt = sel.options[sel.selectedIndex];
+      const details = host.closest("details");
+      if (details) details.open = true;
+      host.dsKernelShow(((opt && opt.dataset.nodes) || "").split(" ").filter(Boolean));
+    });
+  }
+}
+
 // Every report inside `root` not set up yet (a page may hold several: the CLI's, one per rank), set
 // up once.
 export function setUpReports(root) {
@@ -277,5 +344,6 @@ export function setUpReports(root) {
     dsGuards(r);
     dsModuleLinks(r);
     dsCodeLinks(r);
+    dsKernels(r);
   }
 }
