@@ -1,0 +1,164 @@
+"""One log's frames rendered in worker processes for the one-file report (``dynascope report LOG -j N``):
+this process reads the log lazily, then ``N`` workers each render a run of consecutive frames and send
+back that rendered text (:func:`write_log_in_workers`).
+
+Invariant: the page is the one the in-process report writes (:func:`viz.report_file.write_report` of
+the one capture, ``release``), byte for byte. Only plain data crosses the process boundary: a worker
+gets its frames' range and answers with JSON text (each frame's entry and counts, the problems its
+parses added, its payload and part blocks with each part's key), or one error line; a worker that
+fails or dies is a ``ValueError`` naming its frames, never a hang. See Note [One log's frames
+rendered in worker processes].
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import pathlib
+import time
+from typing import Callable, Optional
+
+from tracer._text import plural
+from tracer.model.capture import Capture
+from tracer.rank_pool import pooled, worker_count
+from viz import panels
+from viz.diff_view import decomposition_html, diff_html, frame_of
+from viz.markup import fragment
+from viz.report_file import Payloads, ReportStats, _entry, _write_page
+from viz.report_graphs import DrawingCache
+from viz.report_ranks import _merge
+
+__all__ = ["frame_runs", "write_log_in_workers"]
+
+# Note [One log's frames rendered in worker processes]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A report of one big log spends its CPU in three serial steps (bench/RESULTS.md, "One log in
+# workers"): imports, the lazy load (a scan of every line) and rendering the frames (parsing their
+# graphs, drawings, node facts, compression). Only the last splits without a second scan, so the
+# parent loads the log lazily and renders what needs the whole capture (recompiles' diffs, the
+# export's decomposition, the overview), and the frames go to ``N`` workers in ``N`` runs of
+# consecutive frames (:func:`frame_runs`): run k's blocks come before run k+1's on the page, so the
+# parent appends each run's blocks in order and numbers their parts itself (viz/report_ranks.py's
+# ``_merge``: a part an earlier run wrote is dropped and named by its page number), which gives the
+# serial page's blocks and numbers (Note [Equal parts of payloads stored once]). Workers start by
+# ``fork`` after the load (rank_pool's ``_context``: the CLI runs one thread), so they read the
+# parent's lazily loaded capture without a second scan and without pickling it (``_LOADED``); started
+# any other way (a parent with several threads) a worker loads the log itself. A worker lets each
+# frame go once rendered (Note [Letting a frame go]) and answers with plain data: the frames' entries
+# and (ops, guards) counts, the problems its parses added to each frame (Note [Problems of deferred
+# parses] in tracer/model/frame.py; the parent copies them onto its frames before the overview, which
+# lists them), the blocks and the parts' keys. Each worker has its own drawing and facts caches, so a
+# graph equal in two runs is laid out in both (the text is the same: a drawing is a function of the
+# graph): on a log of one repeated frame, the first frame's own cost is paid once per worker.
+# Failure: a worker that raises or dies (killed, out of memory) is its run's error line from
+# ``pooled`` (the pool knows a dead worker: no hang); the report then stops with a ``ValueError``
+# naming the frames and the cause, the CLI's ``error:`` line and exit status 2, and writes nothing.
+
+_LOADED: dict[str, Capture] = {}  # path -> the capture this process loaded, read by workers forked from it
+
+
+def frame_runs(frames: int, n: int) -> list[range]:
+    """``frames`` split into at most ``n`` runs of consecutive frames, as equal as can be, in order.
+
+    >>> frame_runs(5, 2), frame_runs(1, 3), frame_runs(0, 2)
+    ([range(0, 3), range(3, 5)], [range(0, 1)], [])
+    """
+    n = max(1, min(n, frames))
+    step, extra = divmod(frames, n)
+    runs, at = [], 0
+    for k in range(n):
+        size = step + (k < extra)
+        if size:
+            runs.append(range(at, at + size))
+        at += size
+    return runs
+
+
+def _render_run(path: str, start: int, stop: int) -> tuple[bool, str]:
+    """In a worker: (True, frames ``start``..``stop - 1`` of the log at ``path`` rendered, as JSON text)
+    or (False, the loader's error line). Strings only (Note [One log's frames rendered in worker processes])."""
+    from tracer.trace_log.deferred import read_only_graphs
+
+    cap = _LOADED.get(path)
+    with read_only_graphs():  # Note [Read-only graphs] in tracer/trace_log/deferred.py
+        if cap is None:  # not forked from the parent that loaded it
+            from tracer.trace_log import load_trace
+
+            try:
+                cap = load_trace(path)
+            except (OSError, ValueError) as e:
+                return False, str(e)
+        out, cache, facts = Payloads(), DrawingCache(stable=True), {}
+        entries, counts, problems = [], [], []
+        for fi in range(start, stop):
+            f = cap.frames[fi]
+            entry = _entry(f, str(fi))
+            out.frame(entry["key"], cap, f, cache, facts)
+            entries.append(entry)
+            counts.append((panels.ops(f.graph), entry["guards"]))
+            problems.append(list(f.problems))
+            f.let_go()
+        blocks = out.blocks  # every head compressed
+    keys = [None] * len(out.parts.known)
+    for key, n in out.parts.known.items():
+        keys[n] = [d.hex() for d in key]
+    return True, json.dumps({"entries": entries, "counts": counts, "problems": problems, "blocks": blocks,
+                             "keys": keys, "html_bytes": out.stats.html_bytes, "reused": cache.hits})
+
+
+def write_log_in_workers(out: str, cap: Capture, path: str, workers: Optional[int], *, title: str,
+                         progress: Callable[[str], None]) -> ReportStats:
+    """Write the report of ``cap`` (loaded lazily from ``path``, read-only) at ``out``, its frames rendered
+    in ``workers`` processes; the page :func:`viz.report_file.write_report` writes for ``[cap]`` with
+    ``release``. ``ValueError`` if a worker fails. See Note [One log's frames rendered in worker processes]."""
+    stats = ReportStats(pathlib.Path(out))
+    page = Payloads(stats)
+    recompiles = []  # rendered here, before any frame is let go, as viz/report_file.py's _section does
+    for ri, rc in enumerate(x for x in cap.recompiles if x.diff is not None):
+        key = f"recompile-{ri}"
+        page.add(key, diff_html(rc.diff, frame_of(cap, rc.diff.a), frame_of(cap, rc.diff.b)))
+        recompiles.append(({"compile_id": rc.compile_id, "replaced": rc.replaced, "diff": {"summary": rc.diff.summary}}, key))
+    decomposition = None
+    if cap.export is not None and cap.export.decomposition is not None:
+        d = cap.export.decomposition
+        page.add("decomposition", decomposition_html(cap, heading=False))
+        decomposition = {"a": d.a, "b": d.b, "summary": d.summary, "key": "decomposition"}
+    frames = cap.frames
+    runs = frame_runs(len(frames), worker_count(len(frames), workers))
+    entries: list[dict[str, object]] = []
+    counts: list[tuple[int, int]] = []
+    reused, t0 = 0, time.perf_counter()
+    _LOADED[path] = cap
+    try:
+        answers = pooled([(k, _render_run, (path, r.start, r.stop)) for k, r in enumerate(runs)], len(runs))
+        try:
+            for k, text, err in answers:
+                r = runs[k]
+                if err is not None:
+                    raise ValueError(f"frames {r.start}-{r.stop - 1} of {path} could not be rendered: {err}")
+                got = json.loads(text)
+                del text
+                progress(f"frames {r.start}-{r.stop - 1}: {plural(len(r), 'frame')} rendered "
+                         f"[{time.perf_counter() - t0:.1f}s, {plural(len(runs), 'worker')}]")
+                _merge(page, got["blocks"], got["keys"])
+                for fi, probs in zip(r, got["problems"]):
+                    frames[fi].problems[:] = probs
+                    frames[fi].let_go()
+                entries += got["entries"]
+                counts += [tuple(c) for c in got["counts"]]
+                stats.frames += len(r)
+                stats.html_bytes += got["html_bytes"]
+                reused += got["reused"]
+                del got
+        finally:
+            answers.close()  # a failed run: the others are cancelled, the pool shut down
+    finally:
+        _LOADED.pop(path, None)
+    head = {"heading": "", "recompiles": recompiles, "decomposition": decomposition, "frames": entries,
+            "overview": fragment(panels.overview_html(cap, counts, [e["key"] for e in entries]))}
+    del cap
+    gc.collect()  # See Note [One capture at a time] in viz/report_file.py
+    _write_page(stats, title, [head], page.blocks)
+    stats.layouts_reused = reused
+    return stats
+
