@@ -43,7 +43,8 @@ def test_frames_rendered_by_workers_give_the_serial_page(log, tmp_path):
         if j == 1:
             assert " workers" not in r.stderr and not runs
         else:
-            assert f"with {j} workers" in r.stderr and len(runs) == j, r.stderr
+            assert f"with {j} workers" in r.stderr and len(runs) == j, r.stderr  # frames 1.. in j runs
+            assert "frame 0 rendered here" in r.stderr
     assert pages[1] == pages[2] == pages[3]
     html = expand(pages[2])
     assert "hop_and_break" in html and "wrap_body_0" in html  # every frame, decoded
@@ -61,7 +62,7 @@ def test_frame_runs_cover_every_frame_once_in_order():
 _DIE = """
 import os, signal, viz.report_frames as rf
 def _render_run(path, start, stop):
-    if start > 0:
+    if start > 1:
         os.kill(os.getpid(), signal.SIGKILL)
     return _real(path, start, stop)
 _real, rf._render_run = rf._render_run, _render_run
@@ -76,7 +77,7 @@ rf._render_run = _render_run
 
 
 @pytest.mark.parametrize("code,says", [(_DIE, "its worker process died"),
-                                       (_RAISE, "its worker failed: RuntimeError: made to fail in frames 0-")])
+                                       (_RAISE, "its worker failed: RuntimeError: made to fail in frames 1-")])
 def test_a_failed_worker_is_one_error_line_and_no_report(log, tmp_path, code, says):
     """A worker killed (as the OOM killer would) or raising: the command ends (no hang) with exit status 2
     and one ``error:`` line naming the frames and the cause, no traceback, and writes no report."""

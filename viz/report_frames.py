@@ -32,29 +32,47 @@ __all__ = ["frame_runs", "write_log_in_workers"]
 
 # Note [One log's frames rendered in worker processes]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# A report of one big log spends its CPU in three serial steps (bench/RESULTS.md, "One log in
+# A report of one big log spends its CPU in three serial steps (bench/RESULTS.md, "One log's frames in
 # workers"): imports, the lazy load (a scan of every line) and rendering the frames (parsing their
-# graphs, drawings, node facts, compression). Only the last splits without a second scan, so the
-# parent loads the log lazily and renders what needs the whole capture (recompiles' diffs, the
-# export's decomposition, the overview), and the frames go to ``N`` workers in ``N`` runs of
-# consecutive frames (:func:`frame_runs`): run k's blocks come before run k+1's on the page, so the
-# parent appends each run's blocks in order and numbers their parts itself (viz/report_ranks.py's
-# ``_merge``: a part an earlier run wrote is dropped and named by its page number), which gives the
-# serial page's blocks and numbers (Note [Equal parts of payloads stored once]). Workers start by
-# ``fork`` after the load (rank_pool's ``_context``: the CLI runs one thread), so they read the
-# parent's lazily loaded capture without a second scan and without pickling it (``_LOADED``); started
-# any other way (a parent with several threads) a worker loads the log itself. A worker lets each
-# frame go once rendered (Note [Letting a frame go]) and answers with plain data: the frames' entries
-# and (ops, guards) counts, the problems its parses added to each frame (Note [Problems of deferred
-# parses] in tracer/model/frame.py; the parent copies them onto its frames before the overview, which
-# lists them), the blocks and the parts' keys. Each worker has its own drawing and facts caches, so a
-# graph equal in two runs is laid out in both (the text is the same: a drawing is a function of the
-# graph): on a log of one repeated frame, the first frame's own cost is paid once per worker.
+# graphs, drawings, node facts, compression). Only the last splits without a second scan, so this
+# process loads the log lazily and renders what needs the whole capture (recompiles' diffs, the
+# export's decomposition, the overview) and frame 0; frames 1.. go to ``N`` workers in ``N`` runs of
+# consecutive frames (:func:`frame_runs`). Frame 0 is rendered here first because a log's frames
+# repeat their graphs (each step, each recompile of the same code, Note [Drawings of equal graphs] in
+# viz/report_graphs.py): its parses, drawings and node facts are then in the caches every worker
+# starts from, instead of being made once per worker (on the bench's log of one repeated frame that is
+# most of the rendering's CPU). Run k's blocks come before run k+1's on the page, so this process
+# appends each run's blocks in order and numbers their parts itself (viz/report_ranks.py's ``_merge``:
+# a part already on the page is dropped and named by its page number), which gives the serial page's
+# blocks and numbers (Note [Equal parts of payloads stored once]). Workers start by ``fork`` (rank_pool's
+# ``_context``: the CLI runs one thread once frame 0's head is compressed), so they read this process's
+# lazily loaded capture and its caches without a second scan and without pickling them (``_LOADED``);
+# started any other way (a parent with several threads) a worker loads the log itself and starts with
+# empty caches (the text is the same: a drawing is a function of the graph). A worker lets each frame
+# go once rendered (Note [Letting a frame go]) and answers with plain data: the frames' entries and
+# (ops, guards) counts, the problems its parses added to each frame (Note [Problems of deferred
+# parses] in tracer/model/frame.py; copied onto this process's frames before the overview, which lists
+# them), the blocks and the parts' keys.
 # Failure: a worker that raises or dies (killed, out of memory) is its run's error line from
 # ``pooled`` (the pool knows a dead worker: no hang); the report then stops with a ``ValueError``
 # naming the frames and the cause, the CLI's ``error:`` line and exit status 2, and writes nothing.
 
-_LOADED: dict[str, Capture] = {}  # path -> the capture this process loaded, read by workers forked from it
+_LOADED: dict[str, tuple[Capture, DrawingCache, dict[bytes, str]]] = {}  # path -> what workers forked from this process read
+
+
+def _render(cap: Capture, frames: range, out: Payloads, cache: DrawingCache, facts: dict[bytes, str]) -> tuple[list, list, list]:
+    """Frames ``frames`` of ``cap`` added to ``out`` as viz/report_file.py's ``_section`` adds them (each
+    let go once rendered); their entries, (ops, guards) counts and problems after rendering."""
+    entries, counts, problems = [], [], []
+    for fi in frames:
+        f = cap.frames[fi]
+        entry = _entry(f, str(fi))
+        out.frame(entry["key"], cap, f, cache, facts)
+        entries.append(entry)
+        counts.append((panels.ops(f.graph), entry["guards"]))
+        problems.append(list(f.problems))
+        f.let_go()
+    return entries, counts, problems
 
 
 def frame_runs(frames: int, n: int) -> list[range]:
@@ -79,7 +97,7 @@ def _render_run(path: str, start: int, stop: int) -> tuple[bool, str]:
     or (False, the loader's error line). Strings only (Note [One log's frames rendered in worker processes])."""
     from tracer.trace_log.deferred import read_only_graphs
 
-    cap = _LOADED.get(path)
+    cap = _LOADED.get(path)  # (capture, drawing cache, facts cache) when forked from the parent
     with read_only_graphs():  # Note [Read-only graphs] in tracer/trace_log/deferred.py
         if cap is None:  # not forked from the parent that loaded it
             from tracer.trace_log import load_trace
@@ -88,22 +106,17 @@ def _render_run(path: str, start: int, stop: int) -> tuple[bool, str]:
                 cap = load_trace(path)
             except (OSError, ValueError) as e:
                 return False, str(e)
-        out, cache, facts = Payloads(), DrawingCache(stable=True), {}
-        entries, counts, problems = [], [], []
-        for fi in range(start, stop):
-            f = cap.frames[fi]
-            entry = _entry(f, str(fi))
-            out.frame(entry["key"], cap, f, cache, facts)
-            entries.append(entry)
-            counts.append((panels.ops(f.graph), entry["guards"]))
-            problems.append(list(f.problems))
-            f.let_go()
+            cache, facts = DrawingCache(stable=True), {}
+        else:
+            cap, cache, facts = cap
+        out, hits = Payloads(), cache.hits
+        entries, counts, problems = _render(cap, range(start, stop), out, cache, facts)
         blocks = out.blocks  # every head compressed
     keys = [None] * len(out.parts.known)
     for key, n in out.parts.known.items():
         keys[n] = [d.hex() for d in key]
     return True, json.dumps({"entries": entries, "counts": counts, "problems": problems, "blocks": blocks,
-                             "keys": keys, "html_bytes": out.stats.html_bytes, "reused": cache.hits})
+                             "keys": keys, "html_bytes": out.stats.html_bytes, "reused": cache.hits - hits})
 
 
 def write_log_in_workers(out: str, cap: Capture, path: str, workers: Optional[int], *, title: str,
@@ -124,11 +137,14 @@ def write_log_in_workers(out: str, cap: Capture, path: str, workers: Optional[in
         page.add("decomposition", decomposition_html(cap, heading=False))
         decomposition = {"a": d.a, "b": d.b, "summary": d.summary, "key": "decomposition"}
     frames = cap.frames
-    runs = frame_runs(len(frames), worker_count(len(frames), workers))
-    entries: list[dict[str, object]] = []
-    counts: list[tuple[int, int]] = []
-    reused, t0 = 0, time.perf_counter()
-    _LOADED[path] = cap
+    cache, facts = DrawingCache(stable=True), {}
+    t0 = time.perf_counter()
+    entries, counts, _ = _render(cap, range(1), page, cache, facts)  # frame 0 here: its caches go to every worker
+    page.blocks  # noqa: B018 -- its head compressed and the zlib thread ended: a fork copies one thread
+    progress(f"frame 0 rendered here [{time.perf_counter() - t0:.1f}s]")
+    runs = [range(r.start + 1, r.stop + 1) for r in frame_runs(len(frames) - 1, worker_count(len(frames) - 1, workers))]
+    reused = 0
+    _LOADED[path] = (cap, cache, facts)
     try:
         answers = pooled([(k, _render_run, (path, r.start, r.stop)) for k, r in enumerate(runs)], len(runs))
         try:
@@ -141,7 +157,7 @@ def write_log_in_workers(out: str, cap: Capture, path: str, workers: Optional[in
                 progress(f"frames {r.start}-{r.stop - 1}: {plural(len(r), 'frame')} rendered "
                          f"[{time.perf_counter() - t0:.1f}s, {plural(len(runs), 'worker')}]")
                 _merge(page, got["blocks"], got["keys"])
-                for fi, probs in zip(r, got["problems"]):
+                for fi, probs in zip(r, got["problems"], strict=True):
                     frames[fi].problems[:] = probs
                     frames[fi].let_go()
                 entries += got["entries"]
@@ -159,6 +175,6 @@ def write_log_in_workers(out: str, cap: Capture, path: str, workers: Optional[in
     del cap
     gc.collect()  # See Note [One capture at a time] in viz/report_file.py
     _write_page(stats, title, [head], page.blocks)
-    stats.layouts_reused = reused
+    stats.layouts_reused = reused + cache.hits
     return stats
 
