@@ -16,7 +16,7 @@ import gc
 import json
 import pathlib
 import time
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 from tracer._text import plural
 from tracer.model.capture import Capture
@@ -112,11 +112,22 @@ def _render_run(path: str, start: int, stop: int) -> tuple[bool, str]:
         out, hits = Payloads(), cache.hits
         entries, counts, problems = _render(cap, range(start, stop), out, cache, facts)
         blocks = out.blocks  # every head compressed
-    keys = [None] * len(out.parts.known)
+    return True, json.dumps({"entries": entries, "counts": counts, "problems": problems, "blocks": blocks,
+                             "keys": _keys(out), "html_bytes": out.stats.html_bytes, "reused": cache.hits - hits})
+
+
+def _keys(out: Payloads) -> list[list[str]]:
+    """Each part's key (its pieces' digests, hex) by the part's number in ``out``."""
+    keys: list[list[str]] = [[] for _ in out.parts.known]
     for key, n in out.parts.known.items():
         keys[n] = [d.hex() for d in key]
-    return True, json.dumps({"entries": entries, "counts": counts, "problems": problems, "blocks": blocks,
-                             "keys": keys, "html_bytes": out.stats.html_bytes, "reused": cache.hits - hits})
+    return keys
+
+
+def _alone(render: Callable[[], None]) -> Iterator[tuple[int, Optional[str], Optional[str]]]:
+    """No worker: ``render()`` here, no answer (one run left after frame 0)."""
+    render()
+    yield from ()
 
 
 def write_log_in_workers(out: str, cap: Capture, path: str, workers: Optional[int], *, title: str,
@@ -142,11 +153,35 @@ def write_log_in_workers(out: str, cap: Capture, path: str, workers: Optional[in
     entries, counts, _ = _render(cap, range(1), page, cache, facts)  # frame 0 here: its caches go to every worker
     page.blocks  # noqa: B018 -- its head compressed and the zlib thread ended: a fork copies one thread
     progress(f"frame 0 rendered here [{time.perf_counter() - t0:.1f}s]")
+    first_hits = cache.hits
     runs = [range(r.start + 1, r.stop + 1) for r in frame_runs(len(frames) - 1, worker_count(len(frames) - 1, workers))]
-    reused = 0
+    reused, mine = 0, Payloads()  # the last run: rendered here while the workers render the others
+    here: dict[str, object] = {}
+
+    def render_mine(c: Capture = cap) -> None:
+        t = time.perf_counter()
+        hits = cache.hits
+        here["entries"], here["counts"], here["problems"] = _render(c, runs[-1], mine, cache, facts)
+        here["reused"] = cache.hits - hits
+        progress(f"frames {runs[-1].start}-{runs[-1].stop - 1}: {plural(len(runs[-1]), 'frame')} rendered here "
+                 f"[{time.perf_counter() - t:.1f}s]")
+
+    def merge(r: range, got: dict) -> None:
+        nonlocal reused
+        _merge(page, got["blocks"], got["keys"])
+        for fi, probs in zip(r, got["problems"], strict=True):
+            frames[fi].problems[:] = probs
+            frames[fi].let_go()
+        entries.extend(got["entries"])
+        counts.extend(tuple(c) for c in got["counts"])
+        stats.frames += len(r)
+        stats.html_bytes += got["html_bytes"]
+        reused += got["reused"]
+
     _LOADED[path] = (cap, cache, facts)
     try:
-        answers = pooled([(k, _render_run, (path, r.start, r.stop)) for k, r in enumerate(runs)], len(runs))
+        answers = pooled([(k, _render_run, (path, r.start, r.stop)) for k, r in enumerate(runs[:-1])], len(runs) - 1,
+                         meanwhile=render_mine) if len(runs) > 1 else _alone(render_mine)  # no worker: 2 frames
         try:
             for k, text, err in answers:
                 r = runs[k]
@@ -155,26 +190,20 @@ def write_log_in_workers(out: str, cap: Capture, path: str, workers: Optional[in
                 got = json.loads(text)
                 del text
                 progress(f"frames {r.start}-{r.stop - 1}: {plural(len(r), 'frame')} rendered "
-                         f"[{time.perf_counter() - t0:.1f}s, {plural(len(runs), 'worker')}]")
-                _merge(page, got["blocks"], got["keys"])
-                for fi, probs in zip(r, got["problems"], strict=True):
-                    frames[fi].problems[:] = probs
-                    frames[fi].let_go()
-                entries += got["entries"]
-                counts += [tuple(c) for c in got["counts"]]
-                stats.frames += len(r)
-                stats.html_bytes += got["html_bytes"]
-                reused += got["reused"]
+                         f"[{time.perf_counter() - t0:.1f}s, {plural(len(runs) - 1, 'worker')}]")
+                merge(r, got)
                 del got
         finally:
             answers.close()  # a failed run: the others are cancelled, the pool shut down
+        merge(runs[-1], {**here, "blocks": mine.blocks, "keys": _keys(mine), "html_bytes": mine.stats.html_bytes})
     finally:
         _LOADED.pop(path, None)
     head = {"heading": "", "recompiles": recompiles, "decomposition": decomposition, "frames": entries,
             "overview": fragment(panels.overview_html(cap, counts, [e["key"] for e in entries]))}
-    del cap
+    del cap, render_mine
+    frames = []  # noqa: F841 -- the cell merge() reads: the capture's frames let go before the page is written
     gc.collect()  # See Note [One capture at a time] in viz/report_file.py
     _write_page(stats, title, [head], page.blocks)
-    stats.layouts_reused = reused + cache.hits
+    stats.layouts_reused = reused + first_hits
     return stats
 
