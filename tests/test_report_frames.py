@@ -86,3 +86,40 @@ def test_a_failed_worker_is_one_error_line_and_no_report(log, tmp_path, code, sa
     assert line.startswith("dynascope: error: frames ") and "could not be rendered" in line and says in line, line
     assert "Traceback" not in r.stderr
     assert not out.exists() and not list(tmp_path.iterdir())
+
+
+def _waiting(f) -> int:
+    """How many of frame ``f``'s graphs wait for their parse (Note [Graphs parsed on first access])."""
+    aot = [] if f.aot is None else [f.aot.joint, f.aot.forward, f.aot.backward, f.aot.inference]
+    return len({id(g) for g in [f.graph, *aot, *(p.graph for p in f.pieces)] if g is not None and not g.parsed})
+
+
+def test_the_parent_parses_only_what_it_renders(log, tmp_path):
+    """With workers, this process parses the graphs of what it renders itself (frame 0, the recompiles'
+    diffs, the last run) and no other frame's: the problems a worker sends are set on the frame, not
+    appended to it, since reading ``problems`` would run the frame's waiting parses here (Note [Problems
+    of deferred parses])."""
+    import cProfile
+    import pstats
+
+    from tracer.trace_log import load_trace
+    from viz.diff_view import frame_of
+    from viz.report_frames import frame_runs, write_log_in_workers
+
+    cap = load_trace(log, read_only=True)
+    diffs = [rc.diff for rc in cap.recompiles if rc.diff is not None]
+    last = frame_runs(len(cap.frames) - 1, 3)[-1]  # -j 3: two workers, the last run rendered here
+    mine = [cap.frames[0], *(frame_of(cap, x) for d in diffs for x in (d.a, d.b)), *(cap.frames[i + 1] for i in last)]
+    here = {id(f): f for f in mine if f is not None}
+    first = sum(map(_waiting, here.values()))
+    rest = sum(_waiting(f) for f in cap.frames if id(f) not in here)
+    assert rest > 0
+    prof = cProfile.Profile()
+    prof.enable()
+    try:
+        write_log_in_workers(str(tmp_path / "r.html"), cap, log, 3, title="t", progress=lambda line: None)
+    finally:
+        prof.disable()
+    fills = sum(s[0] for (file, _, fn), s in pstats.Stats(prof).stats.items()  # type: ignore[attr-defined]
+                if file.endswith("deferred.py") and fn == "fill")
+    assert fills <= first, (fills, first, rest)

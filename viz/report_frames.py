@@ -170,7 +170,7 @@ def write_log_in_workers(out: str, cap: Capture, path: str, workers: Optional[in
         nonlocal reused
         _merge(page, got["blocks"], got["keys"])
         for fi, probs in zip(r, got["problems"], strict=True):
-            frames[fi].problems[:] = probs
+            frames[fi].problems = probs  # set, not read: a read would run its waiting parses here (Note [Problems of deferred parses])
             frames[fi].let_go()
         entries.extend(got["entries"])
         counts.extend(tuple(c) for c in got["counts"])
