@@ -123,3 +123,19 @@ def test_the_parent_parses_only_what_it_renders(log, tmp_path):
     fills = sum(s[0] for (file, _, fn), s in pstats.Stats(prof).stats.items()  # type: ignore[attr-defined]
                 if file.endswith("deferred.py") and fn == "fill")
     assert fills <= first, (fills, first, rest)
+
+
+_THREAD = """
+import threading
+threading.Thread(target=threading.Event().wait, daemon=True).start()  # a second thread: workers from a forkserver
+"""
+
+
+def test_workers_not_forked_from_the_loader_give_the_serial_page(log, tmp_path):
+    """Beside another thread the workers start from a forkserver (tracer/rank_pool.py ``_context``): each
+    loads the log itself and starts with empty caches, and the page is still the serial one."""
+    one = _report("report", log, "-o", str(tmp_path / "one.html"), "-j", "1")
+    two = _report("report", log, "-o", str(tmp_path / "two.html"), "-j", "3", code=_THREAD)
+    assert one.returncode == two.returncode == 0, one.stderr + two.stderr
+    assert "in 3 processes" in two.stderr
+    assert (tmp_path / "one.html").read_text() == (tmp_path / "two.html").read_text()
