@@ -377,5 +377,9 @@ def _rounds_main(argv: list[str]) -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["rounds"]:
         _rounds_main(sys.argv[2:])
+    elif sys.argv[1:2] == ["workers"]:  # -j 1 / -j 2 / tlparse, process trees measured: bench/report_workers.py
+        from bench.report_workers import workers_main
+
+        workers_main(sys.argv[2:])
     else:
         print(json.dumps(run(repeat=int(sys.argv[1]) if len(sys.argv) > 1 else 3), indent=1))

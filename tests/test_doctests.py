@@ -57,6 +57,7 @@ MODULES = [
     "viz.per_graph",
     "viz.profile_explorer",
     "viz.report_file",
+    "viz.report_frames",
     "viz.report_graphs",
     "viz.report_info",
     "viz.style",

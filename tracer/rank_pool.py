@@ -179,11 +179,14 @@ def compare_ranks(files: dict[int, str], kind: str, task: Callable[[str, str, in
         todo = redo or []
 
 
-def pooled(calls: list[tuple[int, Callable[..., tuple[bool, str]], tuple]], n: int) -> Iterator[tuple[int, Optional[str], Optional[str]]]:
+def pooled(calls: list[tuple[int, Callable[..., tuple[bool, str]], tuple]], n: int,
+           meanwhile: Optional[Callable[[], None]] = None) -> Iterator[tuple[int, Optional[str], Optional[str]]]:
     """``(key, text, None)`` or ``(key, None, error line)`` for each ``(key, fn, args)`` of ``calls``, in
     order, each ``fn(*args)`` (a module-level function answering ``(ok, text)``, strings only) run in a
     pool of ``n`` worker processes, at most ``n`` submitted ahead of the one being answered. Closing the
-    generator cancels what is not running yet."""
+    generator cancels what is not running yet. ``meanwhile()``: run here once the first calls are sent
+    (the workers started), before the first answer is waited for (viz/report_frames.py renders its own
+    frames then)."""
     with cf.ProcessPoolExecutor(max_workers=n, mp_context=_context()) as pool:
         pending: dict[int, cf.Future] = {}
         todo = iter(calls)
@@ -201,6 +204,8 @@ def pooled(calls: list[tuple[int, Callable[..., tuple[bool, str]], tuple]], n: i
         for _ in range(n):
             submit_next()
         try:
+            if meanwhile is not None:
+                meanwhile()
             for key, _, _ in calls:
                 submit_next()
                 yield (key, *_answer(pending.pop(key)))  # the future and its text are dropped before the yield

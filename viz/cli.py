@@ -25,6 +25,7 @@ from tracer.rank_pool import read_ranks, worker_count
 from tracer.trace_log import load_trace, log_files
 from tracer.trace_log.deferred import read_only_graphs
 from viz.report_file import write_report as _write_file
+from viz.report_frames import write_log_in_workers
 from viz.report_ranks import write_report_in_workers
 
 __all__ = ["main"]
@@ -90,9 +91,16 @@ def _write(path: str, out: str, workers: Optional[int], paths: Optional[list[str
     t0 = time.perf_counter()
     if paths is None or len(paths) == 1:
         caps = _load_pt2(path) if paths is None else [_load_one(paths[0])]
-        _progress(f"rendering {out}")
+        n = 1 if paths is None else worker_count(len(caps[0].frames), workers)
+        _progress(f"rendering {out}" + (f" in {n} processes (this one and {plural(n - 1, 'worker')} forked from it)"
+                                        if n > 1 else ""))
         t0 = time.perf_counter()
-        stats = _write_file(out, caps, title=caps[0].fn or "capture", release=True)
+        if n > 1:  # the frames rendered in workers forked after the load: viz/report_frames.py
+            title = caps[0].fn or "capture"
+            stats = write_log_in_workers(out, caps.pop(), paths[0], n, title=title,
+                                         progress=lambda line: _progress(f"  {line}"))
+        else:
+            stats = _write_file(out, caps, title=caps[0].fn or "capture", release=True)
     elif worker_count(len(paths), workers) == 1:  # one section per rank's log, in file order, each rendered as soon as it is read
         stats = _write_file(out, _load_many(paths, workers), title=os.path.basename(os.path.normpath(path)),
                             headings=lambda cap: cap.fn, release=True)
@@ -119,9 +127,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     rep.add_argument("log", help="a TORCH_TRACE .log (or .log.gz) file, the TORCH_TRACE directory, or a .pt2 archive")
     rep.add_argument("-o", "--output", default="report.html", help="HTML file to write (default: report.html)")
     rep.add_argument("-j", "--workers", type=int, default=1,
-                     help="processes that read a directory's logs (default 1: read here, lazily, one log in memory at a "
-                          "time; N: N worker processes, each reading and rendering its logs and sending back the rendered "
-                          "section, not the log: the same file; it helps only where the cores are free)")
+                     help="processes that render (default 1: all here, lazily, one log in memory at a time). A "
+                          "directory: N worker processes each read and render their logs and send back the rendered "
+                          "section, not the log. One log: it is read here, then frames 1.. are rendered in N "
+                          "processes forked from this one. The same file either way; it helps only where the "
+                          "cores are free, and costs memory in each worker")
     show = sub.add_parser("show", help="write the report to a temporary file and open it in the browser")
     show.add_argument("log", help="a TORCH_TRACE .log (or .log.gz) file, or the TORCH_TRACE directory")
     a = p.parse_args(argv)

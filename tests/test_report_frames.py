@@ -1,0 +1,141 @@
+"""``dynascope report LOG -j N``: one log's frames rendered in N worker processes forked after the load
+give the in-process report's page, byte for byte, and a worker that fails or dies is one clear error
+line and exit status 2, never a hang (viz/report_frames.py)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import sys
+
+import pytest
+
+from viz.report_file import expand
+from viz.report_frames import frame_runs
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = dict(os.environ, PYTHONPATH=ROOT)
+
+
+@pytest.fixture(scope="module")
+def log(child_trace_dir) -> str:
+    (path,) = glob.glob(os.path.join(str(child_trace_dir), "*.log"))
+    return path
+
+
+def _report(*args: str, code: str = "") -> subprocess.CompletedProcess:
+    """The CLI run in a child process; ``code`` runs first in its ``__main__`` (a worker forked from it
+    runs the same module: how a worker's failure is made real below)."""
+    main = f"{code}\nimport sys, viz.cli\nsys.exit(viz.cli.main({list(args)!r}))"
+    return subprocess.run([sys.executable, "-c", main], capture_output=True, text=True, timeout=300, env=ENV, cwd=ROOT)
+
+
+def test_frames_rendered_by_workers_give_the_serial_page(log, tmp_path):
+    """The real log (a wrap body, a graph break, a recompile and its diff): -j 1, 2 and 3 write the same
+    file; with workers, each run of frames is a progress line."""
+    pages = {}
+    for j in (1, 2, 3):
+        r = _report("report", log, "-o", str(tmp_path / f"j{j}.html"), "-j", str(j))
+        assert r.returncode == 0, r.stderr
+        pages[j] = (tmp_path / f"j{j}.html").read_text()
+        runs = [line for line in r.stderr.splitlines() if line.startswith("dynascope:   frames ")]
+        if j == 1:
+            assert " workers" not in r.stderr and not runs
+        else:
+            assert f"in {j} processes" in r.stderr and len(runs) == j, r.stderr  # frames 1.. in j runs, the last here
+            assert "frame 0 rendered here" in r.stderr
+    assert pages[1] == pages[2] == pages[3]
+    html = expand(pages[2])
+    assert "hop_and_break" in html and "wrap_body_0" in html  # every frame, decoded
+
+
+def test_frame_runs_cover_every_frame_once_in_order():
+    for frames in range(0, 9):
+        for n in range(1, 5):
+            runs = frame_runs(frames, n)
+            assert [i for r in runs for i in r] == list(range(frames))
+            assert len(runs) == min(n, frames) and all(len(r) for r in runs)
+            assert max(map(len, runs), default=0) - min(map(len, runs), default=0) <= 1
+
+
+_DIE = """
+import os, signal, viz.report_frames as rf
+def _render_run(path, start, stop):
+    os.kill(os.getpid(), signal.SIGKILL)
+rf._render_run = _render_run
+"""
+
+_RAISE = """
+import viz.report_frames as rf
+def _render_run(path, start, stop):
+    raise RuntimeError("made to fail in frames %d-%d" % (start, stop - 1))
+rf._render_run = _render_run
+"""
+
+
+@pytest.mark.parametrize("code,says", [(_DIE, "its worker process died"),
+                                       (_RAISE, "its worker failed: RuntimeError: made to fail in frames 1-")])
+def test_a_failed_worker_is_one_error_line_and_no_report(log, tmp_path, code, says):
+    """A worker killed (as the OOM killer would) or raising: the command ends (no hang) with exit status 2
+    and one ``error:`` line naming the frames and the cause, no traceback, and writes no report."""
+    out = tmp_path / "r.html"
+    r = _report("report", log, "-o", str(out), "-j", "2", code=code)
+    assert r.returncode == 2, r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if "error:" in x]
+    assert line.startswith("dynascope: error: frames ") and "could not be rendered" in line and says in line, line
+    assert "Traceback" not in r.stderr
+    assert not out.exists() and not list(tmp_path.iterdir())
+
+
+def _waiting(f) -> int:
+    """How many of frame ``f``'s graphs wait for their parse (Note [Graphs parsed on first access])."""
+    aot = [] if f.aot is None else [f.aot.joint, f.aot.forward, f.aot.backward, f.aot.inference]
+    return len({id(g) for g in [f.graph, *aot, *(p.graph for p in f.pieces)] if g is not None and not g.parsed})
+
+
+def test_the_parent_parses_only_what_it_renders(log, tmp_path):
+    """With workers, this process parses the graphs of what it renders itself (frame 0, the recompiles'
+    diffs, the last run) and no other frame's: the problems a worker sends are set on the frame, not
+    appended to it, since reading ``problems`` would run the frame's waiting parses here (Note [Problems
+    of deferred parses])."""
+    import cProfile
+    import pstats
+
+    from tracer.trace_log import load_trace
+    from viz.diff_view import frame_of
+    from viz.report_frames import frame_runs, write_log_in_workers
+
+    cap = load_trace(log, read_only=True)
+    diffs = [rc.diff for rc in cap.recompiles if rc.diff is not None]
+    last = frame_runs(len(cap.frames) - 1, 3)[-1]  # -j 3: two workers, the last run rendered here
+    mine = [cap.frames[0], *(frame_of(cap, x) for d in diffs for x in (d.a, d.b)), *(cap.frames[i + 1] for i in last)]
+    here = {id(f): f for f in mine if f is not None}
+    first = sum(map(_waiting, here.values()))
+    rest = sum(_waiting(f) for f in cap.frames if id(f) not in here)
+    assert rest > 0
+    prof = cProfile.Profile()
+    prof.enable()
+    try:
+        write_log_in_workers(str(tmp_path / "r.html"), cap, log, 3, title="t", progress=lambda line: None)
+    finally:
+        prof.disable()
+    fills = sum(s[0] for (file, _, fn), s in pstats.Stats(prof).stats.items()  # type: ignore[attr-defined]
+                if file.endswith("deferred.py") and fn == "fill")
+    assert fills <= first, (fills, first, rest)
+
+
+_THREAD = """
+import threading
+threading.Thread(target=threading.Event().wait, daemon=True).start()  # a second thread: workers from a forkserver
+"""
+
+
+def test_workers_not_forked_from_the_loader_give_the_serial_page(log, tmp_path):
+    """Beside another thread the workers start from a forkserver (tracer/rank_pool.py ``_context``): each
+    loads the log itself and starts with empty caches, and the page is still the serial one."""
+    one = _report("report", log, "-o", str(tmp_path / "one.html"), "-j", "1")
+    two = _report("report", log, "-o", str(tmp_path / "two.html"), "-j", "3", code=_THREAD)
+    assert one.returncode == two.returncode == 0, one.stderr + two.stderr
+    assert "in 3 processes" in two.stderr
+    assert (tmp_path / "one.html").read_text() == (tmp_path / "two.html").read_text()
