@@ -105,15 +105,18 @@ class _Reader:
 
     def forward(self, out: ParsedModule, i: int, outer: int) -> tuple[int, int]:
         """Reads ``def forward(...):`` on line ``i`` and its body into ``out``: (next line, last line read)."""
-        toks = Tokens(self.lines[i], outer + len("def forward"))
+        lines = self.lines
+        toks = Tokens(lines, i, outer + len("def forward"))  # fx writes a long signature a parameter a line
         params: list[tuple[str, str]] = []
         toks.take("(")
+        last = i + 1  # the line of the last parameter: the comments before the first statement follow it
         while toks.kind() != ")":
-            p = toks.take("i")[3]
+            t = toks.take("i")
             ann = toks.string() if toks.kind() == ":" and toks.skip() else ""
-            if p in (q for q, _ in params):
+            if t[3] in (q for q, _ in params):
                 raise HandOver
-            params.append((p, ann))
+            params.append((t[3], ann))
+            last = toks.toks[toks.i - 1][4] + 1
             if toks.kind() != ",":
                 break
             toks.skip()
@@ -121,7 +124,7 @@ class _Reader:
         toks.take(":")
         toks.end()
         stmts: list[tuple[int, Tokens, list[Any]]] = []  # (line number, its tokens, statements)
-        j, indent, lines = i + 1, -1, self.lines
+        j, indent = toks.last + 1, -1
         while j < len(lines):
             line = lines[j]
             s = line.lstrip(" ")
@@ -137,13 +140,14 @@ class _Reader:
                     break
                 if ind > indent or not line.isascii():
                     raise HandOver
-                t = Tokens(line, ind)
+                t = Tokens(lines, j, ind)
                 stmts.append((j + 1, t, t.statements()))
+                j = t.last
             j += 1
         if not stmts:
             raise HandOver
-        _Builder(out, self.lines).build(params, i + 1, stmts)
-        return j, stmts[-1][0]
+        _Builder(out, lines).build(params, last, stmts)
+        return j, stmts[-1][1].last + 1
 
 
 class _Builder:
@@ -165,7 +169,7 @@ class _Builder:
         prev = def_line
         for lineno, toks, ss in stmts:
             self.source = source_after(self.lines[prev:lineno - 1], self.source)
-            prev = lineno
+            prev = toks.last + 1
             self.line = toks.line
             for s in ss:
                 self._stmt(s)
@@ -247,10 +251,27 @@ class _Builder:
         raise HandOver
 
     def _display(self, e: Expr) -> str:
-        return e[3] if e[0] == "name" else self.line[e[1]:e[2]]
+        """fx's text of an argument, as graph_text.py's ``_display``: its source segment, or on more than
+        one line ``ast.unparse``'s text (only of what fx splits over lines: tuples and lists of names)."""
+        if e[0] == "name":
+            return e[3]
+        text = self.line[e[1]:e[2]]
+        return text if "\n" not in text else _unparse(e)
+
 
     def _inputs(self, exprs: list[Expr]) -> list[str]:
         names = [n for e in exprs for n in names_of(e, []) if n in self.nodes]
         for n in names:
             self.by_target.pop(n, None)
         return list(dict.fromkeys(names))
+
+
+def _unparse(e: Expr) -> str:
+    if e[0] == "name" or e[0] == "const" and e[3] == "None":
+        return e[3]
+    if e[0] == "tuple" and len(e[3]) == 1:
+        return f"({_unparse(e[3][0])},)"
+    if e[0] == "tuple" or e[0] == "list":
+        inner = ", ".join(_unparse(a) for a in e[3])
+        return f"({inner})" if e[0] == "tuple" else f"[{inner}]"
+    raise HandOver

@@ -14,10 +14,14 @@ from typing import Any
 
 __all__ = ["BINOPS", "CMP", "UNARY", "KEYWORDS", "Expr", "HandOver", "Tokens", "dotted", "names_of"]
 
-_TOKEN = re.compile(r" *(?:(\d+\.?\d*(?:[eE][+-]?\d+)?)|([A-Za-z_][A-Za-z0-9_]*)|('[^'\\]*'|\"[^\"\\]*\")"
-                    r"|(\*\*|//|<<|>>|==|!=|<=|>=|[-+*/%@&|^~<>()\[\],.:;=#]))")
+# one token after optional spaces; the last alternative takes any other character, so that no character
+# is skipped over (a character no token starts with is a text this reader hands over)
+_TOKEN = re.compile(r"( *)(?:(\d+\.?\d*(?:[eE][+-]?\d+)?)|([A-Za-z_][A-Za-z0-9_]*)|('[^'\\\n]*'|\"[^\"\\\n]*\")"
+                    r"|(\*\*|//|<<|>>|==|!=|<=|>=|[-+*/%@&|^~<>()\[\],.:;=#])|(.))")
 KEYWORDS = frozenset(keyword.kwlist)
 _CONSTANTS = frozenset(("None", "True", "False"))
+_KIND = {**{k: "k" for k in KEYWORDS}, **{c: "c" for c in _CONSTANTS}}  # other names: "i"
+_OPEN = {"(": 1, "[": 1, ")": -1, "]": -1}
 BINOPS = {"+": "add", "-": "sub", "*": "mul", "/": "truediv", "//": "floordiv", "%": "mod", "**": "pow",
            "@": "matmul", "&": "and_", "|": "or_", "^": "xor", "<<": "lshift", ">>": "rshift"}
 CMP = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
@@ -34,33 +38,47 @@ class HandOver(Exception):
 
 
 class Tokens:
-    """The tokens of one line from ``pos`` on, and a recursive descent over them."""
+    """The tokens of one statement (a line, or more while a bracket is open), and a recursive descent over them."""
 
-    def __init__(self, line: str, pos: int) -> None:
-        self.line = line
-        toks: list[tuple[str, int, int, str]] = []  # (kind, start, end, text)
-        for m in _TOKEN.finditer(line, pos):
-            if m.start() != pos:
-                raise HandOver  # a character no token starts with
-            pos = m.end()
-            num, ident, string, op = m.groups()
-            if num is not None:
-                if num.isdigit() and num[0] == "0" and num.strip("0"):
-                    raise HandOver  # "01": not Python
-                toks.append(("c", m.start(1), pos, num))
-            elif ident is not None:
-                kind = "c" if ident in _CONSTANTS else ("k" if ident in KEYWORDS else "i")
-                toks.append((kind, m.start(2), pos, ident))
-            elif string is not None:
-                toks.append(("c", m.start(3), pos, string))
-            elif op == "#":
-                pos = len(line)
+    def __init__(self, lines: list[str], j: int, pos: int) -> None:
+        """Line ``j`` from ``pos`` on, and the lines after it while a bracket is open (as one text, joined
+        by newlines: ``self.line``; ``self.last``: the index of its last line)."""
+        toks: list[tuple[str, int, int, str, int]] = []  # (kind, start, end, text, line index)
+        append = toks.append
+        depth, base, parts = 0, 0, []
+        while True:
+            line = lines[j]
+            if parts and not line.isascii():
+                raise HandOver
+            parts.append(line)
+            pos += base
+            for space, num, ident, string, op, _other in _TOKEN.findall(line, pos - base):
+                start = pos + len(space)
+                if ident:
+                    pos = start + len(ident)
+                    append((_KIND.get(ident, "i"), start, pos, ident, j))
+                elif op:
+                    if op == "#":
+                        break
+                    pos = start + len(op)
+                    if op in _OPEN:
+                        depth += _OPEN[op]
+                    append((op, start, pos, op, j))
+                elif num:
+                    if num.isdigit() and num[0] == "0" and num.strip("0"):
+                        raise HandOver  # "01": not Python
+                    pos = start + len(num)
+                    append(("c", start, pos, num, j))
+                elif string:
+                    pos = start + len(string)
+                    append(("c", start, pos, string, j))
+                else:
+                    raise HandOver  # a character no token starts with
+            if depth <= 0 or j + 1 >= len(lines):
                 break
-            else:
-                toks.append((op, pos - len(op), pos, op))
-        if line[pos:].strip(" "):
-            raise HandOver
-        toks.append(("", len(line), len(line), ""))
+            j, pos, base = j + 1, 0, base + len(line) + 1
+        self.line, self.last = "\n".join(parts), j
+        toks.append(("", len(self.line), len(self.line), "", j))
         self.toks, self.i = toks, 0
 
     def kind(self) -> str:
@@ -70,7 +88,7 @@ class Tokens:
         self.i += 1
         return True
 
-    def take(self, kind: str) -> tuple[str, int, int, str]:
+    def take(self, kind: str) -> tuple[str, int, int, str, int]:
         t = self.toks[self.i]
         if t[0] != kind:
             raise HandOver
