@@ -12,6 +12,7 @@ import re
 from typing import Any, Optional
 
 from tracer.model.graph import Graph, Node
+from tracer.trace_log.fx_lines import read_line
 from tracer.trace_log.fx_tokens import BINOPS, CMP, KEYWORDS, UNARY, Expr, HandOver, Tokens, dotted, names_of
 from tracer.trace_log.graph_text import (
     ParsedModule,
@@ -140,9 +141,13 @@ class _Reader:
                     break
                 if ind > indent or not line.isascii():
                     raise HandOver
-                t = Tokens(lines, j, ind)
-                stmts.append((j + 1, t, t.statements()))
-                j = t.last
+                fast = read_line(line, ind, j)  # See Note [One regex per line first]
+                if fast is None:
+                    t = Tokens(lines, j, ind)
+                    stmts.append((j + 1, t, t.statements()))
+                    j = t.last
+                else:
+                    stmts.append((j + 1, *fast))
             j += 1
         if not stmts:
             raise HandOver
