@@ -9,6 +9,7 @@ for anything else, a statement the ``ast`` path would record as an error include
 from __future__ import annotations
 
 import re
+from sys import intern
 from typing import Any, Optional
 
 from tracer.model.graph import Graph, Node
@@ -169,7 +170,7 @@ class _Builder:
     def build(self, params: list[tuple[str, str]], def_line: int, stmts: list[tuple[int, Tokens, list[Any]]]) -> None:
         if not any(s[0] == "ann" and s[3] is None for _, _, ss in stmts for s in ss):
             for p, ann in params[1:]:
-                self._add(Node(p, "placeholder", p, role="operand", meta=meta_of_annotation(ann)))
+                self._add(Node(p, "placeholder", p, role="operand", meta=_meta(ann)))
                 self.by_target[p] = self.order[-1]
         prev = def_line
         for lineno, toks, ss in stmts:
@@ -186,6 +187,9 @@ class _Builder:
     def _add(self, n: Node) -> None:
         if n.name in self.nodes:
             raise HandOver
+        n.name = intern(n.name)  # as ast's identifiers: one string per name, however many edges name it
+        if n.op == "placeholder":
+            n.target = n.name
         self.nodes[n.name] = n
         self.order.append(n)
 
@@ -193,9 +197,9 @@ class _Builder:
         kind = s[0]
         if kind == "ann":
             if s[3] is None:
-                self._add(Node(s[1], "placeholder", s[1], role="operand", meta=meta_of_annotation(s[2])))
+                self._add(Node(s[1], "placeholder", s[1], role="operand", meta=_meta(s[2])))
             else:
-                self._node(s[1], s[3], meta_of_annotation(s[2]))
+                self._node(s[1], s[3], _meta(s[2]))
         elif kind == "assign":
             value = s[2]
             if value[0] == "const" and value[3] == "None":
@@ -206,7 +210,7 @@ class _Builder:
             if value[0] == "name" and value[3] in self.by_target and target not in self.nodes:
                 ph = self.by_target.pop(value[3])
                 del self.nodes[ph.name]
-                ph.name = target
+                ph.name = intern(target)
                 self.nodes[target] = ph
                 return
             self._node(target, value, {})
@@ -259,7 +263,7 @@ class _Builder:
         """fx's text of an argument, as graph_text.py's ``_display``: its source segment, or on more than
         one line ``ast.unparse``'s text (only of what fx splits over lines: tuples and lists of names)."""
         if e[0] == "name":
-            return e[3]
+            return intern(e[3])
         text = self.line[e[1]:e[2]]
         return text if "\n" not in text else _unparse(e)
 
@@ -268,7 +272,20 @@ class _Builder:
         names = [n for e in exprs for n in names_of(e, []) if n in self.nodes]
         for n in names:
             self.by_target.pop(n, None)
-        return list(dict.fromkeys(names))
+        return [intern(n) for n in dict.fromkeys(names)]
+
+
+_METAS: dict[str, dict[str, Any]] = {}  # annotation -> its meta: a graph repeats a few shapes many times
+
+
+def _meta(ann: str) -> dict[str, Any]:
+    """``meta_of_annotation(ann)``, a new dict with new lists each time (a node's meta is its own)."""
+    m = _METAS.get(ann)
+    if m is None:
+        if len(_METAS) > 4096:
+            _METAS.clear()
+        m = _METAS[ann] = meta_of_annotation(ann)
+    return {k: v[:] if type(v) is list else v for k, v in m.items()}
 
 
 def _unparse(e: Expr) -> str:
