@@ -40,7 +40,6 @@ _LINE = re.compile(
     rf"((?: *; *{_NAME}(?: = {_NAME})* = None)*)(?:  *#.*)? *", re.ASCII)
 _ARGS = re.compile(rf"(?:({_NAME}) ?= ?)?(?:(\[[^\]]*\])|(-?{_NUM})|({_STR})|({_DOTTED}))(?:, |$)", re.ASCII)
 _ITEMS = re.compile(rf"(?:(-?{_NUM})|({_STR})|({_NAME}))(?:, |$)", re.ASCII)
-_NAMES = re.compile(_NAME, re.ASCII)
 _CONSTS = frozenset(("None", "True", "False"))
 
 
@@ -61,8 +60,8 @@ def read_line(line: str, pos: int, j: int) -> Optional[tuple[Line, list[Any]]]:
     target, ann, func, args, base, index, tail = m.groups()
     if (ann is None and func is None and base is None) or target in KEYWORDS:
         return None
-    if tail and any(n in KEYWORDS for n in _NAMES.findall(tail) if n != "None"):
-        return None
+    if tail and any(t in KEYWORDS for part in tail.split(";")[1:] for t in part.strip().split(" = ")[:-1]):
+        return None  # "None = None": not a target (KEYWORDS holds None, True, False)
     if base is not None:  # "getitem = x[0]"
         if base in KEYWORDS or (index[0] == "0" and index.strip("0")):
             return None
