@@ -28,17 +28,21 @@ __all__ = ["parse_fast", "parse_readable"]
 
 # Note [A hand-written reader of fx code]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# A fully read load of a real multi-rank job spent most of its time in ``ast.parse`` of the distinct
-# graph texts and the walk of that tree (bench/RESULTS.md). fx writes one simple statement per node,
-# on one line (torch/fx/graph.py ``_gen_python_code``): ``name: "ann" = target(args);  a = b = None``,
-# ``l_x_ = L_x_``, ``add = a + b``, ``getitem = x[0]``, ``return (a,)``, its "# File:" comments, and
-# ``print_readable`` nests HOP bodies as classes. This module reads exactly those forms with one regex
-# tokenizer per line and a small recursive descent, and builds the nodes as graph_text.py's
+# ``ast.parse`` of the distinct graph texts and the walk of its tree were about 37 % of the CPU of a
+# read-only fully read load of a real 8-rank job's logs (bench/RESULTS.md, 2026-11-26). No library reads
+# this subset faster: ``ast`` builds a positioned node for every token of all of Python, ``tokenize`` is
+# pure Python and slower than ``ast``, and parser generators (lark, parso) are pure Python too. fx writes
+# one simple statement per node (torch/fx/graph.py ``_gen_python_code``): ``name: "ann" = target(args);
+# a = b = None``, ``l_x_ = L_x_``, ``add = a + b``, ``getitem = x[0]``, ``return (a,)``, its "# File:"
+# comments, a long signature or return one item a line, and
+# ``print_readable`` nests HOP bodies as classes. This module reads exactly those forms: first one regex
+# per line (fx_lines.py), else a regex tokenizer and a small recursive descent (fx_tokens.py), and builds the nodes as graph_text.py's
 # ``_GraphBuilder`` does. It is not a Python parser: what it does not know it hands over to ``ast``
 # (the whole text, so no text is read half by each), and each form it accepts is accepted only where
 # Python would parse it the same way (keywords, number forms, strings without escapes, one comparison,
 # no operator precedence beyond one binary operator of unary operands). Equality with the ``ast``
-# reading is tested on every graph the tests log and fuzzed (tests/test_trace_log_fx_code.py).
+# reading is tested on every graph the tests log (tests/test_trace_log_fx_code.py) and fuzzed
+# (tests/test_trace_log_fx_code_fuzz.py).
 
 _BAD = re.compile("[\t\r\x00\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # splitlines() and ast would disagree
 _CLASS = re.compile(r"class ([A-Za-z_][A-Za-z0-9_]*)\([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\): *")
