@@ -12,7 +12,9 @@ tests/ranks/transformer_job.py under DDP made by the tests' own ``run_transforme
 the graph, rank 2's log cut in half), its rank logs all loaded and kept together.
 
 ``python -m bench.load_modes [--log LOG] [--job TRACE_DIR] [--big-mb 100] [--rounds 3]``: one line per
-round as it ends, then one JSON line.
+round as it ends, then one JSON line. ``--parsers``: instead, the read-only fully read load with the graph
+texts read by tracer/trace_log/fx_code.py (its reader, "fast") and by graph_text.py's ``ast`` reader
+alone ("ast"), alternating round by round (Note [A hand-written reader of fx code]).
 """
 
 from __future__ import annotations
@@ -34,7 +36,10 @@ MODES = ("editable", "read_only")
 _CHILD = """
 import json, sys, time, tracemalloc
 mode, what, *paths = sys.argv[1:]
-ro = mode == "read_only"
+ro = mode.startswith("read_only")
+if mode.endswith(":ast"):  # the graph texts read by graph_text.py's ast reader alone (bench.load_modes --parsers)
+    from tracer.trace_log import deferred, graph_text
+    deferred.parse_readable = graph_text.parse_readable
 from tracer import load_job
 from tracer.trace_log import load_trace
 from bench.report_vs_tlparse import _read_everything
@@ -69,14 +74,14 @@ def _loadavg() -> str:
         return " ".join(fh.read().split()[:3])
 
 
-def measure(name: str, paths: list[str], rounds: int) -> dict[str, Any]:
+def measure(name: str, paths: list[str], rounds: int, modes: tuple[str, ...] = MODES) -> dict[str, Any]:
     """Both modes on ``paths`` (loaded together, every one fully read): per round and mode wall and CPU
     seconds with the MB/s they give, and the load average before it; then the bytes held once per mode."""
     nbytes = sum(os.path.getsize(p) for p in paths)
     mb = nbytes / 2**20
-    runs: dict[str, list[dict[str, Any]]] = {m: [] for m in MODES}
+    runs: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
     for i in range(rounds):
-        for mode in MODES if i % 2 == 0 else MODES[::-1]:
+        for mode in modes if i % 2 == 0 else modes[::-1]:
             load = _loadavg()
             got = _child(mode, "time", paths)
             runs[mode].append({"load": load, "wall": round(got["wall"], 3), "cpu": round(got["cpu"], 3),
@@ -84,7 +89,7 @@ def measure(name: str, paths: list[str], rounds: int) -> dict[str, Any]:
             print(f"{name} round {i + 1} {mode} [load {load}]: {got['wall']:.2f} s wall ({mb / got['wall']:.1f} MB/s), "
                   f"{got['cpu']:.2f} s CPU ({mb / got['cpu']:.1f} MB/s)", flush=True)
     out: dict[str, Any] = {"bytes": nbytes, "files": len(paths)}
-    for mode in MODES:
+    for mode in modes:
         held = _child(mode, "held", paths)["held"]
         print(f"{name} {mode}: bytes held {held / nbytes:.3f}x the logs' {nbytes} bytes", flush=True)
         out[mode] = {"rounds": runs[mode], "held_over_log": round(held / nbytes, 3),
@@ -105,8 +110,11 @@ def job_load(trace: str, rounds: int) -> dict[str, Any]:
     return out
 
 
+PARSERS = ("read_only", "read_only:ast")  # fx_code.py's reader (ast where it hands over), ast alone
+
+
 def run(log: Optional[str] = None, job: Optional[str] = None, big_bytes: int = 100 * 2**20, rounds: int = 3,
-        out: Optional[str] = None) -> dict[str, Any]:
+        out: Optional[str] = None, parsers: bool = False) -> dict[str, Any]:
     """Keys: ``synthetic`` and ``job_logs`` (:func:`measure`), ``load_job`` (:func:`job_load`), the load
     average at start and end. ``log``: the training log to grow (default: made now); ``job``: a TORCH_TRACE
     directory of the 8-rank job (default: run now under DDP)."""
@@ -119,7 +127,8 @@ def run(log: Optional[str] = None, job: Optional[str] = None, big_bytes: int = 1
         log = training_log(tmp, "full")
     big = os.path.join(tmp, "big.log")
     synthetic_log(log, big, big_bytes)
-    result["synthetic"] = measure("synthetic", [big], rounds)
+    modes = PARSERS if parsers else MODES
+    result["synthetic"] = measure("synthetic", [big], rounds, modes)
     os.remove(big)
     if job is None:
         sys.path.insert(0, os.path.join(ROOT, "tests"))
@@ -130,8 +139,9 @@ def run(log: Optional[str] = None, job: Optional[str] = None, big_bytes: int = 1
         job = str(run_transformer_job(pathlib.Path(tmp) / "ddp", "ddp").trace)
     from tracer.trace_log import log_files
 
-    result["job_logs"] = measure("job logs", log_files(job), rounds)
-    result["load_job"] = job_load(job, rounds)
+    result["job_logs"] = measure("job logs", log_files(job), rounds, modes)
+    if not parsers:
+        result["load_job"] = job_load(job, rounds)
     result["loadavg_end"] = _loadavg()
     return result
 
@@ -143,9 +153,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--big-mb", type=float, default=100, help="size of the synthetic log in MiB")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--out", help="directory for the logs made (default: a new temporary one)")
+    p.add_argument("--parsers", action="store_true", help="read-only only: fx_code.py's reader against ast's alone")
     a = p.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    print(json.dumps(run(a.log, a.job, int(a.big_mb * 2**20), a.rounds, a.out)))
+    print(json.dumps(run(a.log, a.job, int(a.big_mb * 2**20), a.rounds, a.out, a.parsers)))
     return 0
 
 

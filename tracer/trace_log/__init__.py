@@ -4,6 +4,8 @@
 - :mod:`tracer.trace_log.reader`      lines -> records (metadata + payload), interned strings
 - :mod:`tracer.trace_log.events`      one parser per event kind, a table (Note [Events read from a log])
 - :mod:`tracer.trace_log.graph_text`  ``print_readable`` text -> Graph nodes with edges, via ``ast``
+- :mod:`tracer.trace_log.fx_code`     the same, read fast where the text is fx's printed code (fx_lines,
+                                      fx_tokens), handing anything else to graph_text's ``ast`` reader
 - :mod:`tracer.trace_log.assemble`    the parsed state -> Capture (ids and statuses as live captures)
 
 Invariant: nothing here imports torch; every line of the file is loaded or named in

@@ -21,7 +21,8 @@ from tracer.model.graph import Graph, Node
 from tracer.model.lazy import on_first_read, peek, pending
 from tracer.model.read_only import freeze, freeze_flat, freeze_nodes, read_only_list, read_only_node, thaw
 from tracer.shape_events import Event
-from tracer.trace_log.graph_text import ParsedModule, parse_readable
+from tracer.trace_log.fx_code import parse_readable
+from tracer.trace_log.graph_text import ParsedModule
 
 __all__ = ["deferred_graph", "deferred_inductor", "freeze_loaded", "has_bodies", "loading_read_only", "parse_finished",
            "parse_logged", "problems_wait_for_graphs", "read_only_graphs"]

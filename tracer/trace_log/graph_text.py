@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from tracer.model.graph import Graph, Node
 
-__all__ = ["ParsedModule", "parse_readable", "meta_of_annotation"]
+__all__ = ["ParsedModule", "parse_readable", "meta_of_annotation", "source_after", "function_target", "body_text"]
 
 _BACKWARD_OF = "# Backward of forward node: "  # torch 2.14+ marks an AOT backward node's forward stack so
 
@@ -94,7 +94,13 @@ def _module(cls: ast.ClassDef, name: str, lines: list[str]) -> ParsedModule:
 
 def _class_text(cls: ast.ClassDef, lines: list[str]) -> str:
     """A nested body's text as fx prints the body module itself: dedented, named GraphModule."""
-    body = textwrap.dedent("\n".join(lines[cls.lineno - 1:cls.end_lineno]))
+    assert cls.end_lineno is not None  # set by ast.parse
+    return body_text(lines, cls.lineno, cls.end_lineno)
+
+
+def body_text(lines: list[str], first: int, last: int) -> str:
+    """The text of a nested class on 1-based lines ``first``..``last``, as fx prints that body module."""
+    body = textwrap.dedent("\n".join(lines[first - 1:last]))
     head, nl, rest = body.partition("\n")
     return f"class GraphModule(torch.nn.Module):{nl}{rest}\n"
 
@@ -132,20 +138,7 @@ class _GraphBuilder:
         self.out.graph.nodes = self.order
 
     def _comments(self, start: int, end: int) -> None:
-        """fx writes "# File: path:LINE in fn, code: text" before the first node of each stack trace; from
-        torch 2.14 an AOT backward node's (the forward node's trace, which 2.13 prints as a plain "# File:")
-        reads "# Backward of forward node: File: ..." (torch/fx/graph.py, ``autograd_backward``)."""
-        for line in self.lines[start:end]:
-            c = line.strip()
-            if c.startswith(_BACKWARD_OF):
-                c = "# " + c[len(_BACKWARD_OF):]
-            if c.startswith("# No stacktrace found"):
-                self.source = None
-            elif c.startswith("# File: "):
-                loc, _, code = c[len("# File: "):].partition(", code: ")
-                where, _, fn = loc.rpartition(" in ")
-                file, _, lineno = where.rpartition(":")
-                self.source = {"file": file, "line": int(lineno) if lineno.isdigit() else 0, "fn": fn, "code": code}
+        self.source = source_after(self.lines[start:end], self.source)
 
     def _add(self, n: Node) -> None:
         if n.name in self.nodes:
@@ -240,7 +233,26 @@ def _dotted(e: ast.expr) -> str:
     return ""
 
 
-def _function_target(dotted: str) -> str:
+def source_after(lines: list[str], source: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """The stack-trace source in force after the comment ``lines`` between two statements: fx writes
+    "# File: path:LINE in fn, code: text" before the first node of each stack trace; from torch 2.14 an
+    AOT backward node's (the forward node's trace, which 2.13 prints as a plain "# File:") reads
+    "# Backward of forward node: File: ..." (torch/fx/graph.py, ``autograd_backward``)."""
+    for line in lines:
+        c = line.strip()
+        if c.startswith(_BACKWARD_OF):
+            c = "# " + c[len(_BACKWARD_OF):]
+        if c.startswith("# No stacktrace found"):
+            source = None
+        elif c.startswith("# File: "):
+            loc, _, code = c[len("# File: "):].partition(", code: ")
+            where, _, fn = loc.rpartition(" in ")
+            file, _, lineno = where.rpartition(":")
+            source = {"file": file, "line": int(lineno) if lineno.isdigit() else 0, "fn": fn, "code": code}
+    return source
+
+
+def function_target(dotted: str) -> str:
     """As tracer/_torch/fx_graph.py ``target_str`` names it: "aten.mm.default", a HOP by its name."""
     if dotted.startswith("torch.ops.higher_order."):
         return dotted[len("torch.ops.higher_order."):]
@@ -264,7 +276,7 @@ def _op(value: ast.expr, nodes: dict[str, Node]) -> tuple[str, str, list[ast.exp
             return "call_method", func.attr, [func.value, *args], kwargs
         if not dotted:
             raise ValueError(f"call of an expression: {ast.unparse(value)[:80]}")
-        return "call_function", _function_target(dotted), args, kwargs
+        return "call_function", function_target(dotted), args, kwargs
     if isinstance(value, ast.BinOp) and type(value.op) in _BINOPS:
         return "call_function", f"operator.{_BINOPS[type(value.op)]}", [value.left, value.right], {}
     if isinstance(value, ast.UnaryOp) and type(value.op) in _UNARY:
