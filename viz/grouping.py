@@ -24,10 +24,15 @@ __all__ = [
     "Visible",
     "default_expanded",
     "first_expanded",
-    "graph_chains",
     "group_id",
     "threshold_for",
     "visible",
+    # viz.module_paths' names, re-exported so callers keep one import for grouping
+    "INFERRED",
+    "graph_chains",
+    "module_chain",
+    "module_tree",
+    "split_path",
 ]
 
 # Grouping starts when a graph has more nodes than this (a few hundred visible boxes is what a canvas shows readably).
