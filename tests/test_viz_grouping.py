@@ -330,6 +330,17 @@ def test_first_view_opens_a_wrapper_whatever_its_loose_nodes():
     assert first_expanded(_gpt2_like(12), boxes=10) == {t}
 
 
+def test_first_view_counts_only_nodes_placed_in_a_module_for_wrappers():
+    """Note [The first view opens wrappers]: 60 nodes without a module beside GPT-2-like modules (54 of 117
+    nodes in ``transformer``, 54 of 55 placed in a module): ``transformer`` is still a wrapper and opens."""
+    g = _gpt2_like(12)
+    loose = [node(f"u{k}", "x") for k in range(60)]
+    g = graph(*g.nodes[:-1], *loose, node("output", "head", *[n.name for n in loose], op="output"))
+    t = "L['self'].transformer"
+    opened = first_expanded(g, boxes=10)
+    assert t in opened and f"{t}.h" not in opened, opened
+
+
 def test_default_expanded_only_above_the_threshold():
     g = model()
     assert default_expanded(g, threshold=7) == frozenset()  # 7 nodes: every node shows
