@@ -263,17 +263,17 @@ def first_expanded(graph: Graph, boxes: int = FIRST_VIEW_BOXES) -> frozenset[str
 # the budget once it is open; one that would overflow stays closed and the walk goes on with later ones.
 # Before any budget, the walk opens every *wrapper*: a group holding more than half of the nodes placed
 # in a module (not loose, not in the "no module" group) with a child group that holds more than half too.
-# Counting only placed nodes keeps the rule from hanging on how many nodes have no module: a log's GPT-2
-# joint on 2.11 has 375 of its 819 nodes in "no module" and 372 in ``transformer``. Groups over half form one chain,
-# outside in (any two share a node, so one encloses the other); all but the innermost are wrappers:
-# closed, each would be one box holding most of the graph, mostly one child. The innermost is where
-# the bulk first splits (GPT-2's ``transformer.h`` into its blocks) and stays under the budget.
-# Why: the rule must not hang on how many loose nodes sit beside the bulk. GPT-2's ``transformer``
+# Groups over half form one chain, outside in (any two share a node, so one encloses the other); all
+# but the innermost are wrappers: closed, each would be one box holding most of the graph, mostly one
+# child. The innermost is where the bulk first splits (GPT-2's ``transformer.h`` into its blocks) and
+# stays under the budget. A wrapper's opened boxes count toward the budget, leaving less for the rest.
+# Why: the first view must not hang on how many nodes sit beside the bulk. GPT-2's ``transformer``
 # holds its embeddings, ``h``, ``ln_f`` and some nodes of its own: 8 on torch 2.13, 18 on 2.11 (the
-# attention mask's arange/le/expand are traced there too), and there opening ``transformer`` overflowed
-# 20 boxes, so the first view was input, transformer (258 of 261 nodes), lm_head, output. A wrapper's
-# opened boxes count toward the budget, leaving less for the rest (2.11: transformer's children stay
-# closed; 2.13: wte, wpe and ln_f open too; ``transformer.h`` is a closed box on both).
+# attention mask's arange/le/expand are traced there too), where opening ``transformer`` overflowed 20
+# boxes, so the first view was input, transformer (258 of 261 nodes), lm_head, output. Likewise a log's
+# GPT-2 joint on 2.11 has 375 of its 819 nodes in "no module" and 372 in ``transformer``: counted over
+# all nodes, ``transformer`` would hold less than half. With the rule, ``transformer`` opens on both
+# releases and ``transformer.h`` is a closed box (2.13 also opens wte, wpe and ln_f within the budget).
 # (_auto_open's "only child over half" does not cover this: lm_head is transformer's sibling.)
 def _wrappers(graph: Graph) -> set[str]:
     """Groups holding more than half of the nodes placed in a module, but the innermost (Note [The first view opens wrappers])."""
