@@ -51,6 +51,7 @@ MODULES = [
     "viz.job_view",
     "viz.layout_linear",
     "viz.markup",
+    "viz.module_paths",
     "viz.mimebundle",
     "viz.panels",
     "viz.node_facts",

@@ -2,7 +2,7 @@
 
 The training-step logs of the CNN and of GPT-2 (bench/report_bytes.py writes them, as `dynascope report`
 reads them): each explorer's first view shows module boxes inferred from the log (Note [Groups
-inferred from a log] in viz/grouping.py) with labels >= 10 px; no graph it draws (the root, and the
+inferred from a log] in viz/module_paths.py) with labels >= 10 px; no graph it draws (the root, and the
 Partition tab's forward and backward) is wider than 4x the viewport; after a click on a node nothing
 in the inspector reaches past its panel (Note [Fits its panel] in viz/inspector.py). Reuses
 test_browser.py's JupyterLab harness.

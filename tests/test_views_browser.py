@@ -307,7 +307,7 @@ def test_widget_opens_gpt2_modules_one_level_at_a_time(gpt2):
 @pytest.mark.parametrize("name", ["cnn", "gpt2_hf", pytest.param("resnet18", marks=pytest.mark.slow)])
 def test_log_report_of_a_real_model(name, browser, tmp_path):
     """The report of a training step's TORCH_TRACE log (no nn_module_stack in it): each root graph opens
-    on module boxes inferred from the log (Note [Groups inferred from a log] in viz/grouping.py), their
+    on module boxes inferred from the log (Note [Groups inferred from a log] in viz/module_paths.py), their
     labels >= 10 px in the first view; every graph's labels readable; no drawing wider than 4x the viewport;
     the backward drawn along the gradient, in runs of its "no module" group (resnet18's 41 runs were one
     row 7,836 px wide: they wrap, Note [Wrapped rows] in viz/layout_linear.py)."""

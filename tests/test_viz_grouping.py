@@ -304,6 +304,43 @@ def test_first_expanded_opens_breadth_first_up_to_the_box_budget():
     assert first_expanded(graph(node("x", op="placeholder"), node("y", "x"))) == frozenset()
 
 
+def _gpt2_like(loose: int) -> Graph:
+    """x -> transformer (``loose`` nodes of its own, wte, h with 4 blocks of 10 nodes) -> lm_head (1 node)."""
+    t = "L['self'].transformer"
+    top, tr = (S, "LM"), (t, "Model")
+    nodes = [node("x", op="placeholder")]
+    nodes += [node(f"t{k}", nodes[-1].name, stack=[top, tr]) for k in range(loose)]
+    nodes += [node(f"e{k}", nodes[-1].name, stack=[top, tr, (f"{t}.wte", "Embedding")]) for k in range(2)]
+    nodes += [node(f"b{i}_{k}", nodes[-1].name, stack=[top, tr, (f"{t}.h.{i}", "Block")]) for i in range(4) for k in range(10)]
+    return graph(*nodes, node("head", nodes[-1].name, stack=[top, (f"{S}.lm_head", "Linear")]),
+                 node("output", "head", op="output"))
+
+
+def test_first_view_opens_a_wrapper_whatever_its_loose_nodes():
+    """Note [The first view opens wrappers]: ``transformer`` holds most of the graph, mostly ``h``; it opens
+    with 2 nodes of its own (7 boxes) and with 12 (17 boxes, over the budget of 10) alike; ``h``, the
+    innermost group over half the graph, is a box in both (opening it would overflow)."""
+    t = "L['self'].transformer"
+    for loose in (2, 12):
+        g = _gpt2_like(loose)
+        opened = first_expanded(g, boxes=10)
+        assert t in opened and f"{t}.h" not in opened, (loose, opened)
+        assert group_id(f"{t}.h") in [it.id for it in visible(g, opened, threshold=0).items]
+    assert first_expanded(_gpt2_like(2), boxes=10) == {t, f"{t}.wte"}  # then the budget: wte fits, h does not
+    assert first_expanded(_gpt2_like(12), boxes=10) == {t}
+
+
+def test_first_view_counts_only_nodes_placed_in_a_module_for_wrappers():
+    """Note [The first view opens wrappers]: 60 nodes without a module beside GPT-2-like modules (54 of 117
+    nodes in ``transformer``, 54 of 55 placed in a module): ``transformer`` is still a wrapper and opens."""
+    g = _gpt2_like(12)
+    loose = [node(f"u{k}", "x") for k in range(60)]
+    g = graph(*g.nodes[:-1], *loose, node("output", "head", *[n.name for n in loose], op="output"))
+    t = "L['self'].transformer"
+    opened = first_expanded(g, boxes=10)
+    assert t in opened and f"{t}.h" not in opened, opened
+
+
 def test_default_expanded_only_above_the_threshold():
     g = model()
     assert default_expanded(g, threshold=7) == frozenset()  # 7 nodes: every node shows

@@ -1,4 +1,5 @@
-"""Which boxes a graph shows: every node, or nodes folded into collapsed ``nn_module_stack`` groups.
+"""Which boxes a graph shows: every node, or nodes folded into collapsed ``nn_module_stack`` groups
+(the paths themselves come from viz.module_paths), and which groups its first view opens.
 
 Invariant: linear in the graph's size (one pass over nodes and edges), pure (same graph and
 ``expanded`` give the same :class:`Visible`), and every node is represented by exactly one visible
@@ -7,31 +8,31 @@ item; items come in the order of their first node, so FX's topological order car
 
 from __future__ import annotations
 
-import functools
-import re
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from tracer.model import Graph, Node
-from viz.backward_groups import NO_MODULE, edge_kind, place_unmoduled
-from viz.per_graph import per_graph
+from viz.backward_groups import NO_MODULE, edge_kind
+from viz.module_paths import INFERRED, graph_chains, module_chain, module_tree, split_path
 
 __all__ = [
     "BACKWARD_SUFFIX",
     "GROUP_PREFIX",
     "GROUP_THRESHOLD",
-    "INFERRED",
     "INPUTS_GROUP",
     "Item",
     "Visible",
     "default_expanded",
     "first_expanded",
     "group_id",
+    "threshold_for",
+    "visible",
+    # viz.module_paths' names, re-exported so callers keep one import for grouping
+    "INFERRED",
+    "graph_chains",
     "module_chain",
     "module_tree",
     "split_path",
-    "threshold_for",
-    "visible",
 ]
 
 # Grouping starts when a graph has more nodes than this (a few hundred visible boxes is what a canvas shows readably).
@@ -75,7 +76,11 @@ _INPUT_OPS = ("placeholder", "get_attr")  # a lifted constant (``_tensor_constan
 
 
 def group_id(path: str) -> str:
-    """Box id of the collapsed group of module ``path``."""
+    """Box id of the collapsed group of module ``path``.
+
+    >>> group_id("L['self'].layers")
+    "module:L['self'].layers"
+    """
     return GROUP_PREFIX + path
 
 
@@ -102,117 +107,6 @@ class Visible:
     grouped: bool  # True when grouping was applied (the graph is above the threshold)
     item_of: dict[str, str]  # node name -> id of the item that shows it
     kinds: list[str] = field(default_factory=list)  # per edge: "" or SAVED_EDGE (Note [Saved values as their own edge kind])
-
-
-# Note [Module paths nest by prefix]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# Dynamo's nn_module_stack lists only modules that were *called*: ``L['self']`` then
-# ``L['self'].layers.0`` then ``L['self'].layers.0.norm1``. A ModuleList (``layers``) is never called,
-# so it never appears, yet it is the natural box holding 12 layers. We therefore also make a group of
-# every dotted prefix of a path (``L['self'].layers``), splitting at "." and at "[" outside brackets and
-# quotes, but never inside the first component (``L['self']`` stays whole).
-_QUOTED = re.compile(r"'[^']*'?|\"[^\"]*\"?")  # a quoted part (to the end when unclosed): no split inside
-
-
-def split_path(path: str) -> list[str]:
-    """The prefixes of a module path, outermost first, ending with ``path`` itself.
-
-    >>> split_path("L['self'].layers[0].self_attn")
-    ["L['self']", "L['self'].layers", "L['self'].layers[0]", "L['self'].layers[0].self_attn"]
-    """
-    masked = _QUOTED.sub(lambda m: "_" * len(m.group(0)), path)
-    out: list[str] = []
-    depth = 0
-    for i, ch in enumerate(masked):
-        if ch == "[":
-            if depth == 0 and out:  # only once a "." ended the first component
-                out.append(path[:i])
-            depth += 1
-        elif ch == "]":
-            depth = max(0, depth - 1)
-        elif ch == "." and depth == 0 and i > 0:
-            out.append(path[:i])
-    out.append(path)
-    return out if path else []  # prefixes end at ever later places: all different, none empty
-
-
-def module_chain(node: Node) -> list[tuple[str, str]]:
-    """(path, module type) of every group ``node`` sits in, outermost first. See Note [Module paths nest by prefix]."""
-    # A backward node of an AOT graph has no stack of its own; it belongs with its forward op.
-    stack = node.meta.get("nn_module_stack") or node.meta.get("fwd_nn_module_stack") or _logged(node) or []
-    key: list[tuple[str, str]] = []
-    for entry in stack:
-        try:
-            key.append((str(entry[0]), str(entry[1])))
-        except (IndexError, TypeError, KeyError):
-            continue
-    return list(_chain(tuple(key)))
-
-
-# Note [Groups inferred from a log]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# A graph loaded from a TORCH_TRACE log has no nn_module_stack; the loader records the module a node
-# provably ran in as ``meta["log_module"]`` (Note [Module groups from a log] in
-# tracer/trace_log/modules.py), without the module's class. Such a group's type reads INFERRED, so
-# every box and the inspector say the group was inferred from the log. In an AOT graph (forward,
-# joint, backward) from a log, the nodes the log leaves without a module show in the "no module"
-# group's runs (Note [Runs of the no-module group], viz/backward_groups.py), never in a neighbour's box.
-# A Dynamo graph where the log placed under LOG_GROUP_MIN_SHARE of the computing nodes is drawn as
-# without module stacks (placed nodes keep their module in the inspector).
-INFERRED = "inferred from log"
-LOG_GROUP_MIN_SHARE = 0.5
-
-
-def _logged(node: Node) -> list[tuple[str, str]]:  # Note [Groups inferred from a log]
-    lm = node.meta.get("log_module")
-    path = lm.get("path") if isinstance(lm, dict) else None
-    return [(path, INFERRED)] if isinstance(path, str) and path else []
-
-
-# One entry per distinct nn_module_stack: a layout calls module_chain several times per node, so the cache
-# holds a whole graph's stacks (viz.synthetic.chain_graph(16000) has 6k: 4096 made it 2x slower).
-@functools.lru_cache(maxsize=1 << 16)
-def _chain(stack: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
-    chain: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for path, typ in stack:
-        for p in split_path(path):
-            if p not in seen:
-                seen.add(p)
-                chain.append((p, typ if p == path or typ == INFERRED else ""))  # an inferred group says so at every level
-    return tuple(chain)
-
-
-@per_graph  # Note [Computed once per graph] in viz/per_graph.py: an explorer build asks 9 times
-def graph_chains(graph: Graph) -> list[list[tuple[str, str]]]:
-    """:func:`module_chain` of every node of ``graph`` in order, with Note [Backward nodes without a forward
-    node] (viz/backward_groups.py) applied; computed once per graph: callers must not change the lists."""
-    chains = [module_chain(n) for n in graph.nodes]
-    logged = _log_groups(graph, chains)
-    if logged and not graph.name:  # Note [Groups inferred from a log]: a sparse Dynamo graph
-        return [[] for _ in chains]
-    return place_unmoduled(graph, chains, runs=logged is not None and bool(graph.name))  # AOT graphs from a log
-
-
-def _log_groups(graph: Graph, chains: list[list[tuple[str, str]]]) -> Optional[bool]:
-    """None unless some chain is placed and all are inferred from a log; then: under LOG_GROUP_MIN_SHARE of ops placed?"""
-    if not any(chains) or any(c[-1][1] != INFERRED for c in chains if c):
-        return None
-    ops = [c for n, c in zip(graph.nodes, chains, strict=True) if n.op not in ("placeholder", "output")]
-    return sum(1 for c in ops if c) < LOG_GROUP_MIN_SHARE * len(ops)
-
-
-def module_tree(graph: Graph) -> dict[str, list[str]]:
-    """Children of each module path ("" is the graph itself), in order of first appearance."""
-    children: dict[str, list[str]] = {"": []}
-    for chain in graph_chains(graph):
-        parent = ""
-        for path, _ in chain:
-            if path not in children:
-                children[path] = []
-                children[parent].append(path)  # the parent came first in the chain (or is "")
-            parent = path
-    return children
 
 
 def _auto_open(graph: Graph) -> set[str]:
@@ -353,12 +247,45 @@ FIRST_VIEW_BOXES = 20
 
 
 def first_expanded(graph: Graph, boxes: int = FIRST_VIEW_BOXES) -> frozenset[str]:
-    """The ``expanded`` set a graph is first shown with: top-level modules opened breadth-first while at
-    most ``boxes`` boxes show (Note [Group whatever the size]); :func:`default_expanded` for a graph
-    without module stacks."""
+    """The ``expanded`` set a graph is first shown with: wrappers opened, then top-level modules breadth-first
+    while at most ``boxes`` boxes show (Note [The first view opens wrappers], Note [Group whatever the size]);
+    :func:`default_expanded` for a graph without module stacks."""
     if threshold_for(graph):
         return default_expanded(graph)
     return _open_breadth_first(graph, boxes)
+
+
+# Note [The first view opens wrappers]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The first view (first_expanded; default_expanded alike) is a walk over the module tree, outermost
+# groups first: a group opens when the boxes shown, counted from the module tree (a closed group is one
+# box, an open one shows its own nodes and its children; _auto_open groups are never boxes), stay within
+# the budget once it is open; one that would overflow stays closed and the walk goes on with later ones.
+# Before any budget, the walk opens every *wrapper*: a group holding more than half of the nodes placed
+# in a module (not loose, not in the "no module" group) with a child group that holds more than half too.
+# Groups over half form one chain, outside in (any two share a node, so one encloses the other); all
+# but the innermost are wrappers: closed, each would be one box holding most of the graph, mostly one
+# child. The innermost is where the bulk first splits (GPT-2's ``transformer.h`` into its blocks) and
+# stays under the budget. A wrapper's opened boxes count toward the budget, leaving less for the rest.
+# Why: the first view must not hang on how many nodes sit beside the bulk. GPT-2's ``transformer``
+# holds its embeddings, ``h``, ``ln_f`` and some nodes of its own: 8 on torch 2.13, 18 on 2.11 (the
+# attention mask's arange/le/expand are traced there too), where opening ``transformer`` overflowed 20
+# boxes, so the first view was input, transformer (258 of 261 nodes), lm_head, output. Likewise a log's
+# GPT-2 joint on 2.11 has 375 of its 819 nodes in "no module" and 372 in ``transformer``: counted over
+# all nodes, ``transformer`` would hold less than half. With the rule, ``transformer`` opens on both
+# releases and ``transformer.h`` is a closed box (2.13 also opens wte, wpe and ln_f within the budget).
+# (_auto_open's "only child over half" does not cover this: lm_head is transformer's sibling.)
+def _wrappers(graph: Graph) -> set[str]:
+    """Groups holding more than half of the nodes placed in a module, but the innermost (Note [The first view opens wrappers])."""
+    counts: dict[str, int] = {}
+    placed = 0  # nodes in a real module: neither loose nor in the "no module" group (or its runs)
+    for chain in graph_chains(graph):
+        if chain and chain[0][0] != NO_MODULE:
+            placed += 1
+            for path, _ in chain:
+                counts[path] = counts.get(path, 0) + 1
+    bulk = [p for p, c in counts.items() if c > placed / 2]
+    return set(bulk) - {max(bulk, key=len)} if bulk else set()  # nested paths: the innermost is the longest
 
 
 def _open_breadth_first(graph: Graph, threshold: int) -> frozenset[str]:
@@ -381,6 +308,7 @@ def _open_breadth_first(graph: Graph, threshold: int) -> frozenset[str]:
         return total
 
     opened: set[str] = set()
+    wrappers = _wrappers(graph)  # Note [The first view opens wrappers]
     shown = boxes_open("")
     queue = list(tree[""])
     if tree.get(NO_MODULE) and not queue.remove(NO_MODULE) and (  # Note [Runs of the no-module group]
@@ -393,7 +321,7 @@ def _open_breadth_first(graph: Graph, threshold: int) -> frozenset[str]:
             queue.extend(tree[path])
             continue
         extra = boxes_open(path) - 1
-        if shown + extra <= threshold:
+        if path in wrappers or shown + extra <= threshold:
             opened.add(path)
             shown += extra
             queue.extend(tree[path])

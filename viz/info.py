@@ -113,7 +113,7 @@ def node_info(frame: Frame, graph_name: str, node_name: str) -> dict[str, Any]:
         info["nn_module"] = str(stack[-1][0])
         info["nn_module_type"] = str(stack[-1][1])
         info["nn_module_stack"] = [str(e[0]) for e in stack]
-    elif isinstance(n.meta.get("log_module"), dict):  # Note [Groups inferred from a log] in viz/grouping.py
+    elif isinstance(n.meta.get("log_module"), dict):  # Note [Groups inferred from a log] in viz/module_paths.py
         lm = n.meta["log_module"]
         info["nn_module"] = str(lm.get("path", ""))
         how = (f"reads {', '.join(map(str, lm.get('reads', [])))}" if lm.get("via") == "parameter"
