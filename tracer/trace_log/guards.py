@@ -14,7 +14,7 @@ from typing import Any
 from tracer.model.frame import Frame
 from tracer.model.guards import Guard
 from tracer.model.lazy import on_first_read
-from tracer.model.read_only import freeze_guards
+from tracer.model.read_only import read_only_guard
 from tracer.trace_log.deferred import loading_read_only
 from tracer.trace_log.events import AttemptLog, LogState
 
@@ -51,14 +51,15 @@ def _guard_json(g: dict[str, Any], st: LogState) -> Guard:
 # guard trees (every rank, every step compiled again): the leaves of the last ``_TREES_MAX`` distinct
 # texts are kept as tuples of strings, and each frame gets its own Guard objects and lists.
 _TREES_MAX = 32
-_trees: OrderedDict[str, list[tuple[str, str, tuple[str, ...], tuple[str, ...]]]] = OrderedDict()
+_Leaf = tuple[str, str, tuple[str, ...], tuple[str, ...]]  # a leaf's (kind, source, code, user_stack), as read
+_trees: OrderedDict[str, list[_Leaf]] = OrderedDict()
 
 
 def guards_of(text: str) -> list[Guard]:
     """``cpp_tree(text)``, read once per distinct text (Note [One read per distinct guard tree])."""
     kept = _trees.get(text)
     if kept is None:
-        kept = _trees[text] = [(g.kind, g.source, tuple(g.code), tuple(g.user_stack)) for g in cpp_tree(text)]
+        kept = _trees[text] = _leaves_of(text)
         if len(_trees) > _TREES_MAX:
             _trees.popitem(last=False)
     return [Guard(kind, source, list(code), list(stack)) for kind, source, code, stack in kept]
@@ -78,7 +79,7 @@ _shared_trees: OrderedDict[str, tuple[Guard, ...]] = OrderedDict()
 # shared. Guards are immutable there, so sharing an equal one is seen only by ``is``; each frame
 # still has its own ``guards`` list. The table forgets everything at ``_LEAVES_MAX`` leaves.
 _LEAVES_MAX = 1 << 16
-_leaves: dict[tuple[str, str, tuple[str, ...], tuple[str, ...]], Guard] = {}
+_leaves: dict[_Leaf, Guard] = {}
 
 
 def shared_guards_of(text: str) -> tuple[Guard, ...]:
@@ -87,20 +88,21 @@ def shared_guards_of(text: str) -> tuple[Guard, ...]:
     per distinct leaf]; at most ``_TREES_MAX`` texts kept)."""
     kept = _shared_trees.get(text)
     if kept is None:
-        kept = _shared_trees[text] = tuple(_leaf(g) for g in cpp_tree(text))
+        kept = _shared_trees[text] = tuple(map(_leaf, _leaves_of(text)))
         if len(_shared_trees) > _TREES_MAX:
             _shared_trees.popitem(last=False)
     return kept
 
 
-def _leaf(g: Guard) -> Guard:
-    """The one read-only Guard equal to ``g`` (Note [One read-only guard per distinct leaf])."""
-    key = (g.kind, g.source, tuple(g.code), tuple(g.user_stack))
+def _leaf(key: _Leaf) -> Guard:
+    """The one read-only Guard of the leaf ``key`` (Note [One read-only guard per distinct leaf]): looked up
+    by the fields as read, a Guard made only for a leaf not seen before."""
     kept = _leaves.get(key)
     if kept is None:
         if len(_leaves) >= _LEAVES_MAX:
             _leaves.clear()
-        kept = _leaves[key] = freeze_guards([g])[0]
+        kind, source, code, stack = key
+        kept = _leaves[key] = read_only_guard(kind, source, code, stack)
     return kept
 
 
@@ -120,7 +122,12 @@ _MANAGER_SOURCE = re.compile(r"source=(?P<source>.*?)(?:, accessed_by=.*)?, type
 
 def cpp_tree(text: str) -> list[Guard]:
     """Leaf guards of the C++ guard tree text, by Note [Reading the C++ guard tree]."""
-    out: list[Guard] = []
+    return [Guard(kind, source, list(code), list(stack)) for kind, source, code, stack in _leaves_of(text)]
+
+
+def _leaves_of(text: str) -> list[_Leaf]:
+    """``cpp_tree(text)`` as (kind, source, code, user_stack) tuples, no Guard made."""
+    out: list[_Leaf] = []
     sources: list[tuple[int, str]] = []  # (depth, source) of the enclosing managers
     for line in text.split("\n"):
         bar = line.find("+- ")
@@ -138,6 +145,7 @@ def cpp_tree(text: str) -> list[Guard]:
         if not head.isupper():  # "KeyValueManager pair at index=N", or no line of the tree
             continue
         check, _, comment = rest.partition("  # ")
-        out.append(Guard(kind=head, source=sources[-1][1] if sources else "", code=[check.strip()] if check.strip() else [],
-                         user_stack=[c.strip() for c in comment.split("  # ")[1:]]))
+        check = check.strip()
+        out.append((head, sources[-1][1] if sources else "", (check,) if check else (),
+                    tuple([c.strip() for c in comment.split("  # ")[1:]])))
     return out
