@@ -16,7 +16,7 @@ from tracer.model.graph import Node
 from tracer.model.guards import Guard
 
 __all__ = ["ReadOnlyError", "ReadOnlyGuard", "ReadOnlyNode", "freeze", "freeze_flat", "freeze_guards", "freeze_nodes",
-           "is_read_only", "read_only_guard", "read_only_list", "read_only_node", "thaw"]
+           "is_read_only", "read_only_dict", "read_only_guard", "read_only_list", "read_only_node", "thaw"]
 
 _HOW = ("it was loaded with load_trace(..., read_only=True) (or by a reader that only reads, such as "
         "`dynascope report`), so equal graphs (and guard trees) of every frame share it; for an editable graph use "
@@ -206,9 +206,8 @@ def freeze_nodes(nodes: list[Node]) -> list[Node]:
     return _List(out)
 
 
-def read_only_list(items: list[Any]) -> list[Any]:
-    """``items`` as a read-only list (the items as they are)."""
-    return _List(items)
+read_only_list = _List  # read_only_list(items): ``items`` as a read-only list (the items as they are); the class
+read_only_dict = _Dict  # itself, called without a Python frame between (freeze_flat's two halves, for callers that know which)
 
 
 def is_read_only(nodes: list[Node]) -> bool:

@@ -19,7 +19,15 @@ from tracer.inductor_events import inductor_graphs
 from tracer.model.frame import Frame
 from tracer.model.graph import Graph, Node
 from tracer.model.lazy import on_first_read, peek, pending
-from tracer.model.read_only import freeze, freeze_flat, freeze_nodes, read_only_list, read_only_node, thaw
+from tracer.model.read_only import (
+    freeze,
+    freeze_flat,
+    freeze_nodes,
+    read_only_dict,
+    read_only_list,
+    read_only_node,
+    thaw,
+)
 from tracer.shape_events import Event
 from tracer.trace_log.fx_code import parse_readable
 from tracer.trace_log.graph_text import ParsedModule
@@ -94,18 +102,22 @@ def _keep(p: ParsedModule) -> _Kept:
         m = {}
         for k, v in n.meta.items():
             t = type(v)
-            if t is list or t is dict:
-                deep = not _flat(map(type, v.values() if t is dict else v))
+            if t is list:
+                deep = not _flat(map(type, v))
+                v = freeze(v) if deep else read_only_list(v)
                 containers.append((k, deep))
-                v = freeze(v) if deep else freeze_flat(v)
+            elif t is dict:
+                deep = not _flat(map(type, v.values()))
+                v = freeze(v) if deep else read_only_dict(v)
+                containers.append((k, deep))
             m[k] = v
         args, kwargs = n.args, n.kwargs
         deep_args = not (_flat(map(type, args)) and _flat(map(type, kwargs.values())))
         hint = (tuple(containers), deep_args)
         hints.append(_hints.setdefault(hint, hint))
         args, kwargs = (freeze(args), freeze(kwargs)) if deep_args else (freeze_flat(args), freeze_flat(kwargs))
-        nodes.append(read_only_node(n.name, n.op, n.target, args, kwargs, freeze_flat(n.inputs), freeze_flat(n.users),
-                                    n.role, freeze_flat(n.calls), freeze_flat(m)))
+        nodes.append(read_only_node(n.name, n.op, n.target, args, kwargs, read_only_list(n.inputs), read_only_list(n.users),
+                                    n.role, read_only_list(n.calls), read_only_dict(m)))
     return _Kept(read_only_list(nodes), hints, p.graph.code, p.graph.name,
                  {k: _keep(c) for k, c in p.children.items()}, list(p.errors))
 

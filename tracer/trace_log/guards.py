@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Optional
 
 from tracer.model.frame import Frame
 from tracer.model.guards import Guard
@@ -125,27 +125,56 @@ def cpp_tree(text: str) -> list[Guard]:
     return [Guard(kind, source, list(code), list(stack)) for kind, source, code, stack in _leaves_of(text)]
 
 
+# Note [Guard tree lines read once]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# What a line of a guard tree says -- its depth, and a manager's source or a leaf's kind, check and
+# user stack -- depends on that line alone; only the source a leaf takes depends on the lines above it
+# (the nearest manager). A job's ranks log trees whose lines are mostly equal (they differ where a guard
+# names an object id, Note [One read-only guard per distinct leaf]), and a log repeats trees, so each
+# distinct line is read once, kept for the last ``_LINES_MAX`` distinct lines, and each tree's walk
+# only keeps the stack of managers' sources. A line read from the table is what reading it again would
+# give, so a tree reads exactly as if each line were read on its own.
+_LINES_MAX = 1 << 14
+_lines: dict[str, Any] = {}  # line -> (depth, kind or None for a manager or "" for neither, check or source, stack)
+_NO_LINE = (-1, "", (), ())  # a line of no tree ("+- " nowhere in it)
+
+
+def _line(line: str) -> tuple[int, Optional[str], Any, tuple[str, ...]]:
+    """What one line of a guard tree says (Note [Reading the C++ guard tree])."""
+    bar = line.find("+- ")
+    if bar < 0:
+        return _NO_LINE
+    depth = line[:bar].count("|")
+    head, _, rest = line[bar + 3:].partition(": ")
+    if head.endswith("Manager"):
+        m = _MANAGER_SOURCE.search(rest)
+        return depth, None, m.group("source") if m else "", ()
+    if not head.isupper():  # "KeyValueManager pair at index=N", or no line of the tree
+        return depth, "", (), ()
+    check, _, comment = rest.partition("  # ")
+    check = check.strip()
+    return depth, head, (check,) if check else (), tuple([c.strip() for c in comment.split("  # ")[1:]])
+
+
 def _leaves_of(text: str) -> list[_Leaf]:
-    """``cpp_tree(text)`` as (kind, source, code, user_stack) tuples, no Guard made."""
+    """``cpp_tree(text)`` as (kind, source, code, user_stack) tuples, no Guard made; each distinct line
+    read once (Note [Guard tree lines read once])."""
     out: list[_Leaf] = []
     sources: list[tuple[int, str]] = []  # (depth, source) of the enclosing managers
+    lines = _lines
     for line in text.split("\n"):
-        bar = line.find("+- ")
-        if bar < 0:
+        said = lines.get(line)
+        if said is None:
+            if len(lines) >= _LINES_MAX:
+                lines.clear()
+            said = lines[line] = _line(line)
+        depth, kind, what, stack = said
+        if depth < 0:
             continue
-        depth = line[:bar].count("|")
-        body = line[bar + 3:]
         while sources and sources[-1][0] >= depth:
             sources.pop()
-        head, _, rest = body.partition(": ")
-        if head.endswith("Manager"):
-            m = _MANAGER_SOURCE.search(rest)
-            sources.append((depth, m.group("source") if m else ""))
-            continue
-        if not head.isupper():  # "KeyValueManager pair at index=N", or no line of the tree
-            continue
-        check, _, comment = rest.partition("  # ")
-        check = check.strip()
-        out.append((head, sources[-1][1] if sources else "", (check,) if check else (),
-                    tuple([c.strip() for c in comment.split("  # ")[1:]])))
+        if kind is None:
+            sources.append((depth, what))
+        elif kind:
+            out.append((kind, sources[-1][1] if sources else "", what, stack))
     return out
