@@ -114,7 +114,7 @@ def _clear_read_caches() -> None:
     """Forget every kept parse and guard tree: the next load reads as a process that loaded nothing before."""
     from tracer.trace_log import deferred, guards
 
-    for cache in (deferred._shared, guards._trees, guards._shared_trees, guards._leaves):
+    for cache in (deferred._shared, guards._trees, guards._shared_trees, guards._leaves, guards._lines):
         cache.clear()
 
 
