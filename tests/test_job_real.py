@@ -103,6 +103,9 @@ def test_load_job_names_the_divergent_rank_and_the_cut_log(transformer_job):
         a, b = (job.ranks[r].frame(code.compile_ids[r]) for r in (0, ODD_RANK))
         assert a.compile_id == b.compile_id and a.code != b.code and "torch_dynamo_resume_in_forward" in b.code
     assert tracer.Job.from_json(job.to_json()) == job
+    read_only = tracer.load_job(str(transformer_job.trace), read_only=True)  # the same findings, read-only ranks
+    assert {s.loader for s in read_only.ranks.values()} == {"trace-read-only"}
+    assert read_only.to_json().replace('"trace-read-only"', '"trace"') == job.to_json()
     # ranks compared in worker processes (each worker its rank against rank 0): the same Job
     assert tracer.load_job(str(transformer_job.trace), workers=2).to_json() == job.to_json()
 
@@ -111,7 +114,7 @@ def _clear_read_caches() -> None:
     """Forget every kept parse and guard tree: the next load reads as a process that loaded nothing before."""
     from tracer.trace_log import deferred, guards
 
-    for cache in (deferred._shared, guards._trees, guards._shared_trees, guards._leaves):
+    for cache in (deferred._shared, guards._trees, guards._shared_trees, guards._leaves, guards._lines):
         cache.clear()
 
 
@@ -125,6 +128,25 @@ def _read_all(cap):
         f.guards  # noqa: B018
     cap.all_problems()
     return cap
+
+
+def _records(cap):
+    """Every node's and guard's fields of ``cap``, fully read."""
+    for f in _read_all(cap).frames:
+        for g in [*f.graphs().values(), *((f.aot.joint, f.aot.forward, f.aot.backward, f.aot.inference)
+                                          if f.aot is not None else ())]:
+            for n in g.nodes if g is not None else ():
+                yield [n.args, n.kwargs, n.inputs, n.users, n.calls, n.meta]
+        for guard in f.guards:
+            yield [guard.code, guard.user_stack]
+
+
+def _containers(v):
+    """Every list, dict and tuple in ``v`` (``v`` itself not counted)."""
+    for x in (v.values() if isinstance(v, dict) else v):
+        if isinstance(x, (list, dict, tuple)):
+            yield x
+            yield from _containers(x)
 
 
 def test_read_only_job_logs_load_as_editable_and_as_each_rank_alone(transformer_job):
@@ -141,6 +163,12 @@ def test_read_only_job_logs_load_as_editable_and_as_each_rank_alone(transformer_
         _clear_read_caches()
         alone.append(_read_all(load_trace(str(p), read_only=True)).to_json())
     assert [c.to_json() for c in together] == editable == alone
+    # every list and dict in a read-only node or guard refuses writes, and none is in the editable load,
+    # which copied the kept parses (hints that said a nested value is flat would share its inner lists)
+    ro = [v for c in together for x in _records(c) for v in _containers(x)]
+    assert ro and not [v for v in ro if type(v) in (list, dict)]
+    mine = [load_trace(str(p)) for p in logs]
+    assert not {id(v) for v in ro if type(v) is not tuple} & {id(v) for c in mine for x in _records(c) for v in _containers(x)}
     a = max(together[0].frames, key=lambda f: len(f.guards))  # the model's frame on two ranks
     pairs = list(zip(a.guards, together[1].frame(a.compile_id).guards, strict=True))
     assert any(x is y for x, y in pairs)  # equal leaves shared between ranks ...

@@ -12,6 +12,7 @@ silently taken for equality. Divergences name ranks and per-rank compile ids
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 from typing import Callable, Optional
@@ -22,6 +23,7 @@ from tracer.graph_align import align
 from tracer.job_collectives import collectives, compared_collectives, frame_collectives
 from tracer.job_cut import settle_cuts
 from tracer.model import Capture, Divergence, Frame, FrameDiff, FrameSummary, GraphDiff, Job, RankSummary
+from tracer.model.guards import Guard
 from tracer.rank_pool import compare_ranks, load_rank, read_ranks, worker_count
 
 __all__ = ["collectives", "compare_frames", "find_divergence", "load_job", "rank_diff", "rank_part"]
@@ -337,7 +339,8 @@ def rank_diff(a: Frame, b: Frame) -> FrameDiff:
 
 
 def _masked(f: Frame) -> Frame:
-    return dataclasses.replace(f, guards=[dataclasses.replace(g, source=_mask(g.source), code=[_mask(c) for c in g.code])
+    """``f``, its guards masked: plain Guards only compared (``replace`` of a read-only one freezes it again)."""
+    return dataclasses.replace(f, guards=[Guard(g.kind, _mask(g.source), [_mask(c) for c in g.code], g.user_stack)
                                           for g in f.guards])
 
 
@@ -390,6 +393,7 @@ _ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]+")  # an object's repr in logged guar
 _INSTALLED_GLOBAL = re.compile(r"G\['(__\w+?)_\d+'\]")
 
 
+@functools.lru_cache(maxsize=1 << 14)  # a pure function of the text; a job's ranks repeat most guards' code
 def _mask(text: str) -> str:
     """``text`` with process-specific ids and global names masked. See Note [Comparing frames across ranks]."""
     return _INSTALLED_GLOBAL.sub(r"G['\1_<n>']", _LONG_INT.sub("<id>", _ADDRESS.sub("at <address>", text)))

@@ -16,7 +16,7 @@ from tracer.model.graph import Node
 from tracer.model.guards import Guard
 
 __all__ = ["ReadOnlyError", "ReadOnlyGuard", "ReadOnlyNode", "freeze", "freeze_flat", "freeze_guards", "freeze_nodes",
-           "is_read_only", "read_only_list", "read_only_node", "thaw"]
+           "is_read_only", "read_only_dict", "read_only_guard", "read_only_list", "read_only_node", "thaw"]
 
 _HOW = ("it was loaded with load_trace(..., read_only=True) (or by a reader that only reads, such as "
         "`dynascope report`), so equal graphs (and guard trees) of every frame share it; for an editable graph use "
@@ -133,6 +133,14 @@ class ReadOnlyGuard(_Frozen, Guard):
         return f"guard {self.kind} {self.source!r}"
 
 
+def read_only_guard(kind: str, source: str, code: Any, user_stack: Any) -> Guard:
+    """The ReadOnlyGuard ``freeze_guards`` makes of ``Guard(kind, source, list(code), list(user_stack))`` when
+    ``code`` and ``user_stack`` hold strings: its fields written into its ``__dict__`` at once, in field order."""
+    g = ReadOnlyGuard.__new__(ReadOnlyGuard)
+    g.__dict__.update(kind=kind, source=source, code=_List(code), user_stack=_List(user_stack))
+    return g
+
+
 def freeze_guards(guards: list[Guard]) -> tuple[Guard, ...]:
     """Read-only copies of ``guards`` (:class:`ReadOnlyGuard`), to share."""
     return tuple(ReadOnlyGuard(*(getattr(g, f) for f in _GUARD_FIELDS)) for g in guards)
@@ -157,22 +165,30 @@ def freeze_flat(v: Any) -> Any:
     return _List(v) if type(v) is list else _Dict(v)
 
 
+class _Unfrozen(Node):
+    """A Node with ReadOnlyNode's layout whose fields can be set once: ``read_only_node`` sets them
+    through the dataclass's ``__init__`` (plain slot stores), then makes it a ReadOnlyNode by
+    ``__class__`` assignment (Note [Read-only nodes built in one call])."""
+
+    __slots__ = ()
+
+
+# Note [Read-only nodes built in one call]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A ReadOnlyNode refuses ``__setattr__``, so its ten fields were written one ``object.__setattr__``
+# call each, a tenth of keeping a parse (tracer/trace_log/deferred.py ``_keep``). Instead the node is
+# made as an ``_Unfrozen`` (a Node subclass adding no slot and no method: Node's own ``__init__``
+# stores the fields as a Node's are stored) and its class is then set to ReadOnlyNode, which Python
+# allows between classes of the same layout (both add no slot to Node); from then on every write is
+# refused as before. The object is exactly what the field-by-field build gave: same class, same slots.
+
+
 def read_only_node(name: str, op: str, target: str, args: Any, kwargs: Any, inputs: list[str], users: list[str],
                    role: str, calls: list[str], meta: Any) -> ReadOnlyNode:
     """A ReadOnlyNode of these fields as they are (the caller made its lists and dicts read-only)."""
-    r = ReadOnlyNode.__new__(ReadOnlyNode)
-    put = object.__setattr__
-    put(r, "name", name)
-    put(r, "op", op)
-    put(r, "target", target)
-    put(r, "args", args)
-    put(r, "kwargs", kwargs)
-    put(r, "inputs", inputs)
-    put(r, "users", users)
-    put(r, "role", role)
-    put(r, "calls", calls)
-    put(r, "meta", meta)
-    return r
+    r = _Unfrozen(name, op, target, args, kwargs, inputs, users, role, calls, meta)
+    r.__class__ = ReadOnlyNode  # Note [Read-only nodes built in one call]
+    return r  # type: ignore[return-value]
 
 
 def freeze_nodes(nodes: list[Node]) -> list[Node]:
@@ -190,9 +206,8 @@ def freeze_nodes(nodes: list[Node]) -> list[Node]:
     return _List(out)
 
 
-def read_only_list(items: list[Any]) -> list[Any]:
-    """``items`` as a read-only list (the items as they are)."""
-    return _List(items)
+read_only_list = _List  # read_only_list(items): ``items`` as a read-only list (the items as they are); the class
+read_only_dict = _Dict  # itself, called without a Python frame between (freeze_flat's two halves, for callers that know which)
 
 
 def is_read_only(nodes: list[Node]) -> bool:

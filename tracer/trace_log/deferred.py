@@ -19,7 +19,15 @@ from tracer.inductor_events import inductor_graphs
 from tracer.model.frame import Frame
 from tracer.model.graph import Graph, Node
 from tracer.model.lazy import on_first_read, peek, pending
-from tracer.model.read_only import freeze, freeze_flat, freeze_nodes, read_only_list, read_only_node, thaw
+from tracer.model.read_only import (
+    freeze,
+    freeze_flat,
+    freeze_nodes,
+    read_only_dict,
+    read_only_list,
+    read_only_node,
+    thaw,
+)
 from tracer.shape_events import Event
 from tracer.trace_log.fx_code import parse_readable
 from tracer.trace_log.graph_text import ParsedModule
@@ -87,29 +95,43 @@ class _Kept(NamedTuple):
 
 def _keep(p: ParsedModule) -> _Kept:
     """``p`` as kept: its nodes made read-only in one copy, sharing no list or dict with ``p`` (so ``p``
-    itself is the first editable hand-out)."""
+    itself is the first editable hand-out). See Note [Keeping a parse in one pass]."""
     nodes, hints = [], []
     for n in p.graph.nodes:
-        containers = tuple((k, _nested(v)) for k, v in n.meta.items() if type(v) is list or type(v) is dict)
-        deep_args = _nested(n.args) or _nested(n.kwargs)
-        hint = (containers, deep_args)
+        containers = []
+        m = {}
+        for k, v in n.meta.items():
+            t = type(v)
+            if t is list:
+                deep = not _flat(map(type, v))
+                v = freeze(v) if deep else read_only_list(v)
+                containers.append((k, deep))
+            elif t is dict:
+                deep = not _flat(map(type, v.values()))
+                v = freeze(v) if deep else read_only_dict(v)
+                containers.append((k, deep))
+            m[k] = v
+        args, kwargs = n.args, n.kwargs
+        deep_args = not (_flat(map(type, args)) and _flat(map(type, kwargs.values())))
+        hint = (tuple(containers), deep_args)
         hints.append(_hints.setdefault(hint, hint))
-        m = n.meta.copy()
-        for k, deep in containers:
-            m[k] = freeze(m[k]) if deep else freeze_flat(m[k])
-        args, kwargs = (freeze(n.args), freeze(n.kwargs)) if deep_args else (freeze_flat(n.args), freeze_flat(n.kwargs))
-        nodes.append(read_only_node(n.name, n.op, n.target, args, kwargs, freeze_flat(n.inputs), freeze_flat(n.users),
-                                    n.role, freeze_flat(n.calls), freeze_flat(m)))
+        args, kwargs = (freeze(args), freeze(kwargs)) if deep_args else (freeze_flat(args), freeze_flat(kwargs))
+        nodes.append(read_only_node(n.name, n.op, n.target, args, kwargs, read_only_list(n.inputs), read_only_list(n.users),
+                                    n.role, read_only_list(n.calls), read_only_dict(m)))
     return _Kept(read_only_list(nodes), hints, p.graph.code, p.graph.name,
                  {k: _keep(c) for k, c in p.children.items()}, list(p.errors))
 
 
-def _nested(v: Any) -> bool:
-    """Whether list or dict ``v`` holds a container (then a hand-out copies it all the way down)."""
-    return any(type(x) in _CONTAINERS for x in (v.values() if type(v) is dict else v))
-
-
-_CONTAINERS = (list, dict, tuple)
+# Note [Keeping a parse in one pass]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Freezing the kept parses was the largest single cost of a read-only fully read load of a real job's
+# logs (bench/RESULTS.md, 2026-11-27). ``_keep`` walks each node's meta once, deciding per container
+# whether it holds a container (then the hand-outs copy it all the way down) while it freezes it; that
+# test is ``frozenset.isdisjoint(map(type, values))``, all at C speed, where a generator under ``any``
+# resumed a Python frame per item. The result is what the two-pass walk gave: the same hints, the same
+# read-only values in the same key order (tests/test_job_real.py checks every kept container is
+# read-only and shares nothing with an editable hand-out).
+_flat = frozenset((list, dict, tuple)).isdisjoint  # _flat(map(type, items)): no item is a container
 
 
 _FIELDS_OF = operator.attrgetter("name", "op", "target", "args", "kwargs", "inputs", "users", "role", "calls", "meta")

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Optional
 
 from tracer.model.frame import Frame
 from tracer.model.guards import Guard
 from tracer.model.lazy import on_first_read
-from tracer.model.read_only import freeze_guards
+from tracer.model.read_only import read_only_guard
 from tracer.trace_log.deferred import loading_read_only
 from tracer.trace_log.events import AttemptLog, LogState
 
@@ -51,14 +51,15 @@ def _guard_json(g: dict[str, Any], st: LogState) -> Guard:
 # guard trees (every rank, every step compiled again): the leaves of the last ``_TREES_MAX`` distinct
 # texts are kept as tuples of strings, and each frame gets its own Guard objects and lists.
 _TREES_MAX = 32
-_trees: OrderedDict[str, list[tuple[str, str, tuple[str, ...], tuple[str, ...]]]] = OrderedDict()
+_Leaf = tuple[str, str, tuple[str, ...], tuple[str, ...]]  # a leaf's (kind, source, code, user_stack), as read
+_trees: OrderedDict[str, list[_Leaf]] = OrderedDict()
 
 
 def guards_of(text: str) -> list[Guard]:
     """``cpp_tree(text)``, read once per distinct text (Note [One read per distinct guard tree])."""
     kept = _trees.get(text)
     if kept is None:
-        kept = _trees[text] = [(g.kind, g.source, tuple(g.code), tuple(g.user_stack)) for g in cpp_tree(text)]
+        kept = _trees[text] = _leaves_of(text)
         if len(_trees) > _TREES_MAX:
             _trees.popitem(last=False)
     return [Guard(kind, source, list(code), list(stack)) for kind, source, code, stack in kept]
@@ -78,7 +79,7 @@ _shared_trees: OrderedDict[str, tuple[Guard, ...]] = OrderedDict()
 # shared. Guards are immutable there, so sharing an equal one is seen only by ``is``; each frame
 # still has its own ``guards`` list. The table forgets everything at ``_LEAVES_MAX`` leaves.
 _LEAVES_MAX = 1 << 16
-_leaves: dict[tuple[str, str, tuple[str, ...], tuple[str, ...]], Guard] = {}
+_leaves: dict[_Leaf, Guard] = {}
 
 
 def shared_guards_of(text: str) -> tuple[Guard, ...]:
@@ -87,20 +88,21 @@ def shared_guards_of(text: str) -> tuple[Guard, ...]:
     per distinct leaf]; at most ``_TREES_MAX`` texts kept)."""
     kept = _shared_trees.get(text)
     if kept is None:
-        kept = _shared_trees[text] = tuple(_leaf(g) for g in cpp_tree(text))
+        kept = _shared_trees[text] = tuple(map(_leaf, _leaves_of(text)))
         if len(_shared_trees) > _TREES_MAX:
             _shared_trees.popitem(last=False)
     return kept
 
 
-def _leaf(g: Guard) -> Guard:
-    """The one read-only Guard equal to ``g`` (Note [One read-only guard per distinct leaf])."""
-    key = (g.kind, g.source, tuple(g.code), tuple(g.user_stack))
+def _leaf(key: _Leaf) -> Guard:
+    """The one read-only Guard of the leaf ``key`` (Note [One read-only guard per distinct leaf]): looked up
+    by the fields as read, a Guard made only for a leaf not seen before."""
     kept = _leaves.get(key)
     if kept is None:
         if len(_leaves) >= _LEAVES_MAX:
             _leaves.clear()
-        kept = _leaves[key] = freeze_guards([g])[0]
+        kind, source, code, stack = key
+        kept = _leaves[key] = read_only_guard(kind, source, code, stack)
     return kept
 
 
@@ -120,24 +122,59 @@ _MANAGER_SOURCE = re.compile(r"source=(?P<source>.*?)(?:, accessed_by=.*)?, type
 
 def cpp_tree(text: str) -> list[Guard]:
     """Leaf guards of the C++ guard tree text, by Note [Reading the C++ guard tree]."""
-    out: list[Guard] = []
+    return [Guard(kind, source, list(code), list(stack)) for kind, source, code, stack in _leaves_of(text)]
+
+
+# Note [Guard tree lines read once]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# What a line of a guard tree says -- its depth, and a manager's source or a leaf's kind, check and
+# user stack -- depends on that line alone; only the source a leaf takes depends on the lines above it
+# (the nearest manager). A job's ranks log trees whose lines are mostly equal (they differ where a guard
+# names an object id, Note [One read-only guard per distinct leaf]), and a log repeats trees, so each
+# distinct line is read once, kept for the last ``_LINES_MAX`` distinct lines, and each tree's walk
+# only keeps the stack of managers' sources. A line read from the table is what reading it again would
+# give, so a tree reads exactly as if each line were read on its own.
+_LINES_MAX = 1 << 14
+_lines: dict[str, Any] = {}  # line -> (depth, kind or None for a manager or "" for neither, check or source, stack)
+_NO_LINE = (-1, "", (), ())  # a line of no tree ("+- " nowhere in it)
+
+
+def _line(line: str) -> tuple[int, Optional[str], Any, tuple[str, ...]]:
+    """What one line of a guard tree says (Note [Reading the C++ guard tree])."""
+    bar = line.find("+- ")
+    if bar < 0:
+        return _NO_LINE
+    depth = line[:bar].count("|")
+    head, _, rest = line[bar + 3:].partition(": ")
+    if head.endswith("Manager"):
+        m = _MANAGER_SOURCE.search(rest)
+        return depth, None, m.group("source") if m else "", ()
+    if not head.isupper():  # "KeyValueManager pair at index=N", or no line of the tree
+        return depth, "", (), ()
+    check, _, comment = rest.partition("  # ")
+    check = check.strip()
+    return depth, head, (check,) if check else (), tuple([c.strip() for c in comment.split("  # ")[1:]])
+
+
+def _leaves_of(text: str) -> list[_Leaf]:
+    """``cpp_tree(text)`` as (kind, source, code, user_stack) tuples, no Guard made; each distinct line
+    read once (Note [Guard tree lines read once])."""
+    out: list[_Leaf] = []
     sources: list[tuple[int, str]] = []  # (depth, source) of the enclosing managers
+    lines = _lines
     for line in text.split("\n"):
-        bar = line.find("+- ")
-        if bar < 0:
+        said = lines.get(line)
+        if said is None:
+            if len(lines) >= _LINES_MAX:
+                lines.clear()
+            said = lines[line] = _line(line)
+        depth, kind, what, stack = said
+        if depth < 0:
             continue
-        depth = line[:bar].count("|")
-        body = line[bar + 3:]
         while sources and sources[-1][0] >= depth:
             sources.pop()
-        head, _, rest = body.partition(": ")
-        if head.endswith("Manager"):
-            m = _MANAGER_SOURCE.search(rest)
-            sources.append((depth, m.group("source") if m else ""))
-            continue
-        if not head.isupper():  # "KeyValueManager pair at index=N", or no line of the tree
-            continue
-        check, _, comment = rest.partition("  # ")
-        out.append(Guard(kind=head, source=sources[-1][1] if sources else "", code=[check.strip()] if check.strip() else [],
-                         user_stack=[c.strip() for c in comment.split("  # ")[1:]]))
+        if kind is None:
+            sources.append((depth, what))
+        elif kind:
+            out.append((kind, sources[-1][1] if sources else "", what, stack))
     return out
