@@ -21,6 +21,23 @@ CLICK = """(c, name) => c.querySelector(`.ds-stage [data-node="${name}"]`)
     .dispatchEvent(new MouseEvent("click", {bubbles: true}))"""
 
 
+# Each band the report draws over the code tab's output code (report_kernels.js markCode): its line
+# number, the text of that line in the <pre>, and the band's and that line's top (client px).
+BANDS = """(tab) => [...tab.querySelectorAll(".ds-kernel-line")].map((m) => {
+    const pre = m.parentElement.querySelector("pre");
+    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    const texts = [];
+    for (let t = walker.nextNode(); t; t = walker.nextNode()) texts.push(t);
+    const lines = texts.map((t) => t.data).join("").split("\\n");
+    const line = Number(m.dataset.line);
+    let at = lines.slice(0, line - 1).reduce((n, l) => n + l.length + 1, 0), k = 0;
+    while (at >= texts[k].data.length) { at -= texts[k].data.length; k += 1; }
+    const r = document.createRange();
+    r.setStart(texts[k], at); r.setEnd(texts[k], Math.min(at + 1, texts[k].data.length));
+    return {line, text: lines[line - 1], top: m.getBoundingClientRect().top, textTop: r.getBoundingClientRect().top};
+})"""
+
+
 @pytest.fixture(scope="module")
 def blocks(tmp_path_factory):
     """(capture, report path, the root drawing as stored, [(label, nodes)] of the chooser)."""
@@ -71,6 +88,8 @@ def _spanning(cap, kernels) -> tuple[str, list[str]]:
 
 
 def test_choosing_a_kernel_spanning_two_groups_draws_and_highlights_all_its_nodes(blocks, browser):
+    from viz import code_view
+
     cap, path, root, kernels = blocks
     label, nodes = _spanning(cap, kernels)
     page, errors, picker, host = _open(browser, path)
@@ -87,6 +106,15 @@ def test_choosing_a_kernel_spanning_two_groups_draws_and_highlights_all_its_node
         assert f"its {len(nodes)} nodes drawn" in host.locator(".ds-crumbs").inner_text()
         info = host.locator(".ds-nodeinfo").inner_text()
         assert "kernels" in info and label.split(" ")[0] in info, info
+        # the frame's code tab marks the lines the widget's code tab marks for it, each band on its line
+        tab = page.locator("details.ds-code-tab").first
+        tab.evaluate("(d) => { d.open = true; }")
+        page.wait_for_function("(d) => d.querySelector('.ds-kernel-line')", arg=tab.element_handle(), timeout=10_000)
+        (ig, kernel), = [(ig, k) for ig in cap.frames[0].inductor for k in ig.kernels
+                         if code_view.kernel_key(ig, k) == dict(code_view.kernel_choices(cap.frames[0]))[label]]
+        marks = tab.evaluate(BANDS)
+        assert [m["line"] for m in marks] == code_view.kernel_lines(ig, [kernel]) and marks, marks
+        assert all(kernel.name in m["text"] and abs(m["top"] - m["textTop"]) < 3 for m in marks), marks
         host.locator(".ds-toolbar button", has_text="back").click()  # back to the first view, boxes marked
         page.wait_for_function("(c) => c.querySelector('.ds-crumbs').textContent.startsWith('module boxes')",
                                arg=host.element_handle(), timeout=10_000)

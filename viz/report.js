@@ -8,6 +8,7 @@
 import { BOX_KEYS, INTERNED_KEYS } from "./constants.js";
 import { clickedCodeLine, dsView } from "./view.js";
 import { drawInspector } from "./inspector.js";
+import { kernelMates, markCode, packedBox } from "./report_kernels.js";
 
 const INTERNED = new Set(INTERNED_KEYS);
 
@@ -94,31 +95,6 @@ function withMarks(d, names) {
   if (!names) { d.hi = d.hi0; return d; }
   d.hi = (d.boxes || []).filter((b) => (typeof b.group === "string" ? folds(d, b.id, names) : names.has(b.id))).map((b) => b.id);
   return d;
-}
-
-// The packed drawing of module box `boxId` anywhere below packed drawing `p`, null when none.
-function packedBox(p, boxId) {
-  const open = p.open || {};
-  if (open[boxId]) return open[boxId];
-  for (const sub of Object.values(open)) {
-    const got = packedBox(sub, boxId);
-    if (got) return got;
-  }
-  return null;
-}
-
-// Node -> every node of the kernels computing it, from the kernel chooser of graph `index` of report
-// `root` (the options' `data-nodes`, Note [One kernel chooser]); null when that graph has none.
-function kernelMates(root, index) {
-  const sel = [...root.querySelectorAll("select.ds-kernel-choice")]
-    .find((s) => s.closest(".ds-report") === root && s.dataset.graph === index);
-  if (!sel) return null;
-  const out = {};
-  for (const opt of sel.options) {
-    const names = (opt.dataset.nodes || "").split(" ").filter(Boolean);
-    for (const n of names) out[n] = [...new Set([...(out[n] || []), ...names])];
-  }
-  return out;
 }
 
 // The facts of node `name` of graph `index` from the report's node-info block (viz/report_info.py),
@@ -234,6 +210,7 @@ function dsReport(root) {
       trail = [];
       current = entry;
       crumbs.textContent = Object.keys(packed.open || {}).length ? FIRST : "every node";
+      markCode(host, packed.kl && names.length ? packed.kl[which] : null);
       const own = names.length && packed.k ? packed.k[which] : undefined;
       if (own !== undefined) {  // a drawing of its own: every node drawn
         if (!kernelDrawings[own]) kernelDrawings[own] = { ...unpack(packed.kd[own], data.strings), kernel: true };

@@ -24,7 +24,7 @@ from viz.drawing import PACKED_BOX_KEYS, PACKED_INTERNED, drawing
 from viz.graph_layout import layout
 from viz.grouping import first_expanded, graph_chains
 from viz.markup import json_block
-from viz.report_kernels import kernel_drawings
+from viz.report_kernels import kernel_code_lines, kernel_drawings
 from viz.style import css
 
 __all__ = ["DrawingCache", "canvas_css", "frame_graphs", "graph_drawing", "pack", "report_data", "report_script"]
@@ -303,6 +303,9 @@ def _graph_drawing(graph: Graph, highlight: list[str], strings: dict[str, int], 
         index, kds = kernel_drawings(frame, d, opened)
         if kds:
             out["k"], out["kd"] = index, [pack(kd, strings) for kd in kds]
+        lines = kernel_code_lines(frame)
+        if lines:
+            out["kl"] = lines
     return out
 
 
@@ -328,7 +331,8 @@ def report_data(frames: list[Frame], cache: Optional[DrawingCache] = None,
              for kind, title, g, hi in frame_graphs(f)] for f in frames]
     block_key = None
     if cache is not None and all(e[4] is not None for rows in todo for e in rows):
-        kernels = [[k.dynamo_nodes for g in f.inductor for k in g.kernels] for f in frames]  # drawn apart too
+        kernels = [[(g.output_code, [(k.name, k.dynamo_nodes) for k in g.kernels]) for g in f.inductor]
+                   for f in frames]  # kernels' drawings and code lines are in the block too
         block_key = hashlib.blake2b(repr([[[(e[0], e[1], len(e[2].nodes), e[4]) for e in rows] for rows in todo],
                                           kernels]).encode(), digest_size=20).digest()
         hit = cache.blocks.get(block_key)

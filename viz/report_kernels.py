@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from tracer.model import Frame
-from viz.code_view import kernel_nodes
+from viz.code_view import kernel_choices, kernel_key, kernel_lines, kernel_nodes
 from viz.drawing import drawing
 from viz.graph_layout import layout, opening
 from viz.grouping import first_expanded
 
-__all__ = ["kernel_drawings"]
+__all__ = ["kernel_code_lines", "kernel_drawings"]
 
 
 def _drawn(d: dict[str, Any]) -> set[str]:
@@ -73,3 +73,17 @@ def kernel_drawings(frame: Frame, d: dict[str, Any], opened: dict[str, Any]
             out.append(kd)
         index[key] = shared[paths]
     return index, out
+
+
+def kernel_code_lines(frame: Frame) -> dict[str, list[Any]]:
+    """Kernel (its chooser option value, from 1) -> [index of its Inductor graph in ``frame.inductor``,
+    the lines of that graph's output code the widget's code tab marks for it (:func:`viz.code_view.kernel_lines`)];
+    report.js marks them in the report's code tab when the kernel is chosen."""
+    where = {kernel_key(g, k): (gi, g, k) for gi, g in enumerate(frame.inductor) for k in g.kernels}
+    out = {}
+    for i, (_, key) in enumerate(kernel_choices(frame), 1):
+        gi, g, k = where[key]
+        lines = kernel_lines(g, [k])
+        if lines:
+            out[str(i)] = [gi, lines]
+    return out
