@@ -77,7 +77,9 @@ function openIn(d, boxId, strings) {
 // node too, as for saved values) stays at every level shown until another kernel, or none, is chosen.
 // A click on a node highlights its kernel-mates instead, every node of the kernels computing it (the
 // widget's CodeTab.on_node), from the same option lists; the inspector lists its kernels
-// (viz/info.py, both).
+// (viz/info.py, both). Where the report has the frame's code tab, the chosen kernel's lines of output
+// code are marked, the lines the widget's code tab marks (viz/code_view.py kernel_lines; the root
+// drawing's `kl`; report_kernels.js markCode).
 const idOf = (e) => (typeof e === "string" ? e : e.id);
 
 // True when drawing `d` draws node `name` as a box of its own.
