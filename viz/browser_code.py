@@ -1,7 +1,7 @@
 """The browser code: which ES module files make each script, and the one small bundler that joins them.
 
 Invariant: the files in viz/ (``svg_draw.js``, ``view.js``, ``canvas.js``, ``inspector.js``,
-``inspector_widget.js``, ``report.js``,
+``inspector_widget.js``, ``report_kernels.js``, ``report.js``,
 ``report_lazy.js``, ``report_page.js``, ``report_file_page.js``, ``job_grid.js``) are real ES modules, and every script the browser runs is made of
 them by :func:`bundle` from the lists in :data:`BUNDLES` — the anywidget ``_esm`` of the graph canvas
 and of the job grid (JupyterLab), and the static report's ``<script>`` — so a widget and a report run
@@ -60,10 +60,10 @@ class Bundle:
 BUNDLES = {
     "canvas": Bundle(("svg_draw.js", "view.js", "canvas.js"), "module"),  # viz.canvas.GraphCanvas._esm
     "inspector": Bundle(("inspector.js", "inspector_widget.js"), "module"),  # viz.inspector.Inspector._esm
-    "job_grid": Bundle(("svg_draw.js", "view.js", "inspector.js", "report.js", "job_grid.js"), "module"),  # JobGrid._esm
-    "report": Bundle(("svg_draw.js", "view.js", "inspector.js", "report.js", "report_page.js"), "script"),  # static report
+    "job_grid": Bundle(("svg_draw.js", "view.js", "inspector.js", "report_kernels.js", "report.js", "job_grid.js"), "module"),  # JobGrid._esm
+    "report": Bundle(("svg_draw.js", "view.js", "inspector.js", "report_kernels.js", "report.js", "report_page.js"), "script"),  # static report
     # the one-file report's script (viz/report_file.py): the same, and its frames loaded on demand
-    "report_file": Bundle(("svg_draw.js", "view.js", "inspector.js", "report.js", "report_lazy.js", "report_file_page.js"),
+    "report_file": Bundle(("svg_draw.js", "view.js", "inspector.js", "report_kernels.js", "report.js", "report_lazy.js", "report_file_page.js"),
                           "script"),
 }
 

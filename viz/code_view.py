@@ -16,7 +16,7 @@ from tracer.model import Capture, CodeText, Frame, GraphBreak, InductorGraph, Ke
 from viz.markup import fragment, render
 
 __all__ = ["CodeTab", "breaks_to_resume", "bytecode_html", "code_html", "frame_code_html", "inductor_html", "kernel_choices",
-           "kernel_colours", "kernel_key", "kernel_nodes",
+           "kernel_colours", "kernel_key", "kernel_lines", "kernel_nodes",
            "pages", "shapes_html"]
 
 PALETTE = ("#fde2e4", "#e2ece9", "#dfe7fd", "#fff1c1", "#e9d8fd", "#d3f8e2", "#ffd6a5", "#cddafd")
@@ -124,6 +124,12 @@ def kernel_nodes(frame: Optional[Frame]) -> list[tuple[str, list[str]]]:
     return [(label, list(nodes[key])) for label, key in kernel_choices(frame)]
 
 
+def kernel_lines(graph: InductorGraph, kernels: list[Kernel]) -> list[int]:
+    """The lines (from 1) of ``graph``'s output code that the code tab marks for ``kernels``: those naming
+    one of them (by name, Note [Kernel identity]); the widget's and the report's (viz/report_kernels.py)."""
+    return [i + 1 for i, ln in enumerate(graph.output_code.splitlines()) if any(k.name in ln for k in kernels)]
+
+
 def inductor_html(frame: Frame, *, kernel: str = "", node: str = "") -> str:
     """Each Inductor graph: its kernels (coloured), the output code with the lines of ``kernel`` (a
     :func:`kernel_key`) marked, and the post-grad graph with nodes coloured by kernel; ``node`` (a
@@ -132,7 +138,7 @@ def inductor_html(frame: Frame, *, kernel: str = "", node: str = "") -> str:
     for g in frame.inductor:
         colours = {k.name: PALETTE[i % len(PALETTE)] for i, k in enumerate(g.kernels)}
         chosen = [k for k in g.kernels if kernel_key(g, k) == kernel or (node and node in k.dynamo_nodes)]
-        marked = [i + 1 for i, ln in enumerate(g.output_code.splitlines()) if any(k.name in ln for k in chosen)]
+        marked = kernel_lines(g, chosen)
         node_colour = kernel_colours(g)
         chosen_nodes = {n for k in chosen for n in k.post_grad_nodes}
         post = [{"text": ln, "colour": node_colour.get(_defined(ln), ""), "bold": _defined(ln) in chosen_nodes}

@@ -8,6 +8,7 @@
 import { BOX_KEYS, INTERNED_KEYS } from "./constants.js";
 import { clickedCodeLine, dsView } from "./view.js";
 import { drawInspector } from "./inspector.js";
+import { kernelMates, markCode, packedBox } from "./report_kernels.js";
 
 const INTERNED = new Set(INTERNED_KEYS);
 
@@ -63,15 +64,22 @@ function openIn(d, boxId, strings) {
 // The report offers the widget's kernel chooser (viz/code_view.py CodeTab): above a frame's root graph
 // a list of its Inductor kernels, each once, labelled and in the order of `kernel_choices` (the widget's
 // own list, Note [Kernel identity]), each option carrying the Dynamo nodes it computes
-// (`kernel_nodes`, the `dynamo_nodes` the widget highlights). Choosing one highlights those nodes as
-// the widget does (the drawing's `hi`, drawn by svg_draw.js for both) and selects and inspects the
-// first. The widget opens every module box folding one of them (viz/graph_layout.py `opening`) in one
-// drawing; the report has one precomputed drawing per module box (Note [Folding in the report]), and
-// one per kernel would grow the file with every kernel. So the report opens, from the top, the boxes
-// folding the first node until it is drawn (its search's way, view.js), highlights every node of the
-// kernel drawn there and every module box folding one (as it marks boxes holding saved values), and
-// says how many of the kernel's nodes are drawn there; the highlight stays at every level shown
-// ("back" shows the boxes holding the others) until another kernel, or none, is chosen.
+// (`kernel_nodes`, the `dynamo_nodes` the widget highlights). Choosing one draws and highlights every
+// one of those nodes as the widget does (the drawing's `hi`, drawn by svg_draw.js for both) and selects
+// and inspects the first. The report has one precomputed drawing per module box (Note [Folding in the
+// report]); the rule: a kernel whose nodes are all drawn by the drawing that opens, from the top, the
+// boxes folding its first node (its search's way, view.js) is shown there; any other kernel (most fused
+// kernels of a model span two blocks) gets a drawing of its own, the widget's: the first view with
+// every module box folding one of its nodes opened (viz/graph_layout.py `opening`), made by
+// viz/report_kernels.py, stored under the root drawing's `kd` (`k`: option value -> index), only for
+// such kernels and once per set of opened boxes. A module box of that drawing opens the first view's
+// drawing of the same box; "back" returns to the first view. The highlight (module boxes folding a
+// node too, as for saved values) stays at every level shown until another kernel, or none, is chosen.
+// A click on a node highlights its kernel-mates instead, every node of the kernels computing it (the
+// widget's CodeTab.on_node), from the same option lists; the inspector lists its kernels
+// (viz/info.py, both). Where the report has the frame's code tab, the chosen kernel's lines of output
+// code are marked, the lines the widget's code tab marks (viz/code_view.py kernel_lines; the root
+// drawing's `kl`; report_kernels.js markCode).
 const idOf = (e) => (typeof e === "string" ? e : e.id);
 
 // True when drawing `d` draws node `name` as a box of its own.
@@ -125,7 +133,7 @@ function dsReport(root) {
     host.dsShow = (needle) => { host.dsInit(); host.dsFind(needle); };
     // after the first drawing's fit (the next animation frame), so the fit does not undo the centring
     host.dsGoTo = (name) => { host.dsInit(); requestAnimationFrame(() => { if (host.dsNode) host.dsNode(name); }); };
-    host.dsKernelShow = (names) => { host.dsInit(); if (host.dsKernel) host.dsKernel(names); };
+    host.dsKernelShow = (names, which) => { host.dsInit(); if (host.dsKernel) host.dsKernel(names, which); };
     if (near) near.observe(host); else host.dsInit();
   }
 
@@ -145,10 +153,16 @@ function dsReport(root) {
     const FIRST = "module boxes: click one to open it, \u201cback\u201d to return";
     let v = null;
     let marked = null;  // the chosen kernel's nodes (Note [One kernel chooser]), marked in every drawing shown
+    const kernelDrawings = {};  // index into packed.kd -> its drawing, unpacked once
+    const mates = kernelMates(root, host.dataset.graph);  // node -> the nodes of the kernels computing it
     const show = (d, title) => { current = d; crumbs.textContent = title; v.draw(withMarks(d, marked), true); };
     // One level down from `current` into its module box `boxId`, not drawn yet; false if it has none.
     const down = (boxId) => {
-      const sub = openIn(current, boxId, data.strings);
+      let sub = openIn(current, boxId, data.strings);
+      if (!sub && current.kernel) {  // a kernel's drawing: the first view's drawing of the same box
+        const p = packedBox(packed, boxId);
+        if (p) sub = unpack(p, data.strings);
+      }
       if (!sub) return false;
       const b = (current.boxes || []).find((x) => x.id === boxId);
       trail.push([current, crumbs.textContent]);
@@ -164,7 +178,10 @@ function dsReport(root) {
     };
     v = dsView(canvasEl, {
       height: Number(host.dataset.height) || 520, roleCss: data.css, uid: `dsr${globalThis.__dynascopeCanvases}`,
-      onNode: inspect,
+      onNode(name) {  // the node's kernel-mates highlighted (Note [One kernel chooser]), as the widget does
+        if (mates) { marked = mates[name] ? new Set(mates[name]) : null; v.draw(withMarks(current, marked), false); }
+        inspect(name);
+      },
       onGroup(path, boxId) { if (down(boxId)) show(current, crumbs.textContent); },
       searchIn: () => entry,  // the whole graph, whatever level is shown
       onReveal(hit, d) {  // a search hit folded in module boxes of drawing `d` (shown, or above it): open them
@@ -190,11 +207,18 @@ function dsReport(root) {
       v.search.value = needle;
       requestAnimationFrame(() => v.find(false));
     };
-    host.dsKernel = (names) => {  // Note [One kernel chooser]
+    host.dsKernel = (names, which) => {  // Note [One kernel chooser]
       marked = names.length ? new Set(names) : null;
       trail = [];
       current = entry;
       crumbs.textContent = Object.keys(packed.open || {}).length ? FIRST : "every node";
+      markCode(host, packed.kl && names.length ? packed.kl[which] : null);
+      const own = names.length && packed.k ? packed.k[which] : undefined;
+      if (own !== undefined) {  // a drawing of its own: every node drawn
+        if (!kernelDrawings[own]) kernelDrawings[own] = { ...unpack(packed.kd[own], data.strings), kernel: true };
+        current = kernelDrawings[own];
+        crumbs.textContent = `kernel: its ${names.length} nodes drawn, the module boxes folding them opened`;
+      }
       const first = new Set(names.slice(0, 1));
       while (names.length && !drawnIn(current, names[0])) {  // down to the first node, the one selected
         const holder = current.boxes.find((b) => typeof b.group === "string" && folds(current, b.id, first));
@@ -329,7 +353,7 @@ function dsKernels(root) {
       const opt = sel.options[sel.selectedIndex];
       const details = host.closest("details");
       if (details) details.open = true;
-      host.dsKernelShow(((opt && opt.dataset.nodes) || "").split(" ").filter(Boolean));
+      host.dsKernelShow(((opt && opt.dataset.nodes) || "").split(" ").filter(Boolean), opt ? opt.value : "");
     });
   }
 }

@@ -24,6 +24,7 @@ from viz.drawing import PACKED_BOX_KEYS, PACKED_INTERNED, drawing
 from viz.graph_layout import layout
 from viz.grouping import first_expanded, graph_chains
 from viz.markup import json_block
+from viz.report_kernels import kernel_code_lines, kernel_drawings
 from viz.style import css
 
 __all__ = ["DrawingCache", "canvas_css", "frame_graphs", "graph_drawing", "pack", "report_data", "report_script"]
@@ -290,14 +291,22 @@ def graph_drawing(graph: Graph, highlight: list[str], strings: dict[str, int],
 
 
 def _graph_drawing(graph: Graph, highlight: list[str], strings: dict[str, int], cache: Optional[DrawingCache],
-                   key: Optional[bytes]) -> dict[str, Any]:
+                   key: Optional[bytes], frame: Optional[Frame] = None) -> dict[str, Any]:
     got = cache.get(key) if cache is not None and key is not None else None
     if got is None:
         got = _unpacked(graph, highlight)
         if cache is not None and key is not None:
             cache.put(key, got)
     d, opened = got
-    return _packed(d, opened, strings)
+    out = _packed(d, opened, strings)
+    if frame is not None and frame.inductor:  # the root graph: kernels drawn apart (Note [One kernel chooser])
+        index, kds = kernel_drawings(frame, d, opened)
+        if kds:
+            out["k"], out["kd"] = index, [pack(kd, strings) for kd in kds]
+        lines = kernel_code_lines(frame)
+        if lines:
+            out["kl"] = lines
+    return out
 
 
 # Note [No cyclic GC while a report renders]
@@ -322,8 +331,10 @@ def report_data(frames: list[Frame], cache: Optional[DrawingCache] = None,
              for kind, title, g, hi in frame_graphs(f)] for f in frames]
     block_key = None
     if cache is not None and all(e[4] is not None for rows in todo for e in rows):
-        block_key = hashlib.blake2b(repr([[(e[0], e[1], len(e[2].nodes), e[4]) for e in rows] for rows in todo]).encode(),
-                                    digest_size=20).digest()
+        kernels = [[(g.output_code, [(k.name, k.dynamo_nodes) for k in g.kernels]) for g in f.inductor]
+                   for f in frames]  # kernels' drawings and code lines are in the block too
+        block_key = hashlib.blake2b(repr([[[(e[0], e[1], len(e[2].nodes), e[4]) for e in rows] for rows in todo],
+                                          kernels]).encode(), digest_size=20).digest()
         hit = cache.blocks.get(block_key)
         if hit is not None:
             cache.blocks.move_to_end(block_key)
@@ -337,7 +348,7 @@ def report_data(frames: list[Frame], cache: Optional[DrawingCache] = None,
             rows = []
             for kind, title, g, hi, key in entries:
                 rows.append((kind, title, len(graphs), len(g.nodes)))
-                graphs.append(_graph_drawing(g, hi, strings, cache, key))
+                graphs.append(_graph_drawing(g, hi, strings, cache, key, frames[fi] if kind == "root" else None))
                 if times is not None and times[fi].get(kind):
                     _heat(graphs[-1], times[fi][kind], max(times[fi][kind].values()))
             per_frame.append(rows)
