@@ -280,7 +280,8 @@ def first_expanded(graph: Graph, boxes: int = FIRST_VIEW_BOXES) -> frozenset[str
 # counts them, is at most WRAPPER_BUDGETS budgets (40 boxes for the first view's 20); a bigger one stays
 # one box and the walk goes on as for any group (it opens only within the budget, so not at all). So a
 # wrapper holding hundreds of nodes of its own (none in a child) never puts them all in the first view,
-# and the rule does not depend on what sits beside the wrapper. The biggest wrappers met are far below:
+# and the rule does not depend on what sits beside the wrapper (the walk counts a joint's module once,
+# though it shows a forward and a backward half). The biggest wrappers met are far below:
 # GPT-2's ``transformer`` on 2.11 shows 23 boxes open in the Dynamo graph and 26 in a log's joint,
 # Llama's ``model.model`` (bench.models' llama_hf) 19 on 2.11, T5's ``model.decoder`` (t5_hf) 4.
 WRAPPER_BUDGETS = 2  # the same slack a joint's "no module" runs get (Note [Runs of the no-module group])
