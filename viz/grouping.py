@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from tracer.model import Graph, Node
-from viz.backward_groups import NO_MODULE, edge_kind
+from viz.backward_groups import NO_MODULE, edge_kind, ranking_edges
 from viz.module_paths import INFERRED, graph_chains, module_chain, module_tree, split_path
 
 __all__ = [
@@ -107,6 +107,7 @@ class Visible:
     grouped: bool  # True when grouping was applied (the graph is above the threshold)
     item_of: dict[str, str]  # node name -> id of the item that shows it
     kinds: list[str] = field(default_factory=list)  # per edge: "" or SAVED_EDGE (Note [Saved values as their own edge kind])
+    ranking: list[tuple[str, str]] = field(default_factory=list)  # the edges layouts rank on, drawn or not (Note [Saved edges do not rank])
 
 
 def _auto_open(graph: Graph) -> set[str]:
@@ -178,7 +179,9 @@ def visible(graph: Graph, expanded: Iterable[str] = (), threshold: int = GROUP_T
                 saved[key] = saved.get(key, True) and bool(kind)
     edges = list(saved)
     kinds = ["saved" if saved[e] else "" for e in edges]
-    return Visible(items=_topological(items, edges), edges=edges, grouped=grouped, item_of=item_of, kinds=kinds)
+    ranking = ranking_edges(graph, item_of, edges, kinds, group_id(NO_MODULE))  # Note [Saved edges do not rank]
+    return Visible(items=_topological(items, ranking), edges=edges, grouped=grouped, item_of=item_of, kinds=kinds,
+                   ranking=ranking)
 
 
 def _targets(graph: Graph, expanded: Iterable[str]) -> list[Optional[tuple[str, str]]]:
@@ -203,7 +206,8 @@ def _targets(graph: Graph, expanded: Iterable[str]) -> list[Optional[tuple[str, 
 # transpose) although the gradient reaches it last, through ``layers.11 -> ... -> layers.1``. The linear
 # layout ranks along item order, so that box order put all twelve layer boxes on one 5,700 px row.
 # Items are therefore sorted topologically over the box edges (ties by first node, so a graph without
-# groups keeps FX's order exactly); if folding made a cycle, the first-node order stays.
+# groups keeps FX's order exactly); if folding made a cycle, the first-node order stays. The box edges are
+# ``Visible.ranking``: a backward graph's saved edges take no part (Note [Saved edges do not rank] in viz/backward_groups.py).
 def _topological(items: list[Item], edges: list[tuple[str, str]]) -> list[Item]:
     import heapq
 
