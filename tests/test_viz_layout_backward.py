@@ -93,3 +93,12 @@ def test_place_ranks_on_the_ranking_edges_only():
     assert [b.y for b in boxes] == sorted({b.y for b in boxes})  # a chain: three rows
     paths, _, _ = place(boxes, edges, ranking=[("b", "c")])
     assert boxes[0].y == boxes[1].y < boxes[2].y and len(paths) == 2  # a is a source on top; its edge still drawn
+
+
+def test_to_dot_ranks_a_backward_graph_like_the_layout():
+    import viz
+
+    text = viz.to_dot(_graph("backward"), threshold=0)
+    assert '"module:b0" -> "module:b1" [style=dashed constraint=false]' in text  # a saved edge: dashed, no rank
+    assert '"module:b1" -> "module:b0" [style=invis]' in text  # the gradient through the (no module) box
+    assert "constraint=false" not in viz.to_dot(_graph("forward"), threshold=0)

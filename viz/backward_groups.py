@@ -89,7 +89,7 @@ def edge_kind(graph: Graph, src: Node, dst: Node) -> str:
 # In a backward graph (``graph.name == "backward"``) the gradient is the main direction, drawn top
 # down: the box edges a layout ranks on (``Visible.ranking``, from ``ranking_edges``) leave out the
 # SAVED_EDGE ones. ``dot`` gets a drawn edge that does not rank with ``constraint=false``
-# (viz/layout_dot.py); the linear layout ranks, wraps and places x on the ranking edges only, and the
+# (viz/layout_dot.py; ``viz.to_dot`` alike, viz/dot.py); the linear layout ranks, wraps and places x on the ranking edges only, and the
 # boxes are sorted topologically over them (viz/grouping.py ``visible``). A box whose only edges are
 # saved ones has nothing to rank on: it is a source and sits in the top row, like a placeholder, in
 # both engines. Saved edges are still drawn (dashed), up or down a lane as they fall.
