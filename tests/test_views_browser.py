@@ -289,6 +289,23 @@ def test_report_search_and_folding_reach_every_node(gpt2, browser, tmp_path):
         page.close()
 
 
+@pytest.mark.parametrize("engine", ["dot", "linear"])
+def test_gpt2_backward_first_view_follows_the_gradient(gpt2, engine):
+    """The live GPT-2 backward's first view, drawn by either engine, runs along the gradient: ln_f above h.3
+    above ... above h.0, though each block's backward reads the saved output of the block before (Note
+    [Saved edges do not rank] in viz/backward_groups.py); before, the blocks were drawn in the forward's order."""
+    from viz.grouping import first_expanded
+
+    (graph,) = [f.aot.backward for f in gpt2.frames if f.aot is not None and f.aot.backward is not None
+                and len(f.aot.backward.nodes) > 100]
+    lay = viz.layout(graph, expanded=first_expanded(graph), engine=engine)
+    assert lay.engine == engine, lay.note
+    y = {b.group: b.y for b in lay.boxes if b.group}
+    t = "L['self'].transformer"
+    order = [f"{t}.ln_f"] + [f"{t}.h.{i}" for i in (3, 2, 1, 0)]
+    assert [y[p] for p in order] == sorted(y[p] for p in order) and len({y[p] for p in order}) == 5, y
+
+
 def test_widget_opens_gpt2_modules_one_level_at_a_time(gpt2):
     """The explorer on the same GPT-2 capture: transformer.h opens on its four blocks, a block on its layers."""
     from viz.explorer import Explorer

@@ -304,14 +304,14 @@ def test_first_expanded_opens_breadth_first_up_to_the_box_budget():
     assert first_expanded(graph(node("x", op="placeholder"), node("y", "x"))) == frozenset()
 
 
-def _gpt2_like(loose: int) -> Graph:
-    """x -> transformer (``loose`` nodes of its own, wte, h with 4 blocks of 10 nodes) -> lm_head (1 node)."""
+def _gpt2_like(loose: int, block: int = 10) -> Graph:
+    """x -> transformer (``loose`` nodes of its own, wte, h with 4 blocks of ``block`` nodes) -> lm_head (1 node)."""
     t = "L['self'].transformer"
     top, tr = (S, "LM"), (t, "Model")
     nodes = [node("x", op="placeholder")]
     nodes += [node(f"t{k}", nodes[-1].name, stack=[top, tr]) for k in range(loose)]
     nodes += [node(f"e{k}", nodes[-1].name, stack=[top, tr, (f"{t}.wte", "Embedding")]) for k in range(2)]
-    nodes += [node(f"b{i}_{k}", nodes[-1].name, stack=[top, tr, (f"{t}.h.{i}", "Block")]) for i in range(4) for k in range(10)]
+    nodes += [node(f"b{i}_{k}", nodes[-1].name, stack=[top, tr, (f"{t}.h.{i}", "Block")]) for i in range(4) for k in range(block)]
     return graph(*nodes, node("head", nodes[-1].name, stack=[top, (f"{S}.lm_head", "Linear")]),
                  node("output", "head", op="output"))
 
@@ -328,6 +328,21 @@ def test_first_view_opens_a_wrapper_whatever_its_loose_nodes():
         assert group_id(f"{t}.h") in [it.id for it in visible(g, opened, threshold=0).items]
     assert first_expanded(_gpt2_like(2), boxes=10) == {t, f"{t}.wte"}  # then the budget: wte fits, h does not
     assert first_expanded(_gpt2_like(12), boxes=10) == {t}
+
+
+def test_a_wrapper_too_big_to_open_stays_one_box():
+    """Note [The first view opens wrappers]: with a budget of 10, a wrapper opens while what it shows open (its
+    own nodes, wte and h) is at most 20 boxes: ``transformer`` with 18 nodes of its own opens, with 19 it is one
+    box (the walk goes on: nothing else fits), and with 300 the first view is still 4 boxes, not 303."""
+    t = "L['self'].transformer"
+    opened = first_expanded(_gpt2_like(18), boxes=10)
+    assert t in opened and f"{t}.h" not in opened, opened
+    assert len(visible(_gpt2_like(18), opened, threshold=0).items) == 23  # x, 18 own, wte, h, head, output
+    for loose in (19, 300):
+        g = _gpt2_like(loose, block=100)  # h stays over half of the placed nodes: transformer is still a wrapper
+        opened = first_expanded(g, boxes=10)
+        assert opened == frozenset(), (loose, opened)
+        assert [it.id for it in visible(g, opened, threshold=0).items] == ["x", group_id(t), "head", "output"]
 
 
 def test_first_view_counts_only_nodes_placed_in_a_module_for_wrappers():

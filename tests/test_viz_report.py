@@ -225,7 +225,8 @@ def test_report_draws_forward_and_backward_with_saved_values_marked():
     edges = block["graphs"][bi]["e"]
     assert [e[3:] for e in edges] == [["saved"], []]  # cos -> neg is saved, neg -> output is the gradient
     assert viz.to_svg(layout(bwd, engine="linear")).count('class="edge saved"') == 1  # the static SVG too
-    assert viz.to_dot(bwd).count("[style=dashed]") == 1  # and the DOT
+    # and the DOT, where it does not rank (Note [Saved edges do not rank])
+    assert viz.to_dot(bwd).count("[style=dashed constraint=false]") == 1
 
 
 def test_module_rows_count_nodes_params_and_saved_bytes():

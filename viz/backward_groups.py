@@ -3,14 +3,15 @@
 Invariant: display only, never the record: a node's ``meta`` is untouched; a backward computing node
 with no module chain goes to the one NO_MODULE box, except an epilogue ``copy_`` into an input,
 which goes with the module that reads that input; edges carrying a saved or recomputed forward
-value are of kind SAVED_EDGE. Torch-free and linear in the graph.
+value are of kind SAVED_EDGE, and in a backward graph they do not rank (``ranking_edges``). Torch-free
+and linear in the graph.
 """
 
 from __future__ import annotations
 
 from tracer.model import Graph, Node
 
-__all__ = ["NO_MODULE", "NO_MODULE_TYPE", "RUN_TYPE_PREFIX", "SAVED_EDGE", "edge_kind", "place_unmoduled", "run_path",
+__all__ = ["NO_MODULE", "NO_MODULE_TYPE", "RUN_TYPE_PREFIX", "SAVED_EDGE", "edge_kind", "place_unmoduled", "ranking_edges", "run_path",
            "run_type"]
 
 # Note [Backward nodes without a forward node]
@@ -65,7 +66,6 @@ NO_MODULE_TYPE = "no module recorded"
 # edge it stands for is.
 SAVED_EDGE = "saved"
 
-
 def _backward(graph: Graph, n: Node) -> bool:
     return n.meta.get("partition") == "backward" or (graph.name == "backward" and n.op not in ("placeholder", "output"))
 
@@ -82,6 +82,46 @@ def edge_kind(graph: Graph, src: Node, dst: Node) -> str:
     if graph.name not in ("backward", "joint") or not _backward(graph, dst) or dst.op == "output":
         return ""
     return SAVED_EDGE if _forward_value(graph, src) else ""
+
+
+# Note [Saved edges do not rank]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# In a backward graph (``graph.name == "backward"``) the gradient is the main direction, drawn top
+# down: the box edges a layout ranks on (``Visible.ranking``, from ``ranking_edges``) leave out the
+# SAVED_EDGE ones. ``dot`` gets a drawn edge that does not rank with ``constraint=false``
+# (viz/layout_dot.py; ``viz.to_dot`` alike, viz/dot.py); the linear layout ranks, wraps and places x on the ranking edges only, and the
+# boxes are sorted topologically over them (viz/grouping.py ``visible``). A box whose only edges are
+# saved ones has nothing to rank on: it is a source and sits in the top row, like a placeholder, in
+# both engines. Saved edges are still drawn (dashed), up or down a lane as they fall.
+# The folded NO_MODULE box is a hub on the gradient path (``h.3 -> (no module) -> h.2 -> (no module)``):
+# ranked on, it is a cycle and the modules' order is lost. So in a backward graph its edges do not rank
+# either (it is a source, in the top row: the loss's gradient starts in module-less nodes); in their
+# place rank the module-to-module edges the gradient takes through its nodes (``h.3 -> h.2``), found
+# in one pass over the graph. They are not drawn (``dot`` gets them ``style=invis``).
+# Why: ranked on, a saved value pulls its reader below it, and GPT-2's blocks, each reading the saved
+# output of the block before, were drawn h.0 above h.1 ... above h.3 above ln_f: the forward's order,
+# while the gradient runs ln_f -> h.3 -> ... -> h.0 through "(no module)" nodes drawn against it.
+# A joint graph keeps ranking on every edge: there the point is the forward half above the backward
+# half, and the saved edges are exactly what holds each backward node below the forward value it reads.
+def ranking_edges(graph: Graph, item_of: dict[str, str], edges: list[tuple[str, str]], kinds: list[str],
+                  loose: str) -> list[tuple[str, str]]:
+    """The box edges to rank on (Note [Saved edges do not rank]): ``edges`` (box ids, ``kinds`` alike), but in
+    a backward graph without saved ones, and with the NO_MODULE box ``loose`` (when folded) ranked through."""
+    if graph.name != "backward":
+        return list(edges)
+    out = {e: None for e, k in zip(edges, kinds, strict=True) if k != SAVED_EDGE and loose not in e}
+    reach: dict[str, set[str]] = {}  # a node in ``loose`` -> the boxes whose gradient reaches it through ``loose`` only
+    for n in graph.nodes:
+        box = item_of[n.name]
+        for i in n.inputs:
+            if i not in item_of or edge_kind(graph, graph.node(i), n):
+                continue
+            came = reach.get(i, set()) if item_of[i] == loose else {item_of[i]}
+            if box == loose:
+                reach.setdefault(n.name, set()).update(came)
+            else:
+                out.update(((a, box), None) for a in came if a != box)
+    return list(out)
 
 
 def run_path(k: int) -> str:

@@ -69,7 +69,11 @@ def to_dot(graph: Graph, *, rankdir: str = "TB", expanded: Iterable[str] = (), m
         extra = ' style="rounded,filled,dashed"' if b.group is not None else ""
         lines.append(f"\t{_id(b.id)} [label={_label(b.label, b.sublabel)} class={_id('role-' + b.role)} "
                      f'color="{st.stroke}" fillcolor="{st.fill}"{extra}]')
+    ranks = set(vis.ranking)  # a backward graph ranks along the gradient: Note [Saved edges do not rank]
     for (s, d), kind in zip(vis.edges, vis.kinds, strict=True):  # a saved value: Note [Saved values as their own edge kind]
-        lines.append(f"\t{_id(s)} -> {_id(d)}" + (" [style=dashed]" if kind else ""))
+        attrs = (["style=dashed"] if kind else []) + ([] if (s, d) in ranks else ["constraint=false"])
+        lines.append(f"\t{_id(s)} -> {_id(d)}" + (f" [{' '.join(attrs)}]" if attrs else ""))
+    drawn = set(vis.edges)
+    lines.extend(f"\t{_id(s)} -> {_id(d)} [style=invis]" for s, d in vis.ranking if (s, d) not in drawn)
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -190,18 +190,19 @@ def layout(graph: Graph, *, expanded: Iterable[str] = frozenset(), engine: str =
         elif engine == "auto" and (v := virtual_nodes(boxes, vis.edges)) > DOT_MAX_VIRTUAL:
             note = f"long edges ({v} virtual nodes > {DOT_MAX_VIRTUAL}): linear layout"
         else:
-            got = _dot(boxes, vis.edges, vis.kinds, deadline, capped=len(boxes) + virtual_nodes(boxes, vis.edges)
+            got = _dot(boxes, vis.edges, vis.kinds, vis.ranking, deadline, capped=len(boxes) + virtual_nodes(boxes, vis.edges)
                        >= layout_dot.NSLIMIT_FROM)
             if got is not None:
                 return Layout(boxes, got[0], got[1], got[2], "dot", vis.grouped, nodes=len(graph.nodes))
             note = f"dot did not finish within {deadline:g} s (or is not installed): linear layout"
-    paths, width, height = layout_linear.place(boxes, vis.edges)
+    paths, width, height = layout_linear.place(boxes, vis.edges, vis.ranking)  # Note [Saved edges do not rank]
     edges = [Edge(s, d, p, k) for (s, d), p, k in zip(vis.edges, paths, vis.kinds, strict=True)]
     return Layout(boxes, edges, width, height, "linear", vis.grouped, note, nodes=len(graph.nodes))
 
 
-def _dot(boxes: list[Box], edges: list[tuple[str, str]], kinds: list[str], deadline: float, *, capped: bool):
-    source = layout_dot.layout_source(boxes, edges)
+def _dot(boxes: list[Box], edges: list[tuple[str, str]], kinds: list[str], ranking: list[tuple[str, str]],
+         deadline: float, *, capped: bool):
+    source = layout_dot.layout_source(boxes, edges, ranking=ranking)
     res = layout_dot.run_dot(source, deadline, capped=capped)
     if res is None or any(f"n{i}" not in res.centers for i in range(len(boxes))):
         return None

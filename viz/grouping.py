@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from tracer.model import Graph, Node
-from viz.backward_groups import NO_MODULE, edge_kind
+from viz.backward_groups import NO_MODULE, edge_kind, ranking_edges
 from viz.module_paths import INFERRED, graph_chains, module_chain, module_tree, split_path
 
 __all__ = [
@@ -107,6 +107,7 @@ class Visible:
     grouped: bool  # True when grouping was applied (the graph is above the threshold)
     item_of: dict[str, str]  # node name -> id of the item that shows it
     kinds: list[str] = field(default_factory=list)  # per edge: "" or SAVED_EDGE (Note [Saved values as their own edge kind])
+    ranking: list[tuple[str, str]] = field(default_factory=list)  # the edges layouts rank on, drawn or not (Note [Saved edges do not rank])
 
 
 def _auto_open(graph: Graph) -> set[str]:
@@ -178,7 +179,9 @@ def visible(graph: Graph, expanded: Iterable[str] = (), threshold: int = GROUP_T
                 saved[key] = saved.get(key, True) and bool(kind)
     edges = list(saved)
     kinds = ["saved" if saved[e] else "" for e in edges]
-    return Visible(items=_topological(items, edges), edges=edges, grouped=grouped, item_of=item_of, kinds=kinds)
+    ranking = ranking_edges(graph, item_of, edges, kinds, group_id(NO_MODULE))  # Note [Saved edges do not rank]
+    return Visible(items=_topological(items, ranking), edges=edges, grouped=grouped, item_of=item_of, kinds=kinds,
+                   ranking=ranking)
 
 
 def _targets(graph: Graph, expanded: Iterable[str]) -> list[Optional[tuple[str, str]]]:
@@ -203,7 +206,8 @@ def _targets(graph: Graph, expanded: Iterable[str]) -> list[Optional[tuple[str, 
 # transpose) although the gradient reaches it last, through ``layers.11 -> ... -> layers.1``. The linear
 # layout ranks along item order, so that box order put all twelve layer boxes on one 5,700 px row.
 # Items are therefore sorted topologically over the box edges (ties by first node, so a graph without
-# groups keeps FX's order exactly); if folding made a cycle, the first-node order stays.
+# groups keeps FX's order exactly); if folding made a cycle, the first-node order stays. The box edges are
+# ``Visible.ranking``: a backward graph's saved edges take no part (Note [Saved edges do not rank] in viz/backward_groups.py).
 def _topological(items: list[Item], edges: list[tuple[str, str]]) -> list[Item]:
     import heapq
 
@@ -247,7 +251,7 @@ FIRST_VIEW_BOXES = 20
 
 
 def first_expanded(graph: Graph, boxes: int = FIRST_VIEW_BOXES) -> frozenset[str]:
-    """The ``expanded`` set a graph is first shown with: wrappers opened, then top-level modules breadth-first
+    """The ``expanded`` set a graph is first shown with: wrappers opened (but too big ones), then modules breadth-first
     while at most ``boxes`` boxes show (Note [The first view opens wrappers], Note [Group whatever the size]);
     :func:`default_expanded` for a graph without module stacks."""
     if threshold_for(graph):
@@ -261,12 +265,13 @@ def first_expanded(graph: Graph, boxes: int = FIRST_VIEW_BOXES) -> frozenset[str
 # groups first: a group opens when the boxes shown, counted from the module tree (a closed group is one
 # box, an open one shows its own nodes and its children; _auto_open groups are never boxes), stay within
 # the budget once it is open; one that would overflow stays closed and the walk goes on with later ones.
-# Before any budget, the walk opens every *wrapper*: a group holding more than half of the nodes placed
-# in a module (not loose, not in the "no module" group) with a child group that holds more than half too.
-# Groups over half form one chain, outside in (any two share a node, so one encloses the other); all
-# but the innermost are wrappers: closed, each would be one box holding most of the graph, mostly one
-# child. The innermost is where the bulk first splits (GPT-2's ``transformer.h`` into its blocks) and
-# stays under the budget. A wrapper's opened boxes count toward the budget, leaving less for the rest.
+# Before the budget, the walk opens every *wrapper*: a group holding more than half of the nodes placed
+# in a module (not loose, not in the "no module" group) with a child group that holds more than half too,
+# unless it is too big to open (below). Groups over half form one chain, outside in (any two share a
+# node, so one encloses the other); all but the innermost are wrappers: closed, each would be one box
+# holding most of the graph, mostly one child. The innermost is where the bulk first splits (GPT-2's
+# ``transformer.h`` into its blocks) and stays under the budget. A wrapper's opened boxes count toward
+# the budget, leaving less for the rest.
 # Why: the first view must not hang on how many nodes sit beside the bulk. GPT-2's ``transformer``
 # holds its embeddings, ``h``, ``ln_f`` and some nodes of its own: 8 on torch 2.13, 18 on 2.11 (the
 # attention mask's arange/le/expand are traced there too), where opening ``transformer`` overflowed 20
@@ -275,6 +280,17 @@ def first_expanded(graph: Graph, boxes: int = FIRST_VIEW_BOXES) -> frozenset[str
 # all nodes, ``transformer`` would hold less than half. With the rule, ``transformer`` opens on both
 # releases and ``transformer.h`` is a closed box (2.13 also opens wte, wpe and ln_f within the budget).
 # (_auto_open's "only child over half" does not cover this: lm_head is transformer's sibling.)
+# Too big: a wrapper opens only when what it shows open, its own nodes plus its children as the walk
+# counts them, is at most WRAPPER_BUDGETS budgets (40 boxes for the first view's 20); a bigger one stays
+# one box and the walk goes on as for any group (it opens only within the budget, so not at all). So a
+# wrapper holding hundreds of nodes of its own (none in a child) never puts them all in the first view,
+# and the rule does not depend on what sits beside the wrapper (the walk counts a joint's module once,
+# though it shows a forward and a backward half). The biggest wrappers met are far below:
+# GPT-2's ``transformer`` on 2.11 shows 23 boxes open in the Dynamo graph and 26 in a log's joint,
+# Llama's ``model.model`` (bench.models' llama_hf) 19 on 2.11, T5's ``model.decoder`` (t5_hf) 4.
+WRAPPER_BUDGETS = 2  # the same slack a joint's "no module" runs get (Note [Runs of the no-module group])
+
+
 def _wrappers(graph: Graph) -> set[str]:
     """Groups holding more than half of the nodes placed in a module, but the innermost (Note [The first view opens wrappers])."""
     counts: dict[str, int] = {}
@@ -321,7 +337,8 @@ def _open_breadth_first(graph: Graph, threshold: int) -> frozenset[str]:
             queue.extend(tree[path])
             continue
         extra = boxes_open(path) - 1
-        if path in wrappers or shown + extra <= threshold:
+        wrapper = path in wrappers and extra + 1 <= WRAPPER_BUDGETS * threshold  # Note [The first view opens wrappers]
+        if wrapper or shown + extra <= threshold:
             opened.add(path)
             shown += extra
             queue.extend(tree[path])

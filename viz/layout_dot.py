@@ -58,10 +58,13 @@ class DotResult:
         self.height = height
 
 
-def layout_source(boxes: list[Box], edges: list[tuple[str, str]], rankdir: str = "TB") -> str:
+def layout_source(boxes: list[Box], edges: list[tuple[str, str]], rankdir: str = "TB",
+                  ranking: Optional[list[tuple[str, str]]] = None) -> str:
     """DOT text whose layout gives our boxes (fixed sizes, no labels) and edges.
 
-    Boxes are named ``n0, n1, ...`` by position (Note [Layout DOT has no user strings]).
+    Boxes are named ``n0, n1, ...`` by position (Note [Layout DOT has no user strings]). With ``ranking``
+    (box id pairs; Note [Saved edges do not rank] in viz/backward_groups.py) an edge not in it carries
+    ``constraint=false``, and a ranking edge not drawn is added ``style=invis``.
     """
     index = {b.id: f"n{i}" for i, b in enumerate(boxes)}
     lines = [
@@ -71,8 +74,13 @@ def layout_source(boxes: list[Box], edges: list[tuple[str, str]], rankdir: str =
     ]
     for b in boxes:
         lines.append(f"\t{index[b.id]} [width={b.w / 72:.3f} height={b.h / 72:.3f}]")
+    ranks = set(edges if ranking is None else ranking)
     for s, d in edges:
-        lines.append(f"\t{index[s]} -> {index[d]}")
+        lines.append(f"\t{index[s]} -> {index[d]}" + ("" if (s, d) in ranks else " [constraint=false]"))
+    drawn = set(edges)
+    for s, d in ranking or ():
+        if (s, d) not in drawn:
+            lines.append(f"\t{index[s]} -> {index[d]} [style=invis]")
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -116,18 +116,22 @@ def _straight(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return out
 
 
-def place(boxes: list[Box], edges: list[tuple[str, str]]) -> tuple[list[list[tuple[float, float]]], float, float]:
+def place(boxes: list[Box], edges: list[tuple[str, str]],
+          ranking: Optional[list[tuple[str, str]]] = None) -> tuple[list[list[tuple[float, float]]], float, float]:
     """Set ``x``/``y`` of ``boxes`` (in topological order) in place; return (edge paths, width, height).
 
     Edge paths are cubic bezier control points, like ``Edge.points``. The steps of Note [Linear
     layered layout]: rank, rows and their heights, x within rows, lanes for long edges, edge paths.
+    Ranks, rows and x follow ``ranking`` (box id pairs, default ``edges``; Note [Saved edges do not rank]
+    in viz/backward_groups.py): a box on no ranking edge is a source, in the top row.
     """
     index = {b.id: i for i, b in enumerate(boxes)}
     ie = [(index[s], index[d]) for s, d in edges]
-    rank = wrap([b.w for b in boxes], ranks(len(boxes), ie), ie)
+    ranked = ie if ranking is None else [(index[s], index[d]) for s, d in ranking]
+    rank = wrap([b.w for b in boxes], ranks(len(boxes), ranked), ranked)
     rows = _rows(rank)
     row_y, row_h, height = _row_heights(boxes, rows)
-    cx = _place_x(boxes, rows, row_y, row_h, _preds(len(boxes), ie))
+    cx = _place_x(boxes, rows, row_y, row_h, _preds(len(boxes), ranked))
     max_right = max((b.x + b.w for b in boxes), default=MARGIN)
     lane_of, lanes = _lanes(rank, ie)
     paths = [_edge_path(boxes, cx, rank, row_y, row_h, max_right, s, d, lane_of.get(k)) for k, (s, d) in enumerate(ie)]
