@@ -90,6 +90,21 @@ def _folded_node(cap) -> tuple[str, list[str]]:
     return gelu[-1], drawn
 
 
+def _report_page(browser, path):
+    """A 1440x900 page showing the report at ``path`` with its frames loaded, and the list its page
+    errors go to."""
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_selector(".ds-lazy[data-ds-frames-loaded]", state="attached", timeout=30_000)
+    except BaseException:
+        page.close()
+        raise
+    return page, errors
+
+
 def test_report_code_line_shows_its_folded_node(browser, tmp_path):
     import torch
 
@@ -102,12 +117,8 @@ def test_report_code_line_shows_its_folded_node(browser, tmp_path):
     cap = tracer.capture(scope["Blocks"](), torch.randn(4, 16))
     name, drawn = _folded_node(cap)
     path = viz.export_html(cap, tmp_path / "blocks.html")
-    page = browser.new_page(viewport={"width": 1440, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    page, errors = _report_page(browser, path)
     try:
-        page.goto(path.as_uri())
-        page.wait_for_selector(".ds-lazy[data-ds-frames-loaded]", state="attached", timeout=30_000)
         block = page.locator(".ds-graph-code").first  # the first frame's root graph's code
         code = block.locator("xpath=ancestor::details[1]")
         assert "Code of the root graph" in code.locator("summary").first.inner_text()
@@ -263,12 +274,8 @@ def test_report_kernel_choice_highlights_folded_nodes(browser, tmp_path):
                         if len(ns) >= 2 and not {b.id for b in top} & set(ns))
     holders = {b.group for b in top if b.group is not None and set(b.members) & set(nodes)}
     path = viz.export_html(cap, tmp_path / "blocks_inductor.html")
-    page = browser.new_page(viewport={"width": 1440, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    page, errors = _report_page(browser, path)
     try:
-        page.goto(path.as_uri())
-        page.wait_for_selector(".ds-lazy[data-ds-frames-loaded]", state="attached", timeout=30_000)
         picker = page.locator("select.ds-kernel-choice").first
         shown = [t.strip() for t in picker.locator("option").all_inner_texts()][1:]
         assert shown == labels and len(set(shown)) == len(shown), shown  # the widget's list, each kernel once
