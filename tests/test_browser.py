@@ -24,7 +24,7 @@ import urllib.request
 from typing import Iterator
 
 import pytest
-from chromium import CHROMIUM
+from chromium import CHROMIUM, new_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
@@ -196,10 +196,8 @@ def lab_page(browser, width: int = 1500, height: int = 1000) -> tuple[object, li
     """A page for a JupyterLab test (1500x1000 unless told): (page, page errors as they come,
     ``watch_kernel``'s list)."""
     ARTIFACTS.mkdir(exist_ok=True)
-    page = browser.new_page(viewport={"width": width, "height": height})
+    page, errors = new_page(browser, width, height)
     page.set_default_timeout(60_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
     return page, errors, watch_kernel(page)
 
 

@@ -10,7 +10,10 @@ lists its kernels. A real capture of eight small blocks: the first view folds th
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
+from chromium import checked_page
 from playwright.sync_api import expect
 from test_browser import ARTIFACTS, lab_page, notebook, open_and_run, serving
 
@@ -90,19 +93,14 @@ def _folded_node(cap) -> tuple[str, list[str]]:
     return gelu[-1], drawn
 
 
+@contextlib.contextmanager
 def _report_page(browser, path):
-    """A 1440x900 page showing the report at ``path`` with its frames loaded, and the list its page
-    errors go to."""
-    page = browser.new_page(viewport={"width": 1440, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    try:
+    """A 1440x900 page showing the report at ``path`` with its frames loaded, for a ``with`` block that
+    fails on a page error (tests/chromium.py ``checked_page``)."""
+    with checked_page(browser) as (page, _):
         page.goto(path.as_uri())
         page.wait_for_selector(".ds-lazy[data-ds-frames-loaded]", state="attached", timeout=30_000)
-    except BaseException:
-        page.close()
-        raise
-    return page, errors
+        yield page
 
 
 def test_report_code_line_shows_its_folded_node(browser, tmp_path):
@@ -117,8 +115,7 @@ def test_report_code_line_shows_its_folded_node(browser, tmp_path):
     cap = tracer.capture(scope["Blocks"](), torch.randn(4, 16))
     name, drawn = _folded_node(cap)
     path = viz.export_html(cap, tmp_path / "blocks.html")
-    page, errors = _report_page(browser, path)
-    try:
+    with _report_page(browser, path) as page:
         block = page.locator(".ds-graph-code").first  # the first frame's root graph's code
         code = block.locator("xpath=ancestor::details[1]")
         assert "Code of the root graph" in code.locator("summary").first.inner_text()
@@ -148,9 +145,6 @@ def test_report_code_line_shows_its_folded_node(browser, tmp_path):
         page.mouse.click(box["x"] + 8, box["y"] + 6)  # the first line: "class GraphModule..." or "def forward(...)"
         page.wait_for_timeout(200)
         assert host.evaluate(CANVAS)["selected"] == before["selected"]
-        assert not errors, errors
-    finally:
-        page.close()
 
 
 CELLS = [
@@ -274,8 +268,7 @@ def test_report_kernel_choice_highlights_folded_nodes(browser, tmp_path):
                         if len(ns) >= 2 and not {b.id for b in top} & set(ns))
     holders = {b.group for b in top if b.group is not None and set(b.members) & set(nodes)}
     path = viz.export_html(cap, tmp_path / "blocks_inductor.html")
-    page, errors = _report_page(browser, path)
-    try:
+    with _report_page(browser, path) as page:
         picker = page.locator("select.ds-kernel-choice").first
         shown = [t.strip() for t in picker.locator("option").all_inner_texts()][1:]
         assert shown == labels and len(set(shown)) == len(shown), shown  # the widget's list, each kernel once
@@ -304,6 +297,3 @@ def test_report_kernel_choice_highlights_folded_nodes(browser, tmp_path):
         picker.select_option(index=0)  # no kernel: nothing highlighted
         page.wait_for_function("(c) => c.querySelector('.ds-stage svg') && !c.querySelector('.ds-stage .highlight')",
                                arg=host.element_handle(), timeout=10_000)
-        assert not errors, errors
-    finally:
-        page.close()

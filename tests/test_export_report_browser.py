@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from chromium import checked_page
 
 import tracer
 from tests.export_models import CondLoop, DataDependent
@@ -17,10 +18,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 def test_export_report_in_chromium(browser, tmp_path):
     cap = tracer.export(CondLoop(), (torch.randn(2, 4),), decompose=True)
     path = export_html(cap, tmp_path / "r.html")
-    page = browser.new_page(viewport={"width": 1440, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    try:
+    with checked_page(browser) as (page, _):
         page.goto(path.as_uri(), timeout=60_000)
         page.wait_for_selector("#ds-frame-1[data-ds-loaded='1'] .ds-export-signature", timeout=30_000)
         after = page.locator("#ds-frame-1")
@@ -48,18 +46,12 @@ def test_export_report_in_chromium(browser, tmp_path):
         assert sides.count() == 2
         assert sides.nth(0).locator("g.ds-diff-removed[data-node='add_']").count() == 1
         assert sides.nth(1).locator("g.ds-diff-added").count() == len(cap.export.decomposition.graph("").added)
-        assert not errors, errors
-    finally:
-        page.close()
 
 
 def test_failed_export_report_in_chromium(browser, tmp_path):
     cap = tracer.export(DataDependent(), (torch.ones(3),))
     path = export_html(cap, tmp_path / "r.html")
-    page = browser.new_page(viewport={"width": 1440, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    try:
+    with checked_page(browser) as (page, _):
         page.goto(path.as_uri(), timeout=60_000)
         failure = page.locator("table.ds-export-failure")
         assert failure.is_visible() and "data_dependent" in failure.inner_text()
@@ -67,6 +59,3 @@ def test_failed_export_report_in_chromium(browser, tmp_path):
         draft = page.locator("table.ds-draft")
         assert draft.is_visible() and cap.export.draft[0].workaround in draft.inner_text()
         assert " ".join(str(cap.export.draft[0].user_line).split()) in " ".join(draft.inner_text().split())
-        assert not errors, errors
-    finally:
-        page.close()

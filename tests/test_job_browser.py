@@ -14,6 +14,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from chromium import checked_page
 from test_browser import ARTIFACTS, lab_page, notebook, open_and_run, serving
 from torchrun_job import forward_frames
 
@@ -184,10 +185,7 @@ def test_job_page_draws_the_side_by_side_graphs(browser, ddp_job_dir, tmp_path):
     index, status = next((i, d) for i, d in enumerate(job.divergence) if d.kind == "status")
     frame = job.rank(0).frame(status.compile_ids[0])
     path = viz.export_job_html(job, tmp_path / "job.html")
-    page = browser.new_page(viewport={"width": 1500, "height": 1000})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    try:
+    with checked_page(browser, 1500, 1000) as (page, _):
         page.goto(path.as_uri())
         side = page.locator(f'details[id="ds-side-{index}"]')
         assert not side.evaluate("e => e.open") and side.locator(".ds-graphbox").count() == 0  # not decoded yet
@@ -207,9 +205,6 @@ def test_job_page_draws_the_side_by_side_graphs(browser, ddp_job_dir, tmp_path):
         target = host.locator('.ds-nodeinfo tr[data-key="target"] td').first
         target.wait_for(timeout=10_000)
         assert target.inner_text() == viz.node_info(frame, "", call.name)["target"] == call.target
-        assert not errors, errors
-    finally:
-        page.close()
 
 
 def test_job_page_first_paint_and_a_rank_frame_on_demand(browser, ddp_job_dir, tmp_path):
@@ -220,10 +215,7 @@ def test_job_page_first_paint_and_a_rank_frame_on_demand(browser, ddp_job_dir, t
     job = tracer.load_job(str(ddp_job_dir))
     cid = next(d for d in job.divergence if d.kind == "status").compile_ids[1]
     path = viz.export_job_html(job, tmp_path / "job.html")
-    page = browser.new_page(viewport={"width": 1440, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    try:
+    with checked_page(browser) as (page, _):
         page.goto(path.as_uri(), wait_until="load")
         fcp = page.evaluate("() => new Promise((done) => new PerformanceObserver((l) => done(l.getEntries()[0].startTime))"
                             ".observe({type: 'paint', buffered: true}))")
@@ -233,6 +225,3 @@ def test_job_page_first_paint_and_a_rank_frame_on_demand(browser, ddp_job_dir, t
         page.locator(f'td[data-rank="1"][data-frame="{cid}"] a').click()
         page.wait_for_function("e => e.dataset.dsLoaded === '1'", arg=frame.element_handle(), timeout=30_000)
         assert frame.evaluate("e => e.open") and "restarted" in frame.inner_text()
-        assert not errors, errors
-    finally:
-        page.close()

@@ -7,6 +7,7 @@ import json
 
 import pytest
 import torch
+from chromium import checked_page
 
 import tracer
 import viz
@@ -45,10 +46,7 @@ def test_the_profilers_trace_is_a_chrome_trace_with_the_graphs_nodes(report):
 
 def test_the_report_shows_the_tables_and_a_nodes_time(report, browser):
     prof, path = report
-    page = browser.new_page(viewport={"width": 1440, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    try:
+    with checked_page(browser) as (page, _):
         page.goto(path.as_uri(), timeout=60_000)
         lines = page.locator(".ds-profile-lines tbody tr")
         assert lines.first.inner_text().split("\t")[1] == prof.by_line()[0].code  # by time, as the Profile says
@@ -73,6 +71,3 @@ def test_the_report_shows_the_tables_and_a_nodes_time(report, browser):
         time_row.wait_for(timeout=10_000)
         assert "ms forward" in time_row.inner_text()
         assert page.locator('.ds-nodeinfo tr[data-key="ops"] td').first.inner_text().startswith("forward.")
-        assert not errors
-    finally:
-        page.close()

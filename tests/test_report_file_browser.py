@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from chromium import checked_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
@@ -33,10 +34,7 @@ def big_report(child_trace_dir, tmp_path_factory):
 
 
 def test_large_report_opens_with_the_overview_and_a_deep_frame_renders_on_demand(big_report, browser):
-    page = browser.new_page(viewport={"width": 1440, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    try:
+    with checked_page(browser) as (page, _):
         page.goto(big_report.as_uri(), timeout=60_000)
         frames = page.locator("details.ds-lazy-frame")
         n = frames.count()
@@ -61,6 +59,3 @@ def test_large_report_opens_with_the_overview_and_a_deep_frame_renders_on_demand
         page.locator('.ds-panel a[href="#ds-frame-3"]').click()
         page.wait_for_selector("#ds-frame-3[data-ds-loaded='1']", state="attached", timeout=30_000)
         assert page.locator(".ds-frame").count() == 3
-        assert not errors, errors
-    finally:
-        page.close()

@@ -8,10 +8,12 @@ two blocks (a block's residual add with the next block's LayerNorm).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 
 import pytest
+from chromium import checked_page
 from test_browser import ARTIFACTS
 from test_code_links_browser import BLOCKS, HIGHLIGHTED
 
@@ -58,18 +60,19 @@ def blocks(tmp_path_factory):
     return cap, path, json.loads(block)["graphs"][0], code_view.kernel_nodes(cap.frames[0])
 
 
+@contextlib.contextmanager
 def _open(browser, path):
-    page = browser.new_page(viewport={"width": 1440, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(path.as_uri())
-    page.wait_for_selector(".ds-lazy[data-ds-frames-loaded]", state="attached", timeout=30_000)
-    picker = page.locator("select.ds-kernel-choice").first
-    host = page.locator(f'.ds-graphbox[data-graph="{picker.get_attribute("data-graph")}"]').first
-    assert host.get_attribute("data-kind") == "root"
-    host.scroll_into_view_if_needed()
-    host.locator("svg .boxes").wait_for(timeout=30_000)
-    return page, errors, picker, host
+    """The report at ``path`` with its frames loaded, its kernel chooser and the root graph's box drawn: (page,
+    chooser, box), for a ``with`` block that fails on a page error (tests/chromium.py ``checked_page``)."""
+    with checked_page(browser) as (page, _):
+        page.goto(path.as_uri())
+        page.wait_for_selector(".ds-lazy[data-ds-frames-loaded]", state="attached", timeout=30_000)
+        picker = page.locator("select.ds-kernel-choice").first
+        host = page.locator(f'.ds-graphbox[data-graph="{picker.get_attribute("data-graph")}"]').first
+        assert host.get_attribute("data-kind") == "root"
+        host.scroll_into_view_if_needed()
+        host.locator("svg .boxes").wait_for(timeout=30_000)
+        yield page, picker, host
 
 
 def _spanning(cap, kernels) -> tuple[str, list[str]]:
@@ -92,8 +95,7 @@ def test_choosing_a_kernel_spanning_two_groups_draws_and_highlights_all_its_node
 
     cap, path, root, kernels = blocks
     label, nodes = _spanning(cap, kernels)
-    page, errors, picker, host = _open(browser, path)
-    try:
+    with _open(browser, path) as (page, picker, host):
         assert not set(nodes) <= set(host.evaluate(HIGHLIGHTED)["nodes"])  # the first view does not draw them all
         picker.select_option(label=label)
         page.wait_for_function(f"(c) => {{ const s = c.querySelector('.ds-stage .ds-selected[data-node]');"
@@ -119,9 +121,6 @@ def test_choosing_a_kernel_spanning_two_groups_draws_and_highlights_all_its_node
         page.wait_for_function("(c) => c.querySelector('.ds-crumbs').textContent.startsWith('module boxes')",
                                arg=host.element_handle(), timeout=10_000)
         assert host.evaluate(HIGHLIGHTED)["boxes"]
-        assert not errors, errors
-    finally:
-        page.close()
 
 
 def test_clicking_a_node_highlights_its_kernel_mates(blocks, browser):
@@ -130,8 +129,7 @@ def test_clicking_a_node_highlights_its_kernel_mates(blocks, browser):
     other = nodes[-1]  # a node of a kernel spanning two blocks, shown where search takes it (its block opened)
     mates = {m for lb, ns in kernels if other in ns for m in ns}
     computing = [lb for lb, ns in kernels if other in ns]
-    page, errors, picker, host = _open(browser, path)
-    try:
+    with _open(browser, path) as (page, picker, host):
         host.evaluate("(c, n) => c.dsGoTo(n)", other)
         page.wait_for_function("([c, n]) => { const s = c.querySelector('.ds-stage .ds-selected[data-node]');"
                                " return s && s.getAttribute('data-node') === n; }",
@@ -145,6 +143,3 @@ def test_clicking_a_node_highlights_its_kernel_mates(blocks, browser):
         assert set(s["hi"]) == mates & drawn, (s, mates)  # its kernel-mates drawn here, no other
         info = host.locator(".ds-nodeinfo").inner_text()
         assert "kernels" in info and all(lb.split(" ")[0] in info for lb in computing), info
-        assert not errors, errors
-    finally:
-        page.close()

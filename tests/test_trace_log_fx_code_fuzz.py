@@ -170,3 +170,23 @@ def test_real_graph_texts_mutated(real_texts):
         for _ in range(60):
             read += check(_mutate(text, rnd))
     assert read  # some mutations are still fx code the fast reader reads (equal to ast's, checked above)
+
+
+def test_what_follows_a_block_at_or_left_of_its_header():
+    """Note [One indentation walk]: a block ends at a line at or left of its header's indentation; what
+    follows the top class is no parent's statement, so it is handed over (ast reads the class alone, or
+    fails on what follows). The walks of class and forward bodies once had two rule sets: the class one
+    handed over at a column-0 line, the forward one ended the block there. One walk with the forward rule
+    alone would read these texts and answer where ast raises."""
+    body = ('class G(torch.nn.Module):\n    def forward(self, x):\n        y = f(x)\n        return (y,)\n\n'
+            '    class sub(torch.nn.Module):\n        def forward(self, x):\n            return (x,)\n')
+    assert check(body)
+    for after in ["x = = 1\n", ")\n", "y = f(x)\n", "class H(torch.nn.Module):\n    def forward(self, x):\n"
+                  "        return (x,)\n", "  # a comment\nz\n"]:
+        for text in (body + after, body.replace("\n\n    class sub", "\nz = (\n    class sub", 1)):
+            assert parse_fast(text, "g") is None, text
+            check(text)
+    # a nested class ends at its parent's level, the forward body at its def's: read, not handed over
+    nested = body.replace("    class sub", "    # ...\n    class sub") + "    # the end\n"
+    assert check(nested)
+    assert check(body.replace("        return (y,)\n\n", "        return (y,)\n    # a comment\n\n"))

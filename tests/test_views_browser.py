@@ -16,6 +16,7 @@ import re
 
 import pytest
 import torch
+from chromium import checked_page
 
 import tracer
 import viz
@@ -76,10 +77,7 @@ def gpt2():
 def test_report_of_a_real_model(name, browser, tmp_path, request):
     cap = request.getfixturevalue("gpt2") if name == "gpt2" else _bench(name)
     path = viz.export_html(cap, tmp_path / f"{name}.html")
-    page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    try:
+    with checked_page(browser, WIDTH, HEIGHT) as (page, errors):
         page.goto(path.as_uri())
         # a small report shows every frame at load, decoded from its payload (viz/report_file.py)
         page.wait_for_selector(".ds-lazy[data-ds-frames-loaded]", state="attached", timeout=30_000)
@@ -154,9 +152,6 @@ def test_report_of_a_real_model(name, browser, tmp_path, request):
         code.scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / f"report_{name}_code.png"))
         assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
-        assert not errors, errors
-    finally:
-        page.close()
 
 
 def _biggest(page, kind: str) -> str:
@@ -216,10 +211,7 @@ def test_report_search_and_folding_reach_every_node(gpt2, browser, tmp_path):
     same = [n.name for n in f.graph.nodes if line in source_line(n.meta)]
     assert len(same) >= 4 and mlp[0].name in same  # one per block at least
     path = viz.export_html(gpt2, tmp_path / "gpt2.html")
-    page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    try:
+    with checked_page(browser, WIDTH, HEIGHT) as (page, _):
         page.goto(path.as_uri())
         page.wait_for_selector(".ds-lazy[data-ds-frames-loaded]", state="attached", timeout=30_000)
         index = page.evaluate("""(cid) => {  // the root graph of the largest frame (each frame numbers its own graphs)
@@ -284,9 +276,6 @@ def test_report_search_and_folding_reach_every_node(gpt2, browser, tmp_path):
         page.wait_for_timeout(300)
         s = state()
         assert s["hit_group"] == f"{h}.2.attn" and s["off"] < 5 and f"{h}.2" in s["crumbs"], s
-        assert not errors, errors
-    finally:
-        page.close()
 
 
 @pytest.mark.parametrize("engine", ["dot", "linear"])
@@ -334,10 +323,7 @@ def test_log_report_of_a_real_model(name, browser, tmp_path):
 
     loaded = tracer.load_trace(_log(name, "full", str(tmp_path)))
     path = viz.export_html(loaded, tmp_path / f"{name}_log.html")
-    page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    try:
+    with checked_page(browser, WIDTH, HEIGHT) as (page, errors):
         page.goto(path.as_uri())
         page.wait_for_selector(".ds-lazy[data-ds-frames-loaded]", state="attached", timeout=60_000)
         hosts = page.locator(".ds-graphbox:visible")
@@ -383,9 +369,6 @@ def test_log_report_of_a_real_model(name, browser, tmp_path):
             inferred = page.evaluate("""(sel) => [...document.querySelector(sel).querySelectorAll('[data-group^="L["] text.sub')]
                 .map((t) => t.textContent)""", _biggest(page, kind))
             assert inferred and all("inferred" in t for t in inferred), (kind, inferred)
-        assert not errors, errors
-    finally:
-        page.close()
 
 
 def test_gpt2_logging_breaks_are_one_row(gpt2):

@@ -63,34 +63,57 @@ def parse_fast(text: str, name: str = "") -> Optional[ParsedModule]:
         out, i, _ = _Reader(lines).module(1, 0, name)
     except HandOver:
         return None
-    return out
+    # a statement after the top class: ast reads the class alone, or fails on the statement (See Note
+    # [One indentation walk])
+    return out if i == len(lines) else None
+
+
+# Note [One indentation walk]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A class body and a forward body are walked by one function with one rule, Python's for the
+# blocks fx prints: blank and comment-only lines are no statements; a block's first statement sits
+# right of its header, and every other one at that same column; the block ends at the first statement
+# at or left of its header's column (the next statement of an enclosing block, or the end of the
+# text); a line between the two columns, right of the block's, or not ASCII is handed over. The lines
+# a bracketed statement continues on are its tokenizer's, not the walk's. The top class is the only
+# block with no enclosing one: what ends it at column 0 is a statement after the class, which the
+# ``ast`` path ignores if it parses and raises on if not, so ``parse_fast`` hands it over. (The class
+# and forward bodies once had one walk each, and only the class one handed that line over;
+# tests/test_trace_log_fx_code_fuzz.py pins it.)
 
 
 class _Reader:
     def __init__(self, lines: list[str]) -> None:
         self.lines = lines
 
-    def module(self, i: int, outer: int, name: str) -> tuple[ParsedModule, int, int]:
-        """The class whose body starts at 0-based line ``i`` (header at indentation ``outer``)."""
-        out = ParsedModule(Graph(name=name))
-        lines, indent, end, fwd = self.lines, -1, 0, None
+    def statement(self, i: int, outer: int, indent: int) -> tuple[int, int]:
+        """The next statement of a block from 0-based line ``i`` on, as (its line, its indentation), or as
+        (that line, -1) where the block ends. ``outer``: the header's indentation; ``indent``: the block's,
+        -1 before its first statement. See Note [One indentation walk]."""
+        lines = self.lines
         while i < len(lines):
             line = lines[i]
             s = line.lstrip(" ")
-            if not s or s[0] == "#":
-                i += 1
-                continue
-            ind = len(line) - len(s)
-            if indent < 0:
-                if ind <= outer:
+            if s and s[0] != "#":
+                ind = len(line) - len(s)
+                if ind <= outer and indent >= 0:
+                    return i, -1
+                if ind <= outer or indent >= 0 and ind != indent or not line.isascii():
                     raise HandOver
-                indent = ind
-            if ind < indent:
-                if ind > outer or outer == 0:  # a dedent to no level, or a statement after the class
-                    raise HandOver
-                break
-            if ind > indent or not line.isascii():
-                raise HandOver
+                return i, ind
+            i += 1
+        if indent < 0:  # a header with no body
+            raise HandOver
+        return i, -1
+
+    def module(self, i: int, outer: int, name: str) -> tuple[ParsedModule, int, int]:
+        """The class whose body starts at 0-based line ``i`` (header at indentation ``outer``)."""
+        out = ParsedModule(Graph(name=name))
+        lines, end, fwd = self.lines, 0, None
+        i, indent = self.statement(i, outer, -1)
+        ind = indent
+        while ind >= 0:
+            s = lines[i][ind:]
             m = _CLASS.fullmatch(s)
             if m:
                 sub = m.group(1)
@@ -105,7 +128,8 @@ class _Reader:
                 i, end = self.forward(out, i, ind)
             else:
                 raise HandOver
-        if indent < 0 or fwd is None:
+            i, ind = self.statement(i, outer, indent)
+        if fwd is None:
             raise HandOver
         return out, i, end
 
@@ -130,32 +154,18 @@ class _Reader:
         toks.take(":")
         toks.end()
         stmts: list[tuple[int, Tokens, list[Any]]] = []  # (line number, its tokens, statements)
-        j, indent = toks.last + 1, -1
-        while j < len(lines):
+        j, indent = self.statement(toks.last + 1, outer, -1)
+        ind = indent
+        while ind >= 0:
             line = lines[j]
-            s = line.lstrip(" ")
-            if s and s[0] != "#":
-                ind = len(line) - len(s)
-                if indent < 0:
-                    if ind <= outer:
-                        raise HandOver
-                    indent = ind
-                if ind < indent:
-                    if ind > outer:
-                        raise HandOver
-                    break
-                if ind > indent or not line.isascii():
-                    raise HandOver
-                fast = read_line(line, ind, j)  # See Note [One regex per line first]
-                if fast is None:
-                    t = Tokens(lines, j, ind)
-                    stmts.append((j + 1, t, t.statements()))
-                    j = t.last
-                else:
-                    stmts.append((j + 1, *fast))
-            j += 1
-        if not stmts:
-            raise HandOver
+            fast = read_line(line, ind, j)  # See Note [One regex per line first]
+            if fast is None:
+                t = Tokens(lines, j, ind)
+                stmts.append((j + 1, t, t.statements()))
+                j = t.last
+            else:
+                stmts.append((j + 1, *fast))
+            j, ind = self.statement(j + 1, outer, indent)
         _Builder(out, lines).build(params, last, stmts)
         return j, stmts[-1][1].last + 1
 
