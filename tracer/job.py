@@ -125,7 +125,7 @@ def load_job(path: str, *, workers: Optional[int] = 1, progress: Optional[Callab
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # Read here, the reference rank was read again for every other rank (Note [Ranks compared one at a
 # time]): on the real 8-rank job that was 7 of the 15 log reads, a sixth of load_job's CPU
-# (bench/RESULTS.md, 2026-11-27 04:xx). The re-reads buy memory: a lazily read log holds about half its
+# (bench/RESULTS.md, 2026-11-27 04:20 UTC). The re-reads buy memory: a lazily read log holds about half its
 # bytes, the same log fully read four to six times them (read-only and editable, measured on that
 # job's rank logs). So the reference is kept, fully read, and read once, only while that costs little:
 # a capture JSON file (``Capture.load`` reads it whole anyway, so the re-read held as much) or a
