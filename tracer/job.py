@@ -124,10 +124,10 @@ def load_job(path: str, *, workers: Optional[int] = 1, progress: Optional[Callab
 # Note [A small reference read once]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # Read here, the reference rank was read again for every other rank (Note [Ranks compared one at a
-# time]): on the real 8-rank job that was 7 of the 15 log reads, a sixth of load_job's CPU
+# time]): on the real 8-rank job that was 7 of the 15 log reads, an eighth of load_job's CPU
 # (bench/RESULTS.md, 2026-11-27 04:20 UTC). The re-reads buy memory: a lazily read log holds about half its
-# bytes, the same log fully read four to six times them (read-only and editable, measured on that
-# job's rank logs). So the reference is kept, fully read, and read once, only while that costs little:
+# bytes, the same log fully read four to six times them (read-only and editable, measured on rank 0 of that
+# job). So the reference is kept, fully read, and read once, only while that costs little:
 # a capture JSON file (``Capture.load`` reads it whole anyway, so the re-read held as much) or a
 # TORCH_TRACE log of at most ``_KEEP_REFERENCE`` bytes, not compressed (a ``.gz``'s size says little
 # of its text). Then memory holds the reference fully read (at most about 6 x 4 MiB) beside one lazily
