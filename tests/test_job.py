@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 
@@ -194,6 +195,87 @@ def test_torch_trace_directory_loads_each_rank_with_load_trace(tmp_path, child_t
     for r in job.ranks:
         assert [(f.compile_id, f.status, f.graph.code) for f in job.rank(r).frames] == expected
     assert job.divergence == [] and job.problems == []
+
+
+def _logs_as_ranks(src, dst, names):
+    """The rank logs of ``src`` (a TORCH_TRACE directory) copied to ``dst`` as ``names``: file name -> source rank."""
+    dst.mkdir()
+    for name, r in names.items():
+        (log,) = src.glob(f"*rank_{r}_*.log")
+        data = log.read_bytes()
+        (dst / name).write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    return str(dst)
+
+
+def test_a_small_reference_rank_is_read_once_a_big_one_again_per_rank(ddp_job_dir, tmp_path, monkeypatch):
+    """Note [A small reference read once] in tracer/job.py: read here, the reference rank (the lowest) is
+    kept fully read when its log is small (or a capture JSON file), so no rank reads it again; a big or
+    compressed one is read again for each rank, as before. The Job is the same, to the byte of its JSON."""
+    import tracer.job
+
+    reads: list[str] = []
+    real = tracer.job.load_rank
+    monkeypatch.setattr(tracer.job, "load_rank", lambda kind, path: reads.append(os.path.basename(path)) or real(kind, path))
+    three = {"dedicated_log_torch_trace_rank_0_a.log": 0, "dedicated_log_torch_trace_rank_1_b.log": 1,
+             "dedicated_log_torch_trace_rank_2_c.log": 1}  # rank 1's graph break twice: findings for both
+    small = _logs_as_ranks(ddp_job_dir / "trace", tmp_path / "small", three)
+    for read_only in (False, True):
+        reads.clear()
+        once = tracer.load_job(small, read_only=read_only)
+        assert reads == [] and {r for d in once.divergence for r in d.ranks} == {0, 1, 2}
+        monkeypatch.setattr(tracer.job, "_KEEP_REFERENCE", 0)  # every log is big now
+        again = tracer.load_job(small, read_only=read_only)
+        assert reads == ["dedicated_log_torch_trace_rank_0_a.log"] * 2
+        assert again.to_json() == once.to_json() == tracer.load_job(small, read_only=read_only, workers=2).to_json()
+        monkeypatch.undo()
+        monkeypatch.setattr(tracer.job, "load_rank", lambda kind, path: reads.append(os.path.basename(path)) or real(kind, path))
+    reads.clear()
+    gz = _logs_as_ranks(ddp_job_dir / "trace", tmp_path / "gz", {"dedicated_log_torch_trace_rank_0_a.log.gz": 0,
+                                                                 **dict(list(three.items())[1:])})
+    assert tracer.load_job(gz).divergence == once.divergence and len(reads) == 2  # a .gz is read again
+    reads.clear()
+    (tmp_path / "json").mkdir()
+    for r in (0, 1, 2):
+        (tmp_path / "json" / f"rank{r}.json").write_bytes((ddp_job_dir / f"rank{min(r, 1)}.json").read_bytes())
+    assert tracer.load_job(str(tmp_path / "json")).divergence and reads == []  # capture files: read once
+
+
+def test_every_graph_pair_a_job_aligns_gives_what_the_walk_gives(ddp_job_dir, child_trace_dir):
+    """Note [Equal graphs aligned at once] in tracer/graph_align.py: ``align`` answers equal node lists
+    without the node-by-node walk; on every graph pair load_job aligns (two real ranks, every frame both
+    have: root, DDPOptimizer pieces, HOP bodies, AOT graphs; editable and read-only) and on every graph of a
+    real log aligned with every graph of that log, the answer is the walk's."""
+    from tracer.graph_align import _walk, align
+
+    def graphs(f):
+        out = {"": f.graph, **{f"piece{i}": p.graph for i, p in enumerate(f.pieces)},
+               **{k: s.graph for k, s in f.subgraphs.items()}}
+        if f.aot is not None:
+            out.update({f"aot.{k}": getattr(f.aot, k) for k in ("joint", "forward", "backward", "inference")
+                        if getattr(f.aot, k) is not None})
+        return out
+
+    shared = equal = 0
+    (log,) = child_trace_dir.glob("*.log")
+    ranks = [next((ddp_job_dir / "trace").glob(f"*rank_{r}_*.log")) for r in (0, 1)]  # they went different ways
+    for (pa, pb), read_only in itertools.product([ranks, (log, log)], (False, True)):  # the log twice: ranks that agree
+        a, b = (tracer.load_trace(str(p), read_only=read_only) for p in (pa, pb))
+        theirs = {f.compile_id: f for f in b.frames}
+        for fa in a.frames:
+            fb = theirs.get(fa.compile_id)
+            if fb is None:
+                continue
+            ga, gb = graphs(fa), graphs(fb)
+            for name in ga.keys() & gb.keys():
+                x, y = ga[name], gb[name]
+                assert align(x, y, name, name) == _walk(x, y, name, name)
+                shared += x.nodes is y.nodes and bool(x.nodes)
+                equal += x.nodes is not y.nodes and x.nodes == y.nodes and bool(x.nodes)
+    assert shared and equal  # the shortcut was taken both ways: one list shared, equal copies
+    every = [g for f in tracer.load_trace(str(log)).frames for g in graphs(f).values()]
+    for x in every:
+        for y in every:
+            assert align(x, y) == _walk(x, y, "", "")
 
 
 def test_collectives_read_from_the_graphs():

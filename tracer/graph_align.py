@@ -45,8 +45,30 @@ _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _POSITIONAL = re.compile(r"^(primals|tangents|arg\d+|fwd_rng_state|bwd_rng_state)_\d+$")
 
 
+# Note [Equal graphs aligned at once]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Most graph pairs a job compares are equal: every rank compiles the same code (load_job aligns each
+# rank's frames with the reference rank's), and a recompile often leaves an AOT graph as it was. The
+# walk of Note [Graph alignment] pairs every node of two equal node lists with its twin: placeholders
+# by key, then in order, and each later node by the exact lookup, whose first free candidate is its
+# twin (every earlier node of the same key already took its own), with equal arguments and meta, so
+# no changes. ``align`` answers that at once, without the walk, when the node lists are equal (the
+# same list, as read-only graphs with equal texts share, Note [Read-only graphs] in
+# tracer/trace_log/deferred.py, or equal Nodes: every field the walk reads compared) and their names
+# unique, as fx makes them (a list with a repeated name is walked: its pairs follow ``pos_a``, not
+# twins). Same answer, without the walk's per-node work (the tokenizing ``_rename``, ``format_meta``
+# of both sides); tests/test_graph_align.py checks the shortcut against the walk on every graph of
+# real logs.
 def align(ga: Graph, gb: Graph, name_a: str = "", name_b: str = "") -> GraphDiff:
     """Match the nodes of two graphs by structure; see Note [Graph alignment]."""
+    nodes_a, nodes_b = ga.nodes, gb.nodes
+    if (nodes_a is nodes_b or nodes_a == nodes_b) and len({n.name for n in nodes_b}) == len(nodes_b):
+        return GraphDiff(a=name_a, b=name_b, pairs=[NodePair(n.name, n.name, []) for n in nodes_b])  # Note [Equal graphs aligned at once]
+    return _walk(ga, gb, name_a, name_b)
+
+
+def _walk(ga: Graph, gb: Graph, name_a: str, name_b: str) -> GraphDiff:
+    """``align`` node by node: Note [Graph alignment]."""
     nodes_a = ga.nodes
     exact: dict[tuple, list[int]] = {}
     near: dict[tuple[str, str], list[int]] = {}

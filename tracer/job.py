@@ -6,24 +6,20 @@ missing, no collectives in any graph) is a line of ``Job.checked`` or ``Job.prob
 silently taken for equality. Divergences name ranks and per-rank compile ids
 (Note [Kinds of divergence] in tracer/model/job.py). Two ranks' frames are compared by
 ``tracer.diff`` itself, so a finding and the frame diff shown for it never disagree
-(Note [Comparing frames across ranks]).
+(Note [Comparing frames across ranks] in tracer/job_frames.py).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import os
 import re
 from typing import Callable, Optional
 
 from tracer._text import headline, plural
-from tracer.diffing import diff
-from tracer.graph_align import align
 from tracer.job_collectives import collectives, compared_collectives, frame_collectives
 from tracer.job_cut import settle_cuts
-from tracer.model import Capture, Divergence, Frame, FrameDiff, FrameSummary, GraphDiff, Job, RankSummary
-from tracer.model.guards import Guard
+from tracer.job_frames import _graph_parts, _mask, compare_frames, rank_diff  # noqa: F401 (_graph_parts: tests)
+from tracer.model import Capture, Divergence, Frame, FrameSummary, Job, RankSummary
 from tracer.rank_pool import compare_ranks, load_rank, read_ranks, worker_count
 
 __all__ = ["collectives", "compare_frames", "find_divergence", "load_job", "rank_diff", "rank_part"]
@@ -44,7 +40,7 @@ def load_job(path: str, *, workers: Optional[int] = 1, progress: Optional[Callab
     other ranks still load); a directory with no rank file at all, or two files for one rank, is a
     ``ValueError``. Ranks are read here, one after the other and lazily (``workers=1``, the
     default), each compared with the lowest rank frame by frame and let go (Note [Ranks compared one
-    at a time]), or in ``workers`` processes (``None``: one per core, at most one per rank), each
+    at a time]; a small lowest rank is kept and read once: Note [A small reference read once]), or in ``workers`` processes (``None``: one per core, at most one per rank), each
     comparing its rank the same way and answering with its summary and findings as plain data (Note
     [Ranks read in worker processes] in tracer/rank_pool.py); the Job is the same either way, and so
     is the memory of this process. On a busy 2-core machine the processes pay little
@@ -71,14 +67,20 @@ def load_job(path: str, *, workers: Optional[int] = 1, progress: Optional[Callab
         raise ValueError(f"load_job: no rank files in {path!r} (expected rank<N>.json capture files or "
                          f"TORCH_TRACE logs *rank_<N>*.log or .log.gz; found {names[:10]})")
     cmp = _Streamed()
-    if worker_count(len(files), workers) == 1:  # read here, lazily: the reference is read again per rank
+    if worker_count(len(files), workers) == 1:  # read here, lazily: the reference is read again per rank ...
+        kept: Optional[Capture] = None  # ... unless it is small: See Note [A small reference read once]
         for rank, cap, error in read_ranks(files, kind, 1, progress):
             if cap is None:  # a damaged rank must not hide the others
                 notes[os.path.basename(files[rank])] = f"{os.path.basename(files[rank])}: rank {rank} not loaded: {error}"
                 continue
-            ref = None if cmp.ref is None else (lambda: load_rank(kind, files[cmp.ref]))
-            job.ranks[rank] = cmp.add(rank, cap, ref, path=files[rank], loader=kind)
+            if cmp.ref is None and _kept_whole(kind, files[rank]):
+                job.ranks[rank] = cmp.add(rank, cap, None, path=files[rank], loader=kind, keep=True)
+                kept = cap
+                continue
+            ref = None if cmp.ref is None else (lambda k=kept: k) if kept is not None else (lambda: load_rank(kind, files[cmp.ref]))
+            job.ranks[rank] = cmp.add(rank, cap, ref, path=files[rank], loader=kind, ref_kept=kept is not None)
             del cap  # See Note [Ranks compared one at a time]
+        del kept
     else:  # each worker compares its rank with the reference: See Note [Ranks compared one at a time]
         for rank, part, error in compare_ranks(files, kind, _part_in_worker, Job.from_json, workers, progress):
             if part is None:
@@ -106,8 +108,9 @@ def load_job(path: str, *, workers: Optional[int] = 1, progress: Optional[Callab
 # same. Read here (one worker), both captures are lazy (graphs parse on first read): the pair is
 # walked frame by frame, and once a frame pair is compared, its summary and collectives taken, both
 # frames' graphs and guards are emptied (``Frame.let_go``); the reference is read again, lazily, for each
-# rank, since its emptied frames cannot be read twice. So memory holds two lazily loaded logs and
-# one frame pair parsed, plus the summaries and findings. With worker processes each worker does
+# rank, since its emptied frames cannot be read twice (a small reference is kept instead: Note [A small
+# reference read once]). So memory holds two lazily loaded logs and one frame pair parsed, plus the
+# summaries and findings. With worker processes each worker does
 # exactly that for its rank (:func:`rank_part`: its rank and the reference read lazily, compared
 # frame by frame, let go) and answers with what its rank adds to the job as plain data, a Job of that
 # rank alone (its summary, its findings with the reference, its checked lines and its collectives),
@@ -116,6 +119,30 @@ def load_job(path: str, *, workers: Optional[int] = 1, progress: Optional[Callab
 # caller held the reference and one more rank fully read, five times one rank's memory on a 1 GB job.)
 # The reference is the lowest rank that can be read; a worker compares with the lowest rank file, and
 # if that rank cannot be read the ranks after it are compared again with the next (rank_pool.compare_ranks).
+
+
+# Note [A small reference read once]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Read here, the reference rank was read again for every other rank (Note [Ranks compared one at a
+# time]): on the real 8-rank job that was 7 of the 15 log reads, an eighth of load_job's CPU
+# (bench/RESULTS.md, 2026-11-27 04:20 UTC). The re-reads buy memory: a lazily read log holds about half its
+# bytes, the same log fully read four to six times them (read-only and editable, measured on rank 0 of that
+# job). So the reference is kept, fully read, and read once, only while that costs little:
+# a capture JSON file (``Capture.load`` reads it whole anyway, so the re-read held as much) or a
+# TORCH_TRACE log of at most ``_KEEP_REFERENCE`` bytes, not compressed (a ``.gz``'s size says little
+# of its text). Then memory holds the reference fully read (at most about 6 x 4 MiB) beside one lazily
+# read rank, instead of two lazily read logs; a bigger reference is read again per rank as before, so
+# a job of big logs keeps the memory of Note [Ranks compared one at a time]. The findings are the same
+# either way: comparing reads both frames and changes neither (``rank_diff`` diffs masked copies), so
+# the reference kept is the reference read again; tests/test_job.py checks the JSON of both ways.
+_KEEP_REFERENCE = 4 * 2**20
+
+
+def _kept_whole(kind: str, path: str) -> bool:
+    """Whether the reference rank's file ``path`` is kept fully read and read once: Note [A small reference read once]."""
+    if kind == "capture":
+        return True
+    return not path.endswith(".gz") and os.path.getsize(path) <= _KEEP_REFERENCE
 
 
 class _Streamed:
@@ -128,9 +155,10 @@ class _Streamed:
         self.seqs: dict[int, list[tuple[str, str]]] = {}
 
     def add(self, rank: int, cap: Capture, ref: Optional[Callable[[], Capture]], *, path: str = "", loader: str = "",
-            keep: bool = False) -> RankSummary:
+            keep: bool = False, ref_kept: bool = False) -> RankSummary:
         """Compare ``cap`` with the reference (``ref()`` opens it; None: ``cap`` is the reference),
-        let its frames go unless ``keep``, and return its summary."""
+        let its frames go unless ``keep`` (the reference's too, unless ``ref_kept``: the same capture is
+        handed out for the next rank), and return its summary."""
         frames: dict[int, FrameSummary] = {}
         seq: dict[int, list[tuple[str, str]]] = {}
         problems: dict[int, list[str]] = {}
@@ -151,7 +179,7 @@ class _Streamed:
             a = ref()
             unique = all(len({f.compile_id for f in c.frames}) == len(c.frames) for c in (a, cap))
             release = not keep and unique  # a repeated compile id may be compared twice: nothing let go then
-            more, notes = _compare_captures(self.ref, a, rank, cap, _released(taken) if release else None, taken)
+            more, notes = _compare_captures(self.ref, a, rank, cap, _released(taken, ref_kept) if release else None, taken)
             self.found += more
             self.notes += notes
             del a
@@ -200,12 +228,12 @@ def _part_in_worker(kind: str, path: str, rank: int, ref_rank: int, ref_path: Op
         return False, str(e)
 
 
-def _released(taken: Callable[[Frame], None]) -> Callable[[Optional[Frame], Optional[Frame]], None]:
+def _released(taken: Callable[[Frame], None], ref_kept: bool = False) -> Callable[[Optional[Frame], Optional[Frame]], None]:
     def done(a: Optional[Frame], b: Optional[Frame]) -> None:
         if b is not None:
             taken(b)
             b.let_go()
-        if a is not None:
+        if a is not None and not ref_kept:
             a.let_go()
 
     return done
@@ -309,91 +337,3 @@ def _recompiles(cap: Capture) -> dict[str, list[str]]:
     for r in cap.recompiles:
         out.setdefault(r.compile_id, []).append(_mask(r.reason))
     return out
-
-
-# Note [Comparing frames across ranks]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# The frames of two ranks are compared by ``tracer.diff`` (tracer/diffing.py), the same frame diff
-# a recompile carries, so a divergence and the diff view shown for it never disagree. Two ranks run
-# the same code in different processes, so what is process-specific must not count as a
-# difference. Node names are none: diff aligns graphs by structure (Note [Graph alignment] in
-# tracer/graph_align.py). Object and type ids in guard code are: ID_MATCH / TYPE_MATCH guards check
-# ``___check_obj_id(L['self'], 140234...)`` and ``___check_type_id(..., 9482...)`` against ``id()``
-# of objects of *this* process (torch/_dynamo/guards.py), so the same guard reads differently on
-# every rank. So are the names of globals Dynamo installs with ``OutputGraph.install_global``
-# (``G['__builtins_dict___3']['len']`` in BUILTIN_MATCH guards): ``unique_id`` numbers them with one
-# counter per process (torch/_dynamo/bytecode_transformation.py), so a rank that compiled one more
-# frame before names the same global differently. ``rank_diff`` diffs copies of the frames whose
-# guard sources and code have every integer of 7 or more digits masked as ``<id>`` (no shape,
-# constant or dtype in guard code is that long in practice), every object address ``at 0x7f...`` (torch
-# 2.11 and 2.12 log an ID_MATCH guard's object with its repr: ``type=<code object inner at 0x7f...>``)
-# as ``at <address>``, and every ``G['__name_N']`` as
-# ``G['__name_<n>']``; a real difference next to a masked one still shows as other text that differs.
-# From the FrameDiff: its guards make a "guards" finding; its inputs, symbols, graphs (root, HOP
-# bodies, AOT graphs), bodies and AOT saved values a "graph" finding; both carry the FrameDiff.
-# diff compares the root graph, which for a DDPOptimizer split is piece 0 (Frame.pieces); the other
-# pieces are aligned here with the same aligner (tracer.graph_align.align).
-def rank_diff(a: Frame, b: Frame) -> FrameDiff:
-    """``tracer.diff(a, b)`` with process-specific ids in guard code masked. See Note [Comparing frames across ranks]."""
-    return diff(_masked(a), _masked(b))
-
-
-def _masked(f: Frame) -> Frame:
-    """``f``, its guards masked: plain Guards only compared (``replace`` of a read-only one freezes it again)."""
-    return dataclasses.replace(f, guards=[Guard(g.kind, _mask(g.source), [_mask(c) for c in g.code], g.user_stack)
-                                          for g in f.guards])
-
-
-def compare_frames(a: Frame, b: Frame) -> tuple[list[str], FrameDiff]:
-    """One line per way frames ``a`` and ``b`` of two ranks differ, each starting with its kind
-    ("graph ..." / "guards ..."), and the FrameDiff they were read from. See Note [Comparing frames across ranks]."""
-    d = rank_diff(a, b)
-    out: list[str] = []
-    if len(a.pieces) != len(b.pieces):
-        out.append(f"graph split into {len(a.pieces) or 1} vs {len(b.pieces) or 1} pieces (DDPOptimizer buckets)")
-    else:
-        for i in range(1, len(a.pieces)):
-            gd = align(a.pieces[i].graph, b.pieces[i].graph)
-            if gd:
-                out.append(f"graph piece {i} differs: {_graph_text(gd)}")
-    parts = _graph_parts(d)
-    if parts:
-        out.insert(0, "graph differs: " + "; ".join(parts))
-    if d.guards:
-        shown = ", ".join(f"{g.change} {g.kind} {g.source}".strip() for g in d.guards[:3])
-        out.append(f"guards differ: {len(d.guards)} ({shown}{', ...' if len(d.guards) > 3 else ''})")
-    return out, d
-
-
-def _graph_parts(d: FrameDiff) -> list[str]:
-    """What a FrameDiff says about the graphs, one short part each (the "graph" kind of Note [Kinds of divergence])."""
-    parts = [str(i) for i in d.inputs[:3]] + ([f"{len(d.inputs) - 3} more input changes"] if len(d.inputs) > 3 else [])
-    if d.symbols_added or d.symbols_removed:
-        parts.append("symbols " + ", ".join([*(f"+{s}" for s in d.symbols_added), *(f"-{s}" for s in d.symbols_removed)]))
-    for g in d.graphs:
-        if g:
-            name = g.a or "root" if g.a == g.b else f"{g.a or 'root'} ↔ {g.b or 'root'}"
-            parts.append(f"{name}: {_graph_text(g)}")
-    parts += [f"HOP body {bc.change}: {bc.a or bc.b}" for bc in d.bodies if bc.change != "changed"]
-    if d.aot is not None and d.aot.mode_a != d.aot.mode_b:
-        parts.append(f"AOT {d.aot.mode_a or 'none'} vs {d.aot.mode_b or 'none'}")
-    if d.aot is not None and d.aot.saved:
-        parts.append(f"saved for backward {d.aot.saved_bytes_a} vs {d.aot.saved_bytes_b} bytes")
-    return parts
-
-
-def _graph_text(g: GraphDiff) -> str:
-    text = f"{len(g.changed)} changed, {len(g.added)} added, {len(g.removed)} removed nodes"
-    first = g.changed[0] if g.changed else None
-    return text + (f" ({first.b}: {'; '.join(first.changes)})" if first is not None else "")
-
-
-_LONG_INT = re.compile(r"\d{7,}")
-_ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]+")  # an object's repr in logged guard code (torch 2.11, 2.12)
-_INSTALLED_GLOBAL = re.compile(r"G\['(__\w+?)_\d+'\]")
-
-
-@functools.lru_cache(maxsize=1 << 14)  # a pure function of the text; a job's ranks repeat most guards' code
-def _mask(text: str) -> str:
-    """``text`` with process-specific ids and global names masked. See Note [Comparing frames across ranks]."""
-    return _INSTALLED_GLOBAL.sub(r"G['\1_<n>']", _LONG_INT.sub("<id>", _ADDRESS.sub("at <address>", text)))

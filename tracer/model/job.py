@@ -55,7 +55,7 @@ __all__ = ["DIVERGENCE_KINDS", "Divergence", "FrameSummary", "Job", "RankSummary
 #   "recompiles"   different recompile reasons
 #   "collectives"  different collective ops (c10d / _c10d_functional) in different order in the graphs
 # "graph" and "guards" are read from ``tracer.diff`` of the two frames and carry it
-# (Note [Comparing frames across ranks] in tracer/job.py).
+# (Note [Comparing frames across ranks] in tracer/job_frames.py).
 DIVERGENCE_KINDS = ("frames", "status", "graph", "guards", "recompiles", "collectives")
 
 
