@@ -1,6 +1,5 @@
 """What a capture reads once: fake tensors per AOT compile (Note [Values read once per conversion] in
-tracer/_torch/fx_values.py), guard stacks per frame sequence (Note [Guard stacks formatted once] in
-tracer/_torch/guards.py), the joint's ``seq_nr`` origins.
+tracer/_torch/fx_values.py), the joint's ``seq_nr`` origins.
 
 The record must not change: each test compares what a real capture records with the tables against
 what it records with every value read again, and counts the reads the tables save.
@@ -15,7 +14,6 @@ import torch.fx
 import tracer
 import tracer._torch.aot as aot_module
 import tracer._torch.fx_values as fx_values
-import tracer._torch.guards as guards_module
 from tracer._torch.fx_graph import graph_from_fx
 from tracer._torch.fx_values import ReadOnce
 from tracer._torch.unknowns import recording_into
@@ -144,29 +142,6 @@ def test_a_read_that_said_a_problem_is_read_again() -> None:
         graph = graph_from_fx(g)
     assert len([p for p in problems if "the device of a _NoDevice" in p]) == 2  # once per node, as before
     assert "device" not in graph.node("x").meta and "device" not in graph.node("neg").meta
-
-
-def test_guard_stacks_formatted_once_record_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list = []
-    real = guards_module.format_stack
-
-    def counted(stack, lines=None):
-        calls.append(stack)
-        return real(stack, lines)
-
-    monkeypatch.setattr(guards_module, "format_stack", counted)
-    shared = _capture()
-    shared_calls = len(calls)
-    calls.clear()
-    with monkeypatch.context() as m:
-        m.setattr(guards_module, "_user_stack",
-                  lambda g, lines, stacks: counted(getattr(g, "user_stack", None), lines))
-        again = _capture()
-    stacks = [g.user_stack for g in shared.frames[0].guards]
-    assert stacks == [g.user_stack for g in again.frames[0].guards]
-    assert any(stacks)
-    assert shared_calls < len(calls)  # guards whose stacks hold the same frames share one formatting
-    assert len({id(s) for s in stacks}) == len(stacks)  # but no guard shares its list with another
 
 
 def test_joint_seq_nr_origins_read_once(monkeypatch: pytest.MonkeyPatch) -> None:

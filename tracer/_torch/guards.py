@@ -33,7 +33,6 @@ def guards_from_set(guards: Any) -> list[Guard]:
     except Exception:  # except: display text only (the order guards are listed in)
         items = list(guards)
     lines: dict[tuple[Any, Any, Any], str] = {}  # one string per distinct user frame (format_stack)
-    stacks: dict[tuple[int, ...], list[str]] = {}  # Note [Guard stacks formatted once]
     for g in items:
         try:
             kind = g.create_fn_name()
@@ -46,27 +45,8 @@ def guards_from_set(guards: Any) -> list[Guard]:
             unknown(f"the source of a {kind} guard", e)
             source = ""
         code = [str(c) for c in (getattr(g, "code_list", None) or [])]
-        out.append(Guard(kind=str(kind), source=source, code=code, user_stack=_user_stack(g, lines, stacks)))
+        out.append(Guard(kind=str(kind), source=source, code=code, user_stack=format_stack(getattr(g, "user_stack", None), lines)))
     return out
-
-
-# Note [Guard stacks formatted once]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# Each guard carries its own ``user_stack`` (a StackSummary), but its frames are shared: a BERT
-# capture's 1,431 guards hold 14,694 frames that are 1,714 distinct FrameSummary objects. So a
-# stack is formatted once per sequence of frame objects (keyed by their ids) and each guard gets
-# its own copy of the lines. The ids are those of frames alive for the whole ``guards_from_set``
-# call (the GuardsSet holds them), and the table lives only for that call, so an id never stands
-# for another frame.
-def _user_stack(g: Any, lines: dict[tuple[Any, Any, Any], str], stacks: dict[tuple[int, ...], list[str]]) -> list[str]:
-    stack = getattr(g, "user_stack", None)
-    if not isinstance(stack, list):  # None, or not a StackSummary: formatted as before
-        return format_stack(stack, lines)
-    key = tuple(map(id, stack))
-    hit = stacks.get(key)
-    if hit is None:
-        hit = stacks[key] = format_stack(stack, lines)
-    return list(hit)
 
 
 # Note [BACKEND_MATCH in torch 2.13]
