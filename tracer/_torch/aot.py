@@ -30,7 +30,7 @@ from tracer._torch.aot_meta import (
     synthetic_base_groups,
 )
 from tracer._torch.aot_provenance import DynamoIndex, annotate_from, seq_nr_origins
-from tracer._torch.fx_graph import graph_from_fx
+from tracer._torch.fx_graph import ReadOnce, graph_from_fx
 from tracer._torch.fx_marks import note_graph
 from tracer._torch.patching import Patches
 from tracer._torch.structured import logged_graph_code
@@ -162,6 +162,9 @@ class _AotRecorder:
         self.hooks_snapshot: Optional[HookSnapshot] = None  # Note [Recording inlined saved-tensor hooks]
         self.joint_bodies: dict[str, Graph] = {}
         self.aot: Optional[Aot] = None
+        # fake tensors read once for the joint, forward and backward (Note [Values read once per
+        # conversion] in tracer/_torch/fx_values.py); dropped once the backward is converted
+        self.seen: Optional[ReadOnce] = ReadOnce()
 
     # -- errors ------------------------------------------------------------------------------
     def _failed(self, stage: str, e: BaseException) -> None:
@@ -193,12 +196,13 @@ class _AotRecorder:
         node_roles = roles(gm)
         if code is _LOGGED:
             code = None if body else logged_graph_code(_LOGGED_AS[name])  # Note [Graph text torch already rendered]
-        g = graph_from_fx(gm, name, role_of=lambda n: node_roles.get(n.name), code=code)
+        g = graph_from_fx(gm, name, role_of=lambda n: node_roles.get(n.name), code=code, seen=self.seen)
         by_seq: dict[int, dict[str, Any]] = {}
         if not body:
             by_seq = dict(self.by_seq_nr)
-            for seq, origin in seq_nr_origins(gm.graph, self.index).items():
-                by_seq.setdefault(seq, origin)
+            if name != "joint":  # the joint's own were read by ``partition`` just before (self.by_seq_nr)
+                for seq, origin in seq_nr_origins(gm.graph, self.index).items():
+                    by_seq.setdefault(seq, origin)
         origins = None
         if saved_from is not None:
             origins = {n.name: n.meta["from"] for n in saved_from.nodes if "from" in n.meta}
@@ -323,6 +327,7 @@ class _AotRecorder:
             return
         with recording_into(self.frame.problems):
             aot.backward, bodies = self._convert(gm, "backward", saved_from=aot.forward, code=code)
+        self.seen = None  # the last graph of this compile that shares the joint's tensors
         aot.subgraphs.update(bodies)
         if aot.saved_tensor_hooks is not None and self.hooks_snapshot is not None:
             mark_hook_nodes(aot.backward, self.hooks_snapshot.backward, "unpack")

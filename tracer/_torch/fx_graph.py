@@ -14,145 +14,13 @@ from typing import Any, Callable, Optional
 
 import torch
 import torch.fx
+from torch.fx.immutable_collections import immutable_list
 
+from tracer._torch.fx_values import ReadOnce, dtype_text, meta_of
 from tracer._torch.unknowns import unknown
 from tracer.model import Graph, Node
 
-__all__ = ["graph_from_fx", "meta_of", "display", "source_of"]
-
-
-# -- values -> meta ---------------------------------------------------------------------------
-
-
-def _size(s: Any) -> Any:
-    """An int, or a symbolic size's expression as a string ("s0", "2*s0")."""
-    if isinstance(s, int) and not isinstance(s, bool):
-        return s
-    if isinstance(s, torch.SymInt):
-        try:
-            const = s.node.maybe_as_int()
-        except Exception as e:  # except: records a problem (the expression below is still exact)
-            unknown(f"whether size {s} is a constant", e)
-            const = None
-        if const is not None:
-            return int(const)
-        return _sym_expr(s)
-    try:
-        return int(s)
-    except Exception as e:  # except: records a problem (kept as its text)
-        unknown(f"the size {type(s).__name__} as an int", e)
-        return str(s)
-
-
-def _sizes(sizes: Any) -> list[Any]:
-    """``[_size(s) for s in sizes]``, without a call per size when all are plain ints (most graphs)."""
-    out = list(sizes)
-    if all(type(s) is int for s in out):
-        return out
-    return [_size(s) for s in out]
-
-
-def _dtype(d: Any) -> str:
-    text = _DTYPES.get(d)
-    if text is None:
-        text = _DTYPES[d] = str(d).removeprefix("torch.")
-    return text
-
-
-# Note [Names of torch's own singletons]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# Every node of every graph a capture converts names its dtype, device and operator: ~20k str()
-# calls for a small transformer's Dynamo, joint, forward and backward graphs, each formatting the
-# same few dozen objects again (``OpOverload.__str__`` splits its schema name each time). dtypes,
-# devices and OpOverloads are immutable and compare by what they name (a device by type and index,
-# so ``cuda`` and ``cuda:0`` stay apart), so each one's text is formatted once per process and
-# looked up after. An OpOverload is already kept for the process by torch (``torch.ops.<ns>.<op>``
-# caches its overloads as attributes); a target that is not one is named as before, every time.
-_DTYPES: dict[Any, str] = {}
-_DEVICES: dict[Any, str] = {}
-_OPS: dict[Any, str] = {}
-
-
-def _device(d: Any) -> str:
-    text = _DEVICES.get(d)
-    if text is None:
-        text = _DEVICES[d] = str(d)
-    return text
-
-
-def _tensor_meta(t: torch.Tensor) -> dict[str, Any]:
-    meta: dict[str, Any] = {"kind": "tensor"}
-    try:
-        meta["shape"] = _sizes(t.shape)
-    except Exception as e:  # except: records a problem (no "shape" key: never [] that reads as 0-d)
-        unknown(f"the shape of a {type(t).__name__}", e)
-    try:
-        meta["stride"] = _sizes(t.stride())
-    except (RuntimeError, NotImplementedError):  # sparse / nested tensors have no strides: no "stride" key
-        pass
-    meta["dtype"] = _dtype(t.dtype)
-    try:
-        meta["device"] = _device(t.device)
-    except Exception as e:  # except: records a problem (no "device" key)
-        unknown(f"the device of a {type(t).__name__}", e)
-    try:
-        meta["requires_grad"] = bool(t.requires_grad)
-    except Exception as e:  # except: records a problem (no "requires_grad" key)
-        unknown(f"requires_grad of a {type(t).__name__}", e)
-    # FakeTensor and FunctionalTensor are how a graph *holds* a value, not a user subclass.
-    cls = type(t)
-    if cls is not torch.Tensor and cls is not torch.nn.Parameter and cls.__name__ not in _PLAIN_TENSOR_TYPES:
-        meta["subclass"] = cls.__name__
-    elif cls is torch.nn.Parameter:
-        meta["parameter"] = True
-    return meta
-
-
-_PLAIN_TENSOR_TYPES = {"FakeTensor", "FunctionalTensor", "Tensor"}
-
-
-def meta_of(value: Any) -> dict[str, Any]:
-    """Meta dict (Note [Node.meta keys] in tracer/model.py) for one value; never raises."""
-    try:
-        return _meta_of(value, 0)
-    except Exception as e:  # except: records a problem (a broken __repr__/__len__ must never break a capture)
-        unknown(f"the value meta of a {type(value).__name__}", e)
-        return {"kind": "opaque", "type": type(value).__name__, "error": f"{type(e).__name__}: {e}"[:200]}
-
-
-def _meta_of(value: Any, depth: int) -> dict[str, Any]:
-    if value is None:
-        return {"kind": "none", "value": "None"}
-    if isinstance(value, torch.Tensor):
-        return _tensor_meta(value)
-    if isinstance(value, bool):
-        return {"kind": "bool", "value": repr(value)}
-    if isinstance(value, int):
-        return {"kind": "int", "value": repr(value)}
-    if isinstance(value, float):
-        return {"kind": "float", "value": repr(value)}
-    if isinstance(value, torch.SymInt):
-        return {"kind": "symint", "value": str(_size(value))}
-    if isinstance(value, torch.SymFloat):
-        return {"kind": "symfloat", "value": _sym_expr(value)}
-    if isinstance(value, torch.SymBool):
-        return {"kind": "symbool", "value": _sym_expr(value)}
-    if isinstance(value, (tuple, list)) and depth < 4:
-        return {"kind": "tuple" if isinstance(value, tuple) else "list",
-                "items": [_meta_of(v, depth + 1) for v in list(value)[:64]]}
-    if isinstance(value, str):
-        return {"kind": "str", "value": repr(value)[:200]}
-    if isinstance(value, (torch.dtype, torch.device, torch.memory_format, torch.layout)):
-        return {"kind": type(value).__name__, "value": str(value)}
-    return {"kind": "opaque", "type": type(value).__name__}
-
-
-def _sym_expr(v: Any) -> str:
-    try:
-        return str(v.node.expr)
-    except Exception as e:  # except: records a problem (kept as str(v))
-        unknown(f"the expression of a {type(v).__name__}", e)
-        return str(v)
+__all__ = ["ReadOnce", "graph_from_fx", "meta_of", "display", "source_of"]
 
 
 # -- node args -> display strings ------------------------------------------------------------
@@ -160,6 +28,13 @@ def _sym_expr(v: Any) -> str:
 
 def display(a: Any, depth: int = 0) -> str:
     """fx-like display form of one argument: node names as-is, constants as repr."""
+    t = type(a)  # the common exact types first; the checks below give each of them the same text
+    if t is _FX_NODE:
+        return a.name
+    if t in _REPR_TYPES:
+        return repr(a)
+    if (t is _IMMUTABLE_LIST or t is list) and depth < 6:
+        return "[" + ", ".join([display(x, depth + 1) for x in a]) + "]"
     if isinstance(a, torch.fx.Node):
         return a.name
     if isinstance(a, tuple) and depth < 6:
@@ -174,7 +49,7 @@ def display(a: Any, depth: int = 0) -> str:
     if isinstance(a, (int, float, bool, str, type(None), slice)):
         return repr(a)
     if isinstance(a, torch.Tensor):
-        return f"<{type(a).__name__} {_dtype(a.dtype)}{list(a.shape)}>"
+        return f"<{type(a).__name__} {dtype_text(a.dtype)}{list(a.shape)}>"
     try:
         text = repr(a)
     except Exception:  # except: display text only (an argument's display form)
@@ -182,11 +57,20 @@ def display(a: Any, depth: int = 0) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
+_FX_NODE = torch.fx.Node
+_IMMUTABLE_LIST = immutable_list
+_REPR_TYPES = frozenset({int, float, bool, str, type(None)})
+
+
 def target_str(node: torch.fx.Node) -> str:
     """"aten.mm.default", "torch.sin", "operator.add", "wrap_body_0", "sin" (a method name)."""
     t = node.target
     if isinstance(t, str):
         return t
+    if type(t) is _OP_OVERLOAD:  # the common case first: Note [Names of torch's own singletons]
+        text = _OPS.get(t)
+        if text is not None:
+            return text
     try:
         if isinstance(t, torch._ops.OpOverload):  # aten.mm.default; Note [Names of torch's own singletons]
             text = _OPS.get(t)
@@ -211,6 +95,10 @@ def target_str(node: torch.fx.Node) -> str:
             short = "torch"
         return f"{short}.{name}" if short != "builtins" else name
     return f"{mod}.{name}" if mod else name
+
+
+_OPS: dict[Any, str] = {}  # Note [Names of torch's own singletons] in tracer/_torch/fx_values.py
+_OP_OVERLOAD = torch._ops.OpOverload
 
 
 # -- source locations -----------------------------------------------------------------------------
@@ -257,11 +145,14 @@ def _module_stack(stack: Any) -> list[list[str]]:
     if not isinstance(stack, dict):
         return out
     for key, v in stack.items():
-        try:
+        if type(v) is tuple and len(v) == 2:  # what Dynamo stores: (path, class)
             path, typ = v
-        except Exception as e:  # except: records a problem (the entry is left out)
-            unknown(f"nn_module_stack entry {key!r}", e)
-            continue
+        else:
+            try:
+                path, typ = v
+            except Exception as e:  # except: records a problem (the entry is left out)
+                unknown(f"nn_module_stack entry {key!r}", e)
+                continue
         if isinstance(typ, type):
             text = _TYPES.get(typ)
             if text is None:  # Note [Names of torch's own singletons]: a class's name formatted once
@@ -274,11 +165,14 @@ def _module_stack(stack: Any) -> list[list[str]]:
 _TYPES: dict[type, str] = {}
 
 
-def node_meta(node: torch.fx.Node) -> dict[str, Any]:
-    """Meta dict of one fx node (value meta + source + nn_module_stack)."""
+def node_meta(node: torch.fx.Node, seen: Optional[ReadOnce] = None) -> dict[str, Any]:
+    """Meta dict of one fx node (value meta + source + nn_module_stack). ``seen``: Note [Values read
+    once per conversion]."""
     fx_meta = node.meta
-    value = fx_meta.get("example_value", fx_meta.get("val", _MISSING))
-    meta: dict[str, Any] = {} if value is _MISSING else meta_of(value)
+    value = fx_meta.get("example_value", _MISSING)
+    if value is _MISSING:
+        value = fx_meta.get("val", _MISSING)
+    meta: dict[str, Any] = {} if value is _MISSING else meta_of(value, seen)
     if node.op == "output" and value is _MISSING:
         meta = {}
     st = fx_meta.get("stack_trace")
@@ -289,12 +183,16 @@ def node_meta(node: torch.fx.Node) -> dict[str, Any]:
         src = source_of(st)
         if src:
             meta["source"] = src
-    stack = _module_stack(fx_meta.get("nn_module_stack"))
-    if stack:
-        meta["nn_module_stack"] = stack
-    fwd_stack = _module_stack(fx_meta.get("fwd_nn_module_stack"))  # AOT backward nodes: their forward op's
-    if fwd_stack:
-        meta["fwd_nn_module_stack"] = fwd_stack
+    stack = fx_meta.get("nn_module_stack")
+    if stack is not None:  # _module_stack gives [] for None
+        stack = _module_stack(stack)
+        if stack:
+            meta["nn_module_stack"] = stack
+    fwd_stack = fx_meta.get("fwd_nn_module_stack")  # AOT backward nodes: their forward op's
+    if fwd_stack is not None:
+        fwd_stack = _module_stack(fwd_stack)
+        if fwd_stack:
+            meta["fwd_nn_module_stack"] = fwd_stack
     return meta
 
 
@@ -321,30 +219,36 @@ def graph_from_fx(
     *,
     role_of: Optional[Callable[[Node], Optional[str]]] = None,
     code: Optional[str] = None,
+    seen: Optional[ReadOnce] = None,
 ) -> Graph:
     """Convert an fx GraphModule or Graph to a plain :class:`tracer.model.Graph`.
 
     ``role_of(node) -> role | None`` may assign a role per Note [Closed sets of kinds]; the default
     roles are "output" for the output node, "param" for get_attr of a non-module, and "op" else.
     ``code``: the readable text when torch already rendered it (see Note [Graph text torch already
-    rendered] in tracer/_torch/structured.py); rendered here otherwise.
+    rendered] in tracer/_torch/structured.py); rendered here otherwise. ``seen``: values already read
+    by an earlier conversion of the same compile (Note [Values read once per conversion]).
     """
+    seen = seen if seen is not None else ReadOnce()
+    fx_node = torch.fx.Node
     fx_graph = gm_or_graph.graph if isinstance(gm_or_graph, torch.fx.GraphModule) else gm_or_graph
     gm = gm_or_graph if isinstance(gm_or_graph, torch.fx.GraphModule) else getattr(fx_graph, "owning_module", None)
     nodes: list[Node] = []
     for n in fx_graph.nodes:
-        inputs = [a.name for a in n.all_input_nodes]
-        node = Node(
-            name=n.name,
-            op=n.op,
-            target=target_str(n),
-            args=[display(a) for a in n.args],
-            kwargs={str(k): display(v) for k, v in n.kwargs.items()},
-            inputs=inputs,
-            users=[u.name for u in n.users],
-            meta=node_meta(n),
+        target = target_str(n)  # the reads that may say a problem, in the order they always ran
+        meta = node_meta(n, seen)
+        node = Node(  # positional, in field order: name, op, target, args, kwargs, inputs, users, role, calls, meta
+            n.name,
+            n.op,
+            target,
+            [a.name if type(a) is fx_node else display(a) for a in n.args],
+            {str(k): display(v) for k, v in n.kwargs.items()},
+            [a.name for a in n.all_input_nodes],
+            [u.name for u in n.users],
+            _default_role(n, gm),
+            [],
+            meta,
         )
-        node.role = _default_role(n, gm)
         if role_of is not None:
             try:
                 r = role_of(node)

@@ -12,7 +12,7 @@ import contextlib
 import contextvars
 from typing import Iterator, Optional
 
-__all__ = ["recording_into", "take_loose", "unknown"]
+__all__ = ["recording_into", "said", "take_loose", "unknown"]
 
 # Note [No silent fallback]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -24,6 +24,7 @@ __all__ = ["recording_into", "take_loose", "unknown"]
 # problems/errors list), or "display text only" (a label or message nobody reads as data).
 _SINK: contextvars.ContextVar[Optional[list[str]]] = contextvars.ContextVar("dynascope_unknowns", default=None)
 _LOOSE: list[str] = []
+_SAID = [0]  # how many times unknown() was called in this process: ``said``
 
 
 @contextlib.contextmanager
@@ -41,6 +42,13 @@ def unknown(what: str, e: BaseException) -> None:
     text = f"{what}: unknown ({type(e).__name__}: {e})"[:300]
     sink = _SINK.get()
     (sink if sink is not None else _LOOSE).append(text)
+    _SAID[0] += 1
+
+
+def said() -> int:
+    """How many sentences :func:`unknown` said so far: a read that said one is not reused (its problem
+    would be said once instead of once per read; Note [Values read once per conversion])."""
+    return _SAID[0]
 
 
 def take_loose() -> list[str]:
