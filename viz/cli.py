@@ -27,6 +27,7 @@ from tracer.trace_log.deferred import read_only_graphs
 from viz.report_file import write_report as _write_file
 from viz.report_frames import write_log_in_workers
 from viz.report_ranks import write_report_in_workers
+from viz.report_warm import start as start_warming
 
 __all__ = ["main"]
 
@@ -90,17 +91,22 @@ def write_report(path: str, out: str, workers: Optional[int] = 1) -> pathlib.Pat
 def _write(path: str, out: str, workers: Optional[int], paths: Optional[list[str]]) -> pathlib.Path:
     t0 = time.perf_counter()
     if paths is None or len(paths) == 1:
-        caps = _load_pt2(path) if paths is None else [_load_one(paths[0])]
-        n = 1 if paths is None else worker_count(len(caps[0].frames), workers)
-        _progress(f"rendering {out}" + (f" in {n} processes (this one and {plural(n - 1, 'worker')} forked from it)"
-                                        if n > 1 else ""))
-        t0 = time.perf_counter()
-        if n > 1:  # the frames rendered in workers forked after the load: viz/report_frames.py
-            title = caps[0].fn or "capture"
-            stats = write_log_in_workers(out, caps.pop(), paths[0], n, title=title,
-                                         progress=lambda line: _progress(f"  {line}"))
-        else:
-            stats = _write_file(out, caps, title=caps[0].fn or "capture", release=True)
+        warming = start_warming(paths[0]) if paths is not None and workers == 1 else None  # viz/report_warm.py
+        try:
+            caps = _load_pt2(path) if paths is None else [_load_one(paths[0])]
+            n = 1 if paths is None else worker_count(len(caps[0].frames), workers)
+            _progress(f"rendering {out}" + (f" in {n} processes (this one and {plural(n - 1, 'worker')} forked from it)"
+                                            if n > 1 else ""))
+            t0 = time.perf_counter()
+            if n > 1:  # the frames rendered in workers forked after the load: viz/report_frames.py
+                title = caps[0].fn or "capture"
+                stats = write_log_in_workers(out, caps.pop(), paths[0], n, title=title,
+                                             progress=lambda line: _progress(f"  {line}"))
+            else:
+                stats = _write_file(out, caps, title=caps[0].fn or "capture", release=True, warm=warming)
+        finally:  # a helper whose answer was not read is ended
+            if warming is not None:
+                warming.close()
     elif worker_count(len(paths), workers) == 1:  # one section per rank's log, in file order, each rendered as soon as it is read
         stats = _write_file(out, _load_many(paths, workers), title=os.path.basename(os.path.normpath(path)),
                             headings=lambda cap: cap.fn, release=True)
