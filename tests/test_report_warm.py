@@ -53,7 +53,7 @@ def test_a_warmed_report_is_the_page_written_without_the_helper(log, tmp_path):
     warming = report_warm.start(log)
     assert warming is not None
     warm, warm_reused = _page(log, tmp_path / "warm.html", warming)
-    assert warming.entries > 0 and warming.fd < 0
+    assert warming.entries > 0 and warming.fd < 0 and warming.error == ""
     assert warm == cold  # byte for byte
     assert "hop_and_break" in expand(warm)
     with read_only_graphs():
@@ -79,6 +79,7 @@ def test_a_helper_that_fails_or_is_late_warms_nothing(log, tmp_path, monkeypatch
         cache, facts = DrawingCache(stable=True), {}
         warming(cache, facts)  # waits at most as long again as since the fork (1 s here), then kills it
         assert warming.entries == 0 and not facts and cache.get(b"x") is None
+        assert warming.error == ("RuntimeError: the helper fails" if helper is fails else "the helper did not answer in time")
         with pytest.raises(ChildProcessError):
             os.waitpid(warming.pid, os.WNOHANG)  # reaped
         page, _ = _page(log, tmp_path / "page.html", report_warm.start(log))

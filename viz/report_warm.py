@@ -64,14 +64,19 @@ class Warming:
     def __init__(self, pid: int, fd: int) -> None:
         self.pid, self.fd, self.started = pid, fd, time.perf_counter()
         self.entries = 0  # entries put into the caches (0: nothing warmed)
+        self.error = ""  # why nothing was warmed, when the helper failed or ran out of time
 
     def __call__(self, cache: DrawingCache, facts: dict[bytes, str]) -> None:
         if self.fd < 0:
             return
         data = self._answer()
+        if data.startswith(b"!"):  # the helper's error (_helper)
+            self.error = data[1:].decode("utf-8", "replace")
+            return
         try:
             items, blocks, infos, guards = marshal.loads(data) if data else ((), (), (), ())
-        except (EOFError, ValueError, TypeError):  # except: a damaged answer warms nothing (made here instead)
+        except (EOFError, ValueError, TypeError) as e:  # a damaged answer warms nothing (made here instead)
+            self.error = f"the helper's answer is not readable ({e})"
             return
         for key, value in items:
             cache.put(key, value)
@@ -98,8 +103,8 @@ class Warming:
             while not done:
                 left = deadline - time.perf_counter()
                 if left <= 0 or not select.select([fd], [], [], left)[0]:
-                    os.kill(self.pid, signal.SIGKILL)  # out of time: nothing warmed
-                    chunks = []
+                    os.kill(self.pid, signal.SIGKILL)
+                    self.error, chunks = "the helper did not answer in time", []
                     break
                 chunk = os.read(fd, 1 << 20)
                 done = not chunk
@@ -107,7 +112,10 @@ class Warming:
         finally:
             os.close(fd)
             _, status = os.waitpid(self.pid, 0)
-        return b"".join(chunks) if os.waitstatus_to_exitcode(status) == 0 else b""
+        code = os.waitstatus_to_exitcode(status)
+        if code not in (0, 1) and not self.error:  # 1: it wrote its error
+            self.error = f"the helper ended with status {code}"
+        return b"".join(chunks)
 
 
 def start(path: str) -> Optional[Warming]:
@@ -120,19 +128,27 @@ def start(path: str) -> Optional[Warming]:
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the helper: never returns
-        code = 1
-        try:
-            os.close(r)
-            data = _warm(path)
-            with os.fdopen(w, "wb") as fh:
-                fh.write(data)
-            code = 0
-        except BaseException:  # except: the helper's failure only means nothing is warmed (exit status 1)
-            pass
-        finally:
-            os._exit(code)
+        os.close(r)
+        os._exit(_helper(path, w))
     os.close(w)
     return Warming(pid, r)
+
+
+def _helper(path: str, fd: int) -> int:
+    """The helper's work and exit status: its answer, or "!" and its error (status 1), written to ``fd``."""
+    with os.fdopen(fd, "wb") as out:
+        error: Optional[BaseException] = None
+        try:
+            data, code = _warm(path), 0
+        except BaseException as e:  # except: records a problem (its error is the answer: Warming.error)
+            error = e
+        if error is not None:
+            data, code = b"!" + f"{type(error).__name__}: {error}".encode("utf-8", "replace"), 1
+        try:
+            out.write(data)
+        except OSError:  # this process gone meanwhile (its report failed): nobody to answer
+            code = 1
+    return code
 
 
 def _warm(path: str) -> bytes:
