@@ -133,7 +133,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     rep.add_argument("log", help="a TORCH_TRACE .log (or .log.gz) file, the TORCH_TRACE directory, or a .pt2 archive")
     rep.add_argument("-o", "--output", default="report.html", help="HTML file to write (default: report.html)")
     rep.add_argument("-j", "--workers", type=int, default=1,
-                     help="processes that render (default 1: all here, lazily, one log in memory at a time). A "
+                     help="processes that render (default 1: all here, lazily, one log in memory at a time; one "
+                          "log's first frame laid out beside the load by a helper when a second core is there). A "
                           "directory: N worker processes each read and render their logs and send back the rendered "
                           "section, not the log. One log: it is read here, then frames 1.. are rendered in N "
                           "processes forked from this one. The same file either way; it helps only where the "
