@@ -50,7 +50,7 @@ def test_the_head_of_a_log_holds_its_first_frame_with_a_graph(log):
 @needs_cores
 def test_a_warmed_report_is_the_page_written_without_the_helper(log, tmp_path):
     cold, cold_reused = _page(log, tmp_path / "cold.html")
-    warming = report_warm.start(log)
+    warming = report_warm._fork(log)
     assert warming is not None
     warm, warm_reused = _page(log, tmp_path / "warm.html", warming)
     assert warming.entries > 0 and warming.fd < 0 and warming.error == ""
@@ -75,22 +75,30 @@ def test_a_helper_that_fails_or_is_late_warms_nothing(log, tmp_path, monkeypatch
 
     for helper in (fails, late):
         monkeypatch.setattr(report_warm, "_warm", helper)  # the forked helper runs it
-        warming = report_warm.start(log)
+        warming = report_warm._fork(log)
         cache, facts = DrawingCache(stable=True), {}
         warming(cache, facts)  # waits at most as long again as since the fork (1 s here), then kills it
         assert warming.entries == 0 and not facts and cache.get(b"x") is None
         assert warming.error == ("RuntimeError: the helper fails" if helper is fails else "the helper did not answer in time")
         with pytest.raises(ChildProcessError):
             os.waitpid(warming.pid, os.WNOHANG)  # reaped
-        page, _ = _page(log, tmp_path / "page.html", report_warm.start(log))
+        page, _ = _page(log, tmp_path / "page.html", report_warm._fork(log))
         assert page == cold
 
 
 @needs_cores
 def test_a_helper_whose_answer_is_not_read_is_ended(log):
-    warming = report_warm.start(log)
+    warming = report_warm._fork(log)
     warming.close()
     with pytest.raises(ChildProcessError):
         os.waitpid(warming.pid, os.WNOHANG)
     warming(DrawingCache(stable=True), {})  # nothing left to read
     assert warming.entries == 0
+
+
+def test_no_helper_without_a_free_core(log, monkeypatch):
+    monkeypatch.setattr(report_warm, "_core_free", lambda cores: False)
+    assert report_warm.start(log) is None
+    monkeypatch.setattr(report_warm, "_cores", lambda: 1)
+    monkeypatch.setattr(report_warm, "_core_free", lambda cores: True)
+    assert report_warm.start(log) is None

@@ -44,9 +44,10 @@ __all__ = ["Warming", "start"]
 # fields the facts depend on, the guards' JSON), so an entry can only serve an equal graph, frame or
 # guard list; the helper's frame may lack later records (then it keys differently and nothing hits).
 # Bounded: the helper is given at most as long again as this process has run since the fork, then
-# killed (nothing warmed). Not with ``-j N`` (its workers start from this process's caches anyway) and
-# not on one core, where the helper's CPU (its own parse and load of the head) would come out of the
-# report's.
+# killed (nothing warmed). Not with ``-j N`` (its workers start from this process's caches anyway), and
+# only while a core is free (``_core_free``): the helper costs 0.2-0.3 s of CPU more in all (its own load
+# of the head and parse), which on a busy machine comes out of the report's share: measured 3-10 % slower
+# at load 4-5 on 2 cores, so then it is not forked (bench/RESULTS.md, 2026-11-27).
 _MIN_CORES = 2
 
 
@@ -55,6 +56,22 @@ def _cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+def _core_free(cores: int) -> bool:
+    """Whether a core is free for the helper now: nothing else runnable beside this process on all but
+    one core (``/proc/loadavg``'s running count, this process included), and the last minute's load
+    average leaves a core (where there is no /proc, the load average alone)."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as fh:
+            fields = fh.read().split()
+        load, running = float(fields[0]), int(fields[3].split("/")[0])
+    except (OSError, ValueError, IndexError):  # no /proc: the load average alone
+        try:
+            load, running = os.getloadavg()[0], 1
+        except OSError:  # no load average either: no helper
+            return False
+    return running - 1 <= cores - _MIN_CORES and load <= cores - 0.5
 
 
 class Warming:
@@ -120,9 +137,16 @@ class Warming:
 
 def start(path: str) -> Optional[Warming]:
     """Fork the helper of Note [A helper renders the first frame beside the load] for the log at
-    ``path``, or None (one core, or no ``fork``). Call before loading, while this process runs one thread."""
-    if not hasattr(os, "fork") or _cores() < _MIN_CORES:
+    ``path``, or None (one core, no core free now, or no ``fork``). Call before loading, while this process
+    runs one thread."""
+    cores = _cores()
+    if not hasattr(os, "fork") or cores < _MIN_CORES or not _core_free(cores):
         return None
+    return _fork(path)
+
+
+def _fork(path: str) -> Warming:
+    """The helper forked, whatever the machine's load."""
     sys.stdout.flush()
     sys.stderr.flush()  # a forked child holds copies of unwritten buffers
     r, w = os.pipe()
