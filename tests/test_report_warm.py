@@ -102,3 +102,13 @@ def test_no_helper_without_a_free_core(log, monkeypatch):
     monkeypatch.setattr(report_warm, "_cores", lambda: 1)
     monkeypatch.setattr(report_warm, "_core_free", lambda cores: True)
     assert report_warm.start(log) is None
+    monkeypatch.setenv("DYNASCOPE_REPORT_HELPER", "always")
+    warming = report_warm.start(log)
+    assert warming is not None
+    warming.close()
+    monkeypatch.setenv("DYNASCOPE_REPORT_HELPER", "never")
+    monkeypatch.setattr(report_warm, "_cores", lambda: 2)
+    assert report_warm.start(log) is None
+    monkeypatch.setenv("DYNASCOPE_REPORT_HELPER", "sometimes")
+    with pytest.raises(ValueError, match="must be one of 'auto', 'always', 'never'"):
+        report_warm.start(log)

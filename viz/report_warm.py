@@ -138,9 +138,13 @@ class Warming:
 def start(path: str) -> Optional[Warming]:
     """Fork the helper of Note [A helper renders the first frame beside the load] for the log at
     ``path``, or None (one core, no core free now, or no ``fork``). Call before loading, while this process
-    runs one thread."""
+    runs one thread. ``$DYNASCOPE_REPORT_HELPER``: "auto" (the default), "always" (whatever the load, for
+    measuring) or "never"."""
+    mode = os.environ.get("DYNASCOPE_REPORT_HELPER", "auto")
+    if mode not in ("auto", "always", "never"):
+        raise ValueError(f"DYNASCOPE_REPORT_HELPER={mode!r} (must be one of 'auto', 'always', 'never')")
     cores = _cores()
-    if not hasattr(os, "fork") or cores < _MIN_CORES or not _core_free(cores):
+    if mode == "never" or not hasattr(os, "fork") or (mode == "auto" and not (cores >= _MIN_CORES and _core_free(cores))):
         return None
     return _fork(path)
 
