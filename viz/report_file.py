@@ -297,7 +297,7 @@ def _entry(frame: Frame, key: str) -> dict[str, object]:
 # loader has moved every object to the oldest generation (Note [No cyclic GC while a log is read] in
 # tracer/_no_gc.py), which only a full collection visits. So with ``release`` (captures nobody else
 # reads) each capture is followed by one ``gc.collect()``: it walks one rank's objects once, a small
-# part of rendering them, and frees the rank before the next is read.
+# part of rendering them, and frees the rank before the next is read (not after the last of a list: none is read after it).
 
 
 def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, title: str,
@@ -325,7 +325,7 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
             stats.headings.append(heading)
         sections.append(_section(cap, "" if one else f"{ci}-", heading, out_blocks, cache, facts, release, profile, warm))
         del cap  # See Note [One capture at a time]
-        if release:
+        if release and (not isinstance(caps, list) or ci < len(caps) - 1):
             gc.collect()  # the cycles its rendering left (jinja's render contexts name it): See Note [One capture at a time]
     _write_page(stats, title, sections, out_blocks.blocks)  # every head compressed: stats.payload_bytes is whole
     stats.layouts_reused = cache.hits
