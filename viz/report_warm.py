@@ -61,7 +61,8 @@ def _cores() -> int:
 def _core_free(cores: int) -> bool:
     """Whether a core is free for the helper now: nothing else runnable beside this process on all but
     one core (``/proc/loadavg``'s running count, this process included), and the last minute's load
-    average leaves a core (where there is no /proc, the load average alone)."""
+    average below the cores (a command run in a loop, as the bench does, adds 1 by itself); where there
+    is no /proc, the load average alone."""
     try:
         with open("/proc/loadavg", encoding="ascii") as fh:
             fields = fh.read().split()
@@ -71,7 +72,7 @@ def _core_free(cores: int) -> bool:
             load, running = os.getloadavg()[0], 1
         except OSError:  # no load average either: no helper
             return False
-    return running - 1 <= cores - _MIN_CORES and load <= cores - 0.5
+    return running - 1 <= cores - _MIN_CORES and load < cores
 
 
 class Warming:
