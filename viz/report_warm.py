@@ -46,8 +46,9 @@ __all__ = ["Warming", "start"]
 # Bounded: the helper is given at most as long again as this process has run since the fork, then
 # killed (nothing warmed). Not with ``-j N`` (its workers start from this process's caches anyway), and
 # only while a core is free (``_core_free``): the helper costs 0.2-0.3 s of CPU more in all (its own load
-# of the head and parse), which on a busy machine comes out of the report's share: measured 3-10 % slower
-# at load 4-5 on 2 cores, so then it is not forked (bench/RESULTS.md, 2026-11-27).
+# of the head and parse), which on a busy machine comes out of the report's share: measured 1-13 %
+# slower than without it at load 3-5 on 2 cores (median 3-4 %), and 0.77-0.86x tlparse's wall instead of
+# 1.3-1.5x with a core free (bench/RESULTS.md, 2026-11-27), so it is forked only then.
 _MIN_CORES = 2
 
 
