@@ -63,7 +63,9 @@ def _core_free(cores: int) -> bool:
     """Whether a core is free for the helper now: nothing else runnable beside this process on all but
     one core (``/proc/loadavg``'s running count, this process included), and the last minute's load
     average below the cores (a command run in a loop, as the bench does, adds 1 by itself); where there
-    is no /proc, the load average alone."""
+    is no /proc, the load average alone. Measured (bench/RESULTS.md, 2026-11-27): the helper pays off
+    when it gets a core (0.77-0.86x tlparse's wall), costs 1-13 % at load 3-5; allowing one other
+    runnable process gave mixed rounds at load ~2 (run G), so nothing else may be runnable."""
     try:
         with open("/proc/loadavg", encoding="ascii") as fh:
             fields = fh.read().split()
