@@ -349,9 +349,11 @@ def _rounds_main(argv: list[str]) -> None:
     rounds of ``dynascope report`` (this checkout, and BASE_CHECKOUT's when given) and tlparse on LOG,
     one JSON line per round. ``--installed``: also this checkout as an installed package runs it
     ("ours_installed"): Python's bytecode (kept apart) and the kept templates (Note [Compiled templates
-    kept] in viz/template_cache.py) written by one run before the rounds, PYTHONDONTWRITEBYTECODE unset."""
+    kept] in viz/template_cache.py) written by one run before the rounds, PYTHONDONTWRITEBYTECODE unset.
+    ``--helper=always|never|auto``: $DYNASCOPE_REPORT_HELPER for this checkout's runs (viz/report_warm.py)."""
     installed = "--installed" in argv
-    argv = [a for a in argv if a != "--installed"]
+    helper = next((a.split("=", 1)[1] for a in argv if a.startswith("--helper=")), None)
+    argv = [a for a in argv if a != "--installed" and not a.startswith("--helper=")]
     log, n = argv[0], int(argv[1])
     tmp = tempfile.mkdtemp(prefix="dynascope-rounds-")
     try:
@@ -365,6 +367,9 @@ def _rounds_main(argv: list[str]) -> None:
                                        os.path.join(tmp, "installed.html")], ROOT)
             # its bytecode apart (PYTHONPYCACHEPREFIX), so that "ours" still compiles every module as here
             envs["ours_installed"] = {"PYTHONDONTWRITEBYTECODE": None, "PYTHONPYCACHEPREFIX": os.path.join(tmp, "pyc")}
+        if helper is not None:  # viz/report_warm.py's helper: "always" forks it whatever the load (measuring)
+            for name in ("ours", "ours_installed"):
+                envs.setdefault(name, {})["DYNASCOPE_REPORT_HELPER"] = helper
             alternating({"ours_installed": cmds["ours_installed"]}, 1, envs)  # writes both caches
         cmds["tlparse"] = ([_tlparse(), os.path.abspath(log), "-o", os.path.join(tmp, "tl"), "--overwrite",
                             "--no-browser"], ROOT)

@@ -540,3 +540,25 @@ def test_ddp_split_graphs_are_kept_in_meta():
     assert f.meta["ddp_split"] == {"graph": "class GraphModule(torch.nn.Module): ...",
                                    "children": {"submod_0": "class GraphModule(torch.nn.Module): ..."}}
     assert "ddp_split" not in _one(AttemptLog(texts={"dynamo": (SIN, 1)})).meta
+
+
+def test_a_guard_trees_tied_sources_are_read_once_per_text(monkeypatch):
+    # every step compiled again logs an equal tree: its identity checks are read once, each attempt
+    # getting its own set of the same Sources
+    import sys
+
+    asm = sys.modules["tracer.trace_log.assemble"]  # the package's ``assemble`` is the function
+
+    tree = ("TREE_GUARD_MANAGER:\n+- RootGuardManager\n| +- GuardManager: source=L['a']\n"
+            "| | +- OBJECT_ALIASING: L['a']._parameters['w'] is L['b']._parameters['w']\n"
+            "| | +- ID_MATCH: ___check_obj_id(L['x'], 7)\n")
+    first = asm._tied(None, tree)
+    assert first == {"L['a']._parameters['w']", "L['b']._parameters['w']"}
+    first.add("changed by its caller")
+
+    def no_scan(*_a):
+        raise AssertionError("the tree was read again")
+
+    monkeypatch.setattr(asm, "lines_with", no_scan)
+    again = asm._tied(None, "".join(list(tree)))  # an equal text, another string object
+    assert again == {"L['a']._parameters['w']", "L['b']._parameters['w']"}

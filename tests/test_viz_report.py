@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from viz_fixtures import graph, t, wrap_capture
 
 import viz
@@ -65,6 +66,25 @@ def test_packed_guard_rows_restore_exactly():
             assert (src, kind, [c.replace("\x01", src) for c in code]) == (g.source, g.kind, g.code)
     report = guards_html(GUARDS, report=True)
     assert '<script type="application/json" class="ds-guard-data">' in report and "<tbody></tbody>" in report
+
+
+def test_shared_read_only_guards_are_rendered_once_by_identity(monkeypatch):
+    # Note [Shared guards rendered once]: another frame's list of the same read-only guards is the text
+    # the editable guards give, without encoding them again; an editable list still goes by digest.
+    import viz.panels as panels
+    from tracer.model.read_only import freeze_guards
+
+    shared = freeze_guards(GUARDS)
+    first = guards_html(list(shared), report=True)
+    assert first == guards_html(list(GUARDS), report=True)
+
+    def no_digest(*_a, **_k):
+        raise AssertionError("the guards were encoded again")
+
+    monkeypatch.setattr(panels.hashlib, "sha256", no_digest)
+    assert guards_html(list(shared), report=True) == first  # a second frame holding the same guards
+    with pytest.raises(AssertionError):
+        guards_html(list(GUARDS), report=True)  # editable guards: by digest
 
 
 # -- graph breaks ------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from typing import Any, Optional
 import msgspec
 
 from tracer.model import TIME_PHASES, Aot, Capture, Frame, Graph, Guard, format_meta
+from tracer.model.read_only import ReadOnlyGuard
 from viz.export_view import export_run_html
 from viz.graph_layout import source_line
 from viz.guard_groups import group_guards, kind_counts
@@ -191,6 +192,17 @@ def _guard_row(g: Guard, title: str, stack: int, related: bool) -> list[Any]:
 _GUARDS_KEPT_MAX = 8
 _GUARDS_KEPT: collections.OrderedDict[bytes, str] = collections.OrderedDict()
 
+# Note [Shared guards rendered once]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# In a read-only capture, frames that logged an equal guard tree hold the very same ReadOnlyGuard
+# objects (Note [Read-only graphs] in tracer/trace_log/deferred.py), which refuse every write. Encoding
+# and hashing 1,650 of them was still 1.5 ms of each repeated training frame of the 106 MB log
+# (bench/RESULTS.md, 2026-11-27). So a list made only of read-only guards is also kept by the *identity*
+# of its guards (with the filter text and ``report``), the guards held so that no id names another
+# object meanwhile: a hit is the same objects, whose fields cannot have changed, so the text is the one
+# Note [Equal guards rendered once] gives. A list holding any editable Guard goes by digest only.
+_SHARED_GUARDS: collections.OrderedDict[tuple[Any, ...], tuple[tuple[Guard, ...], str]] = collections.OrderedDict()
+
 
 def guards_html(guards: Sequence[Guard], text: str = "", *, report: bool = False) -> str:
     """Guards grouped by the variable they guard (:func:`viz.guard_groups.group_guards`), folded, with
@@ -199,7 +211,24 @@ def guards_html(guards: Sequence[Guard], text: str = "", *, report: bool = False
     ``report``: for the static report, a filter box, and the rows sent as one JSON block (user stacks
     stored once) that report.js turns into table rows when a group opens or the filter changes: 1,700
     guards as markup were most of a report's bytes. See Note [Trusted fragments] for the JSON block.
-    Equal guards give the same text, rendered once (Note [Equal guards rendered once])."""
+    Equal guards give the same text, rendered once (Note [Equal guards rendered once], Note [Shared
+    guards rendered once])."""
+    if guards and all(type(g) is ReadOnlyGuard for g in guards):
+        held = tuple(guards)
+        ids = (text, report, *map(id, held))
+        hit = _SHARED_GUARDS.get(ids)
+        if hit is None:
+            hit = _SHARED_GUARDS[ids] = (held, _guards_by_digest(held, text, report))
+            while len(_SHARED_GUARDS) > _GUARDS_KEPT_MAX:
+                _SHARED_GUARDS.popitem(last=False)
+        else:
+            _SHARED_GUARDS.move_to_end(ids)
+        return hit[1]
+    return _guards_by_digest(guards, text, report)
+
+
+def _guards_by_digest(guards: Sequence[Guard], text: str, report: bool) -> str:
+    """See Note [Equal guards rendered once]."""
     try:
         key = hashlib.sha256(msgspec.json.encode([text, report, guards])).digest()
     except (TypeError, msgspec.EncodeError):  # a field JSON cannot hold: rendered without the cache

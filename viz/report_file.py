@@ -237,8 +237,7 @@ class Payloads:
         """``frame``'s payload (:func:`frame_payload`, after ``before``) as ``key``, drawings and facts as parts."""
         head, data, rest = _frame_pieces(cap, frame, cache, facts, profile)
         head = before + head
-        self.stats.frames += 1
-        self.stats.html_bytes += len(head) + len(data) + sum(map(len, rest))
+        self.stats.frames, self.stats.html_bytes = self.stats.frames + 1, self.stats.html_bytes + len(head) + len(data) + sum(map(len, rest))
         at = len(self._blocks)
         self._blocks.append("")  # the frame's block before the parts it is the first to name
         parts = [self.parts.add((data,), self._blocks, self.stats), self.parts.add(rest, self._blocks, self.stats)]
@@ -298,18 +297,19 @@ def _entry(frame: Frame, key: str) -> dict[str, object]:
 # loader has moved every object to the oldest generation (Note [No cyclic GC while a log is read] in
 # tracer/_no_gc.py), which only a full collection visits. So with ``release`` (captures nobody else
 # reads) each capture is followed by one ``gc.collect()``: it walks one rank's objects once, a small
-# part of rendering them, and frees the rank before the next is read.
+# part of rendering them, and frees the rank before the next is read (not after the last of a list: none is read after it).
 
 
 def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, title: str,
                  headings: Union[list[str], Callable[[Capture], str], None] = None,
-                 release: bool = False, profile: Optional[Profile] = None) -> ReportStats:
+                 release: bool = False, profile: Optional[Profile] = None, warm: Optional[Callable] = None) -> ReportStats:
     """Write ``caps`` as one report file at ``path`` (Note [One file, frames on demand]); ``headings``:
     one ``<h1>`` per capture (a directory of per-rank logs), as a list or made from each capture
     (``lambda cap: cap.fn``), none for one capture. ``release``: empty each frame's graphs and guards
     once its payload is built (Note [Letting a frame go]): only for captures nobody reads afterwards.
     With headings, ``caps`` is read one capture at a time (Note [One capture at a time]). ``profile``:
-    the Profile of the one capture, shown before its overview and on its graphs."""
+    the Profile of the one capture, shown before its overview and on its graphs. ``warm(cache, facts)``
+    runs before the first frame with a graph renders and may only add cache entries (viz/report_warm.py)."""
     if headings is None:
         caps = list(caps)
     one = not headings and len(caps) == 1  # type: ignore[arg-type]
@@ -323,9 +323,9 @@ def write_report(path: Union[str, pathlib.Path], caps: Iterable[Capture], *, tit
         heading = "" if not headings else headings[ci] if isinstance(headings, list) else headings(cap)
         if callable(headings):
             stats.headings.append(heading)
-        sections.append(_section(cap, "" if one else f"{ci}-", heading, out_blocks, cache, facts, release, profile))
+        sections.append(_section(cap, "" if one else f"{ci}-", heading, out_blocks, cache, facts, release, profile, warm))
         del cap  # See Note [One capture at a time]
-        if release:
+        if release and (not isinstance(caps, list) or ci < len(caps) - 1):
             gc.collect()  # the cycles its rendering left (jinja's render contexts name it): See Note [One capture at a time]
     _write_page(stats, title, sections, out_blocks.blocks)  # every head compressed: stats.payload_bytes is whole
     stats.layouts_reused = cache.hits
@@ -351,14 +351,12 @@ def _write_page(stats: ReportStats, title: str, sections: list[dict[str, object]
 
 def _block(key: str, payload: str, parts: list[int]) -> str:
     named = f' data-parts="{" ".join(map(str, parts))}"' if parts else ""
-    return (f'<script type="application/octet-stream" class="ds-payload" data-frame="{key}" data-encoding="deflate"'
-            f'{named}>{payload}</script>')
+    return f'<script type="application/octet-stream" class="ds-payload" data-frame="{key}" data-encoding="deflate"{named}>{payload}</script>'
 
 
 def _section(cap: Capture, prefix: str, heading: str, out: Payloads, cache: DrawingCache, facts: dict[bytes, str],
-             release: bool, profile: Optional[Profile] = None) -> dict[str, object]:
-    """One capture's part of the page: its payloads added to ``out``, its visible section returned
-    (text, strings and counts only: Note [One capture at a time])."""
+             release: bool, profile: Optional[Profile] = None, warm: Optional[Callable] = None) -> dict[str, object]:
+    """One capture's part of the page: its payloads added to ``out``, its visible section returned (text, strings and counts only: Note [One capture at a time])."""
     recompiles = []  # rendered before any frame is let go: a diff draws both frames' graphs
     for ri, r in enumerate(x for x in cap.recompiles if x.diff is not None):
         key = f"{prefix}recompile-{ri}"
@@ -370,8 +368,10 @@ def _section(cap: Capture, prefix: str, heading: str, out: Payloads, cache: Draw
         out.add(key, decomposition_html(cap, heading=False))
         decomposition = {"a": d.a, "b": d.b, "summary": d.summary, "key": key}
     entries, counts = [], []
-    for fi, f in enumerate(cap.frames):
+    for fi, f in enumerate(cap.frames):  # ``warm``: its graphs parsed here meanwhile (viz/report_warm.py)
         entry = _entry(f, f"{prefix}{fi}")
+        if warm is not None and entry["graphs"]:
+            warm(cache, facts)
         out.frame(entry["key"], cap, f, cache, facts, profile)
         entries.append(entry)
         counts.append((panels.ops(f.graph), entry["guards"]))

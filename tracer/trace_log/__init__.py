@@ -89,7 +89,21 @@ def _graphs(f: Frame) -> list[Graph]:
     return out
 
 
-def _load(file: str, progress: Optional[Callable[[int], None]]) -> Capture:
+def load_head(path: str) -> Capture:
+    """A read-only Capture of the first records of a log only: up to the first record of the compile
+    attempt after the first one that logged a Dynamo graph (at most 8 attempts). Its frames may lack
+    records the whole log has after that point (a lazily compiled backward, the compile's end): for
+    warming content-keyed caches beside the whole log's load (viz/report_warm.py), never for showing."""
+    with no_cyclic_gc(), _mode(True):  # Note [No cyclic GC while a log is read], Note [Read-only graphs]
+        return _load(single_log(os.fspath(path)), None, stop=_past_first_graph)
+
+
+def _past_first_graph(st: LogState) -> bool:
+    """Whether ``st`` has begun an attempt after one with a Dynamo graph (``load_head``'s end)."""
+    return len(st.order) > 8 or any("dynamo" in st.attempts[k].texts for k in st.order[:-1])
+
+
+def _load(file: str, progress: Optional[Callable[[int], None]], stop: Optional[Callable[[LogState], bool]] = None) -> Capture:
     with LogText(file) as src:
         reader = Reader(src.text.buffer, progress=progress)  # bytes: Note [Reading a log as bytes] in reader.py
         st = LogState(reader.strings)
@@ -98,6 +112,9 @@ def _load(file: str, progress: Optional[Callable[[int], None]]) -> Capture:
             if last is not None:
                 apply(last, st)
                 records += 1
+                if stop is not None and stop(st):
+                    last = None  # ``rec`` is not read: the head ends before it
+                    break
             last = rec
         cut, drop_last = _cut_off(last, reader)
         if last is not None and not drop_last:

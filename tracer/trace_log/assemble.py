@@ -371,13 +371,21 @@ class _LoggedGraph:
 _KINDS = KindPolicy(kind=lambda b, i, fed_from: None, unknown=lambda b, names: "")
 
 
+_TIED: dict[str, frozenset[str]] = {}  # guard tree text -> its tied Sources, the last few texts
+
+
 def _tied(guards_json: Optional[list[Any]], cpp_guards: Optional[str]) -> set[str]:
     """Sources an ``A is B`` guard of this attempt ties (Note [Module groups from a log]), read from the
     guard text itself: the Guard list waits for its first read and a graph's parse must not read it.
     The tree when it is logged, else ``dynamo_guards``' code parts (Note [Guards from a log])."""
     if cpp_guards:  # only a line holding " is " can hold an identity check (tied_sources' pattern)
-        return tied_sources(ln.partition("+- ")[2].partition(": ")[2] for ln in lines_with(cpp_guards, " is ")
-                            if "+- " in ln)
+        kept = _TIED.get(cpp_guards)  # a function of the text: read once per distinct tree (every step compiled again)
+        if kept is None:
+            kept = _TIED[cpp_guards] = frozenset(tied_sources(
+                ln.partition("+- ")[2].partition(": ")[2] for ln in lines_with(cpp_guards, " is ") if "+- " in ln))
+            while len(_TIED) > 8:
+                _TIED.pop(next(iter(_TIED)))
+        return set(kept)
     codes: list[str] = []
     for g in guards_json or []:
         code = g.get("code") if isinstance(g, dict) else None
