@@ -11,7 +11,7 @@ import collections
 import functools
 import threading
 import weakref
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Optional, TypeVar
 
 from tracer.model import Graph
 
@@ -34,8 +34,9 @@ T = TypeVar("T")
 KEPT = 8
 
 
-def per_graph(fn: Callable[[Graph], T]) -> Callable[[Graph], T]:
-    """``fn`` (a pure function of a graph's nodes) computed once per graph (Note [Computed once per graph]).
+def per_graph(fn: Optional[Callable[[Graph], T]] = None, *, kept: int = KEPT) -> Any:
+    """``fn`` (a pure function of a graph's nodes) computed once per graph (Note [Computed once per graph]),
+    for the last ``kept`` graphs (``@per_graph(kept=n)``).
 
     >>> from viz.synthetic import chain_graph
     >>> calls = []
@@ -46,28 +47,30 @@ def per_graph(fn: Callable[[Graph], T]) -> Callable[[Graph], T]:
     >>> g.nodes.pop() and count(g) == len(g.nodes), len(calls)
     (True, 2)
     """
-    kept: collections.OrderedDict[int, tuple[weakref.ref, tuple[Any, ...], T]] = collections.OrderedDict()
+    if fn is None:
+        return functools.partial(per_graph, kept=kept)
+    entries: collections.OrderedDict[int, tuple[weakref.ref, tuple[Any, ...], T]] = collections.OrderedDict()
     lock = threading.RLock()
 
     def forget(key: int, ref: weakref.ref) -> None:  # no lock: it may run while one is held; dict ops are atomic
-        entry = kept.get(key)
+        entry = entries.get(key)
         if entry is not None and entry[0] is ref:
-            kept.pop(key, None)
+            entries.pop(key, None)
 
     @functools.wraps(fn)
     def once(graph: Graph) -> T:
         nodes, key = tuple(graph.nodes), id(graph)
         with lock:
-            hit = kept.get(key)
+            hit = entries.get(key)
             if hit is not None and hit[0]() is graph and hit[1] == nodes:
-                kept.move_to_end(key)
+                entries.move_to_end(key)
                 return hit[2]
         out = fn(graph)
         with lock:
-            kept[key] = (weakref.ref(graph, functools.partial(forget, key)), nodes, out)
-            kept.move_to_end(key)
-            while len(kept) > KEPT:
-                kept.popitem(last=False)
+            entries[key] = (weakref.ref(graph, functools.partial(forget, key)), nodes, out)
+            entries.move_to_end(key)
+            while len(entries) > kept:
+                entries.popitem(last=False)
         return out
 
     return once
