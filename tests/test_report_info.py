@@ -85,3 +85,100 @@ def test_a_repeated_frame_reuses_its_block_and_a_changed_one_does_not(cap):
     changed = copy.deepcopy(frame)
     changed.aot.saved = changed.aot.saved[1:]  # one saved value fewer: a fact differs, so no reuse
     assert report_info([changed], cache) == report_info([changed]) != first and len(cache) == 2
+
+
+class _OneCallPerValue:
+    """The interner before Note [Interning in few calls]: one ``pack`` call per list, dict and long string."""
+
+    def __init__(self) -> None:
+        import collections
+
+        self.values: list = []
+        self._strings: dict = {}
+        self._at: dict = {}
+        self._counts: collections.Counter = collections.Counter()
+        self._keys: dict = {}
+
+    def count(self, value):
+        if isinstance(value, (dict, list, tuple)):
+            self._count(value)
+
+    def _count(self, value):
+        from viz.report_info import _key
+
+        key = self._keys[id(value)] = _key(value)
+        self._counts[key] += 1
+        if self._counts[key] == 1:
+            for v in (value.values() if isinstance(value, dict) else value):
+                if isinstance(v, (dict, list, tuple)):
+                    self._count(v)
+
+    def pack(self, value):
+        from viz.report_info import _key
+
+        if isinstance(value, str):
+            if len(value) <= 12 and not value.startswith(MARK):
+                return value
+            at = self._strings.get(value)
+            if at is None:
+                at = self._strings[value] = len(self.values)
+                self.values.append(value)
+            return MARK + str(at)
+        if isinstance(value, (dict, list, tuple)):
+            key = self._keys.get(id(value)) or _key(value)
+            if key in self._at:
+                return MARK + str(self._at[key])
+            inner = ({str(k): self.pack(v) for k, v in value.items()} if isinstance(value, dict)
+                     else [self.pack(v) for v in value])
+            if self._counts[key] > 1 and len(key) > 16:
+                self._at[key] = len(self.values)
+                self.values.append(inner)
+                return MARK + str(self._at[key])
+            return inner
+        return value
+
+
+def _both(facts: list) -> tuple:
+    out = []
+    for table in (Interner(), _OneCallPerValue()):
+        for f in facts:
+            table.count(f)
+        out.append(([table.pack(f) for f in facts], table.values))
+    return tuple(out)
+
+
+def test_interning_equals_one_call_per_value_on_real_node_facts(cap):
+    from viz.report_info import graph_names
+
+    facts = []
+    for frame in cap.frames:
+        names = graph_names(frame)
+        for _, _, g, _ in frame_graphs(frame):
+            if id(g) in names:
+                facts += [node_info(frame, names[id(g)], n.name) for n in g.nodes]
+    assert len(facts) >= 20
+    fast, slow = _both(facts + facts[:5])  # some whole facts repeated too
+    assert fast == slow
+    assert json.dumps(fast) == json.dumps(slow)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_interning_equals_one_call_per_value_on_nested_values(seed):
+    import random
+
+    rng = random.Random(seed)
+    leaves = [None, True, 0, 7, 2.5, "", "a", "x" * 12, "y" * 13, MARK, MARK + "1", "é" * 7, "[\"p\"]", "\\u0001",
+              "a/long/path/to/modeling.py", (1, 2), [64], {"k": 1}, {3: "v"}]
+
+    def value(depth: int):
+        if depth > 3 or rng.random() < 0.3:
+            return rng.choice(leaves)
+        if rng.random() < 0.5:
+            return [value(depth + 1) for _ in range(rng.randrange(4))]
+        return {rng.choice(["a", "shape", "from", "meta", MARK]): value(depth + 1) for _ in range(rng.randrange(4))}
+
+    facts = [value(0) for _ in range(40)]
+    facts += [rng.choice(facts) for _ in range(10)]
+    fast, slow = _both(facts)
+    assert fast == slow
+    assert json.dumps(fast) == json.dumps(slow)

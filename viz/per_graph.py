@@ -11,7 +11,7 @@ import collections
 import functools
 import threading
 import weakref
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Optional, TypeVar
 
 from tracer.model import Graph
 
@@ -31,11 +31,17 @@ T = TypeVar("T")
 # does (the weak reference's callback), so a dropped capture is not kept alive through its nodes. A
 # node's ``meta`` is the record, written while capturing or loading, before anything is drawn, so it
 # is not compared. The answer is shared: callers read it and never change it.
+# An entry holds its graph's nodes (to compare them), so one whose graph was emptied (``Frame.let_go``,
+# which the report calls on each frame once its payload is built) would hold them alive as long as the
+# entry lasts: each new answer first drops the entries whose graph holds another number of nodes
+# (a walk of at most ``kept`` entries per computed answer), so a long-kept cache (``first_view``, Note
+# [First views laid out once] in viz/graph_layout.py) holds no let-go frame's nodes past the next answer.
 KEPT = 8
 
 
-def per_graph(fn: Callable[[Graph], T]) -> Callable[[Graph], T]:
-    """``fn`` (a pure function of a graph's nodes) computed once per graph (Note [Computed once per graph]).
+def per_graph(fn: Optional[Callable[[Graph], T]] = None, *, kept: int = KEPT) -> Any:
+    """``fn`` (a pure function of a graph's nodes) computed once per graph (Note [Computed once per graph]),
+    for the last ``kept`` graphs (``@per_graph(kept=n)``).
 
     >>> from viz.synthetic import chain_graph
     >>> calls = []
@@ -46,28 +52,34 @@ def per_graph(fn: Callable[[Graph], T]) -> Callable[[Graph], T]:
     >>> g.nodes.pop() and count(g) == len(g.nodes), len(calls)
     (True, 2)
     """
-    kept: collections.OrderedDict[int, tuple[weakref.ref, tuple[Any, ...], T]] = collections.OrderedDict()
+    if fn is None:
+        return functools.partial(per_graph, kept=kept)
+    entries: collections.OrderedDict[int, tuple[weakref.ref, tuple[Any, ...], T]] = collections.OrderedDict()
     lock = threading.RLock()
 
     def forget(key: int, ref: weakref.ref) -> None:  # no lock: it may run while one is held; dict ops are atomic
-        entry = kept.get(key)
+        entry = entries.get(key)
         if entry is not None and entry[0] is ref:
-            kept.pop(key, None)
+            entries.pop(key, None)
 
     @functools.wraps(fn)
     def once(graph: Graph) -> T:
         nodes, key = tuple(graph.nodes), id(graph)
         with lock:
-            hit = kept.get(key)
+            hit = entries.get(key)
             if hit is not None and hit[0]() is graph and hit[1] == nodes:
-                kept.move_to_end(key)
+                entries.move_to_end(key)
                 return hit[2]
         out = fn(graph)
         with lock:
-            kept[key] = (weakref.ref(graph, functools.partial(forget, key)), nodes, out)
-            kept.move_to_end(key)
-            while len(kept) > KEPT:
-                kept.popitem(last=False)
+            for k, (ref, kept_nodes, _) in list(entries.items()):  # Note [Computed once per graph]: emptied graphs
+                g = ref()
+                if g is None or len(g.nodes) != len(kept_nodes):
+                    entries.pop(k, None)
+            entries[key] = (weakref.ref(graph, functools.partial(forget, key)), nodes, out)
+            entries.move_to_end(key)
+            while len(entries) > kept:
+                entries.popitem(last=False)
         return out
 
     return once

@@ -17,7 +17,6 @@ finds them; strings are stored once (Note [Interned node facts]) and come back e
 
 from __future__ import annotations
 
-import collections
 import hashlib
 from typing import Any, Callable, Optional
 
@@ -58,16 +57,39 @@ def _key(value: Any) -> bytes:
     return _encode(value)
 
 
+# Note [Interning in few calls]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The report of a log of many distinct frames interns ~57k nodes' facts, ~450k lists and dicts and
+# ~300k long strings: a Python call per value was a quarter of the report's CPU (bench/RESULTS.md,
+# 2026-11-27). So, with the same table and the same packed values as one call per value:
+#   * a long string is looked up in place, its reference (MARK + index) stored ready-made;
+#   * a list or dict whose JSON is at most ``_SMALL`` bytes (a shape, a stride, ``[]``) is never stored
+#     (only longer ones are), nor is anything inside it (a part's JSON is a piece of its parent's,
+#     and a string of more than ``_SHORT`` characters is more than ``_SMALL`` bytes of JSON); unless
+#     its JSON holds a ``\u0001`` (a string starting with MARK may be in it, which is stored), it is
+#     copied as it is (``_plain``), and neither counted inside nor walked by ``pack``.
+# tests/test_report_info.py checks the packed values and the table against the one-call-per-value
+# interner on node facts of real graphs and on nested values.
+_MARK_JSON = b"\\u0001"  # how msgspec writes MARK inside a string
+
+
+def _plain(value: Any) -> Any:
+    """A small list or dict (Note [Interning in few calls]) as ``pack`` returns it: lists for tuples, str keys."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) if isinstance(v, _CONTAINERS) else v for k, v in value.items()}
+    return [_plain(v) if isinstance(v, _CONTAINERS) else v for v in value]
+
+
 class Interner:
     """Two passes over the same facts: :meth:`count` every one of them, then :meth:`pack` each; ``values``
     is then the block's table. A list or dict is stored once when it occurs more than once (a child
-    counted only inside its first parent: the parent's one copy holds it)."""
+    counted only inside its first parent: the parent's one copy holds it). See Note [Interning in few calls]."""
 
     def __init__(self) -> None:
         self.values: list[Any] = []
-        self._strings: dict[str, int] = {}
-        self._at: dict[bytes, int] = {}
-        self._counts: collections.Counter[bytes] = collections.Counter()
+        self._refs: dict[str, str] = {}  # a stored string -> its reference
+        self._at: dict[bytes, str] = {}  # a stored list's or dict's key -> its reference
+        self._counts: dict[bytes, int] = {}
         self._keys: dict[int, bytes] = {}  # id of a counted list or dict -> its key (alive until packed)
 
     def count(self, value: Any) -> None:
@@ -76,37 +98,47 @@ class Interner:
 
     def _count(self, value: Any) -> None:
         key = self._keys[id(value)] = _key(value)
-        self._counts[key] += 1
-        if self._counts[key] == 1:
+        counts = self._counts
+        seen = counts.get(key, 0)
+        counts[key] = seen + 1
+        if seen == 0 and len(key) > _SMALL:  # a small one's parts are never stored: not counted
             for v in (value.values() if isinstance(value, dict) else value):
                 if type(v) not in _SCALARS and isinstance(v, _CONTAINERS):  # a scalar child is not counted
                     self._count(v)
+
+    def _string(self, value: str) -> str:
+        ref = self._refs.get(value)
+        if ref is None:
+            ref = self._refs[value] = MARK + str(len(self.values))
+            self.values.append(value)
+        return ref
 
     def pack(self, value: Any) -> Any:
         """``value`` with long strings and repeated lists and dicts as references into ``values``."""
         if isinstance(value, str):
             if len(value) <= _SHORT and not value.startswith(MARK):
                 return value
-            at = self._strings.get(value)
-            if at is None:
-                at = self._strings[value] = len(self.values)
-                self.values.append(value)
-            return MARK + str(at)
-        if isinstance(value, _CONTAINERS):
-            key = self._keys.get(id(value)) or _key(value)
-            if key in self._at:
-                return MARK + str(self._at[key])
-            pack = self.pack  # a number, None or short string is itself: no call (most of a node's facts)
-            inner: Any = ({str(k): v if (t := type(v)) in _SCALARS or (t is str and len(v) <= _SHORT and v[:1] != MARK)
-                           else pack(v) for k, v in value.items()} if isinstance(value, dict)
-                          else [v if (t := type(v)) in _SCALARS or (t is str and len(v) <= _SHORT and v[:1] != MARK)
-                                else pack(v) for v in value])
-            if self._counts[key] > 1 and len(key) > _SMALL:
-                self._at[key] = len(self.values)
-                self.values.append(inner)
-                return MARK + str(self._at[key])
-            return inner
-        return value
+            return self._string(value)
+        if not isinstance(value, _CONTAINERS):
+            return value
+        key = self._keys.get(id(value)) or _key(value)
+        ref = self._at.get(key)
+        if ref is not None:
+            return ref
+        if len(key) <= _SMALL and _MARK_JSON not in key:
+            return _plain(value)
+        pack, refs, string = self.pack, self._refs, self._string
+        # a number, None or short string is itself, a long string its reference: no call (most of a node's facts)
+        inner: Any = ({str(k): v if (t := type(v)) in _SCALARS or (t is str and len(v) <= _SHORT and v[:1] != MARK)
+                       else (refs.get(v) or string(v)) if t is str else pack(v) for k, v in value.items()}
+                      if isinstance(value, dict)
+                      else [v if (t := type(v)) in _SCALARS or (t is str and len(v) <= _SHORT and v[:1] != MARK)
+                            else (refs.get(v) or string(v)) if t is str else pack(v) for v in value])
+        if self._counts.get(key, 0) > 1 and len(key) > _SMALL:
+            ref = self._at[key] = MARK + str(len(self.values))
+            self.values.append(inner)
+            return ref
+        return inner
 
 
 _CONTAINERS = (dict, list, tuple)
