@@ -210,9 +210,7 @@ def layout(graph: Graph, *, expanded: Iterable[str] = frozenset(), engine: str =
 # holding the same nodes; an entry goes with its graph), for as many graphs as a capture's diffs
 # draw before its frames are drawn. A first view is small (at most a few dozen boxes, their member
 # names shared with the graph's nodes), and callers only read it: ``drawing``, ``to_svg`` and the
-# report's module boxes (``_opened``) never change a Layout. The cost is memory: the first views of a
-# capture's diffed graphs live until their frames are drawn (the distinct-frames log's report peaked
-# at 212 MB against 200 MB, for 0.7 s of its ~10 s CPU); a let-go frame's entries go at the next answer.
+# report's module boxes (``_opened``) never change a Layout.
 FIRST_VIEWS_KEPT = 1024
 
 

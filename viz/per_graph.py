@@ -31,11 +31,6 @@ T = TypeVar("T")
 # does (the weak reference's callback), so a dropped capture is not kept alive through its nodes. A
 # node's ``meta`` is the record, written while capturing or loading, before anything is drawn, so it
 # is not compared. The answer is shared: callers read it and never change it.
-# An entry holds its graph's nodes (to compare them), so one whose graph was emptied (``Frame.let_go``,
-# which the report calls on each frame once its payload is built) would hold them alive as long as the
-# entry lasts: each new answer first drops the entries whose graph holds another number of nodes
-# (a walk of at most ``kept`` entries per computed answer), so a long-kept cache (``first_view``, Note
-# [First views laid out once] in viz/graph_layout.py) holds no let-go frame's nodes past the next answer.
 KEPT = 8
 
 
@@ -72,10 +67,6 @@ def per_graph(fn: Optional[Callable[[Graph], T]] = None, *, kept: int = KEPT) ->
                 return hit[2]
         out = fn(graph)
         with lock:
-            for k, (ref, kept_nodes, _) in list(entries.items()):  # Note [Computed once per graph]: emptied graphs
-                g = ref()
-                if g is None or len(g.nodes) != len(kept_nodes):
-                    entries.pop(k, None)
             entries[key] = (weakref.ref(graph, functools.partial(forget, key)), nodes, out)
             entries.move_to_end(key)
             while len(entries) > kept:
