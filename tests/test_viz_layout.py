@@ -300,29 +300,3 @@ def test_many_module_less_inputs_fold_into_one_box():
     assert "primals_p0" in {b.id for b in opened.boxes} and f"module:{INPUTS_GROUP}" not in {b.id for b in opened.boxes}
     few = viz.layout(joint_like_graph(400, layers=4), engine="linear")  # two inputs: nothing to fold
     assert {"primals_1", "tangents_1"} <= {b.id for b in few.boxes}
-
-
-def test_first_view_is_the_fresh_first_layout_kept_per_graph():
-    """Note [First views laid out once]: what ``first_view`` hands out equals a fresh layout of the first
-    view, survives drawing it, is kept for more graphs than one frame has and is laid out again when
-    the nodes change."""
-    from viz.drawing import drawing
-    from viz.graph_layout import FIRST_VIEWS_KEPT, first_view
-    from viz.grouping import first_expanded
-    from viz.svg import to_svg
-    from viz.synthetic import chain_graph
-
-    graphs = [chain_graph(6 + k, layers=1 + k % 3) for k in range(12)] + [joint_like_graph(60, layers=3), root_graph()]
-    views = [first_view(g) for g in graphs]
-    for g, (expanded, lay) in zip(graphs, views, strict=True):
-        fresh = LAYOUT.layout(g, expanded=first_expanded(g), engine="linear")
-        assert expanded == first_expanded(g)
-        before = drawing(lay)
-        to_svg(lay, classes={g.nodes[0].name: ["ds-diff-added"]}), drawing(lay, highlight=[g.nodes[-1].name])
-        assert drawing(lay) == before == drawing(fresh)
-    assert 8 < len(graphs) <= FIRST_VIEWS_KEPT
-    assert all(first_view(g) is v for g, v in zip(graphs, views, strict=True))  # kept for all of them
-    g = graphs[0]
-    g.nodes.pop()
-    assert first_view(g) is not views[0] and drawing(first_view(g)[1]) == drawing(
-        LAYOUT.layout(g, expanded=first_expanded(g), engine="linear"))

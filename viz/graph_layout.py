@@ -16,11 +16,10 @@ from typing import Any, Iterable, Optional
 from tracer.model import Graph
 from viz import layout_dot, layout_linear
 from viz.backward_groups import RUN_TYPE_PREFIX
-from viz.grouping import Item, Visible, first_expanded, graph_chains, threshold_for, visible
-from viz.per_graph import per_graph
+from viz.grouping import Item, Visible, graph_chains, threshold_for, visible
 from viz.style import GROUP_ROLE, box_size, node_labels, shorten
 
-__all__ = ["DOT_MAX_BOXES", "DOT_MAX_VIRTUAL", "ENGINES", "Box", "Edge", "Layout", "first_view", "layout", "opening", "visible_boxes"]
+__all__ = ["DOT_MAX_BOXES", "DOT_MAX_VIRTUAL", "ENGINES", "Box", "Edge", "Layout", "layout", "opening", "visible_boxes"]
 
 ENGINES = ("auto", "dot", "linear")
 # See Note [dot limits] in viz/layout_dot.py for the measurements behind these two numbers.
@@ -199,27 +198,6 @@ def layout(graph: Graph, *, expanded: Iterable[str] = frozenset(), engine: str =
     paths, width, height = layout_linear.place(boxes, vis.edges, vis.ranking)  # Note [Saved edges do not rank]
     edges = [Edge(s, d, p, k) for (s, d), p, k in zip(vis.edges, paths, vis.kinds, strict=True)]
     return Layout(boxes, edges, width, height, "linear", vis.grouped, note, nodes=len(graph.nodes))
-
-
-# Note [First views laid out once]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# The static report lays out a graph's first view (``first_expanded``, linear) for each recompile
-# diff that shows the graph, on either side, and again for its frame's drawing: on a log of 84
-# distinct frames 984 first views for ~400 graphs (bench/RESULTS.md, 2026-11-27). ``first_view``
-# keeps the answer per graph (Note [Computed once per graph] in viz/per_graph.py: the same live Graph
-# holding the same nodes; an entry goes with its graph), for as many graphs as a capture's diffs
-# draw before its frames are drawn. A first view is small (at most a few dozen boxes, their member
-# names shared with the graph's nodes), and callers only read it: ``drawing``, ``to_svg`` and the
-# report's module boxes (``_opened``) never change a Layout.
-FIRST_VIEWS_KEPT = 1024
-
-
-@per_graph(kept=FIRST_VIEWS_KEPT)
-def first_view(graph: Graph) -> tuple[frozenset[str], Layout]:
-    """(``first_expanded(graph)``, the linear layout of ``graph`` with it open), shared: Note [First views laid out once].
-    Callers must not change it."""
-    expanded = first_expanded(graph)
-    return expanded, layout(graph, expanded=expanded, engine="linear")
 
 
 def _dot(boxes: list[Box], edges: list[tuple[str, str]], kinds: list[str], ranking: list[tuple[str, str]],

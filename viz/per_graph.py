@@ -11,7 +11,7 @@ import collections
 import functools
 import threading
 import weakref
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, TypeVar
 
 from tracer.model import Graph
 
@@ -34,9 +34,8 @@ T = TypeVar("T")
 KEPT = 8
 
 
-def per_graph(fn: Optional[Callable[[Graph], T]] = None, *, kept: int = KEPT) -> Any:
-    """``fn`` (a pure function of a graph's nodes) computed once per graph (Note [Computed once per graph]),
-    for the last ``kept`` graphs (``@per_graph(kept=n)``).
+def per_graph(fn: Callable[[Graph], T]) -> Callable[[Graph], T]:
+    """``fn`` (a pure function of a graph's nodes) computed once per graph (Note [Computed once per graph]).
 
     >>> from viz.synthetic import chain_graph
     >>> calls = []
@@ -47,30 +46,28 @@ def per_graph(fn: Optional[Callable[[Graph], T]] = None, *, kept: int = KEPT) ->
     >>> g.nodes.pop() and count(g) == len(g.nodes), len(calls)
     (True, 2)
     """
-    if fn is None:
-        return functools.partial(per_graph, kept=kept)
-    entries: collections.OrderedDict[int, tuple[weakref.ref, tuple[Any, ...], T]] = collections.OrderedDict()
+    kept: collections.OrderedDict[int, tuple[weakref.ref, tuple[Any, ...], T]] = collections.OrderedDict()
     lock = threading.RLock()
 
     def forget(key: int, ref: weakref.ref) -> None:  # no lock: it may run while one is held; dict ops are atomic
-        entry = entries.get(key)
+        entry = kept.get(key)
         if entry is not None and entry[0] is ref:
-            entries.pop(key, None)
+            kept.pop(key, None)
 
     @functools.wraps(fn)
     def once(graph: Graph) -> T:
         nodes, key = tuple(graph.nodes), id(graph)
         with lock:
-            hit = entries.get(key)
+            hit = kept.get(key)
             if hit is not None and hit[0]() is graph and hit[1] == nodes:
-                entries.move_to_end(key)
+                kept.move_to_end(key)
                 return hit[2]
         out = fn(graph)
         with lock:
-            entries[key] = (weakref.ref(graph, functools.partial(forget, key)), nodes, out)
-            entries.move_to_end(key)
-            while len(entries) > kept:
-                entries.popitem(last=False)
+            kept[key] = (weakref.ref(graph, functools.partial(forget, key)), nodes, out)
+            kept.move_to_end(key)
+            while len(kept) > KEPT:
+                kept.popitem(last=False)
         return out
 
     return once

@@ -21,8 +21,8 @@ from tracer._no_gc import no_cyclic_gc
 from tracer.model import Frame, Graph
 from viz.browser_code import bundle
 from viz.drawing import PACKED_BOX_KEYS, PACKED_INTERNED, drawing
-from viz.graph_layout import first_view, layout
-from viz.grouping import graph_chains
+from viz.graph_layout import layout
+from viz.grouping import first_expanded, graph_chains
 from viz.markup import json_block
 from viz.report_kernels import kernel_code_lines, kernel_drawings
 from viz.style import css
@@ -240,7 +240,8 @@ def _graph_key(graph: Graph, highlight: list[str], nodes: Optional[bytes]) -> Op
 def _unpacked(graph: Graph, highlight: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The first view's drawing and, per collapsed module box, (its drawing one level down, the same
     for the boxes inside it): unpacked, so that DrawingCache can keep it (Note [Folding in the report])."""
-    expanded, lay = first_view(graph)  # Note [First views laid out once] in viz/graph_layout.py
+    expanded = first_expanded(graph)
+    lay = layout(graph, expanded=expanded, engine="linear")
     d = _drawing(lay, highlight)
     opened = _opened(graph, lay, expanded, highlight)
     d["find"] = {k: v for k, v in d["find"].items() if k not in opened}
