@@ -35,8 +35,8 @@ _DISTINCT = """
 import glob, itertools, os, sys
 import torch
 sys.path.insert(0, {root!r})
-import torch._dynamo.config as dc
-dc.recompile_limit = dc.accumulated_recompile_limit = 100000
+from tracer._torch.bench_support import raise_recompile_limits
+raise_recompile_limits()
 from bench import models
 target, trace = {target!r}, os.environ["TORCH_TRACE"]
 

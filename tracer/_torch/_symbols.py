@@ -147,7 +147,8 @@ SYMBOLS: list[Private] = [
     *_names("automatic-dynamic state per capture (recompiles)", "torch._dynamo.pgo:get_code_state"),
     # bench_support.py: Note [TORCH_TRACE without the environment variable]; the wrap HOP for bench models
     *_names("bench/ only", "torch._logging._internal:LazyTraceHandler", "torch._logging._internal:TorchLogsFormatter",
-            "torch._higher_order_ops.wrap:wrap"),
+            "torch._higher_order_ops.wrap:wrap", "torch._dynamo.config:recompile_limit",
+            "torch._dynamo.config:accumulated_recompile_limit"),
     # pause.py / pause_snapshot.py: the Session's hooks (Note [comptime callbacks] in tracer/session_worker.py)
     *_names(_PAUSE, "torch._dynamo.comptime:comptime",
             "torch._dynamo.comptime:ComptimeContext._i_will_not_complain_if_bc_breaks_InstructionTranslator",

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator
 from typing import Any, Callable
 
-__all__ = ["structured_trace_to", "wrap_hop"]
+__all__ = ["raise_recompile_limits", "structured_trace_to", "wrap_hop"]
 
 
 # Note [TORCH_TRACE without the environment variable]
@@ -46,3 +46,12 @@ def wrap_hop() -> Callable[..., Any]:
     from torch._higher_order_ops.wrap import wrap
 
     return wrap
+
+
+def raise_recompile_limits(limit: int = 100_000) -> None:
+    """Let Dynamo recompile one code object up to ``limit`` times in this process (``recompile_limit`` and
+    ``accumulated_recompile_limit`` of ``torch._dynamo.config``), for a bench child that compiles one
+    class at many sizes on purpose; set for good, so call it only in a process of its own."""
+    import torch._dynamo.config as dynamo_config
+
+    dynamo_config.recompile_limit = dynamo_config.accumulated_recompile_limit = limit
