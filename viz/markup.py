@@ -12,7 +12,7 @@ template's output, an SVG from :mod:`viz.svg`, Pygments' formatter output). See 
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import jinja2
 from markupsafe import Markup, escape
@@ -75,17 +75,17 @@ _ENV = jinja2.Environment(
 _ENV.filters.update(user_line=user_line_text, bytes=human_bytes, seconds=seconds, lines=_lines, zip=zip, headline=_text.headline)
 
 
-def json_block(value: Any) -> str:
+def json_block(value: Any, default: Optional[Callable[[Any], Any]] = None) -> str:
     """``value`` as JSON for a ``<script type="application/json">`` element: ``<``, ``>`` and ``&`` are
     written as ``\\u`` escapes, so no string in it can close the element or start markup; the page
-    reads it with ``JSON.parse`` and puts strings in the DOM only as text.
+    reads it with ``JSON.parse`` and puts strings in the DOM only as text. ``default``: as ``json.dumps``'s.
 
     >>> json_block({"n": "</script><b>&"})
     '{"n":"\\\\u003c/script\\\\u003e\\\\u003cb\\\\u003e\\\\u0026"}'
     """
     import json
 
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=default)
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 

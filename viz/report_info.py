@@ -18,6 +18,7 @@ finds them; strings are stored once (Note [Interned node facts]) and come back e
 from __future__ import annotations
 
 import hashlib
+import operator
 from typing import Any, Callable, Optional
 
 import msgspec
@@ -28,7 +29,7 @@ from viz.info import node_info
 from viz.markup import json_block
 from viz.report_graphs import frame_graphs
 
-__all__ = ["MARK", "Interner", "graph_names", "intern", "report_info", "unintern"]
+__all__ = ["MARK", "Interner", "graph_names", "intern", "report_info", "resolve", "unintern"]
 
 # Note [Interned node facts]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -57,98 +58,139 @@ def _key(value: Any) -> bytes:
     return _encode(value)
 
 
-# Note [Interning in few calls]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# The report of a log of many distinct frames interns ~57k nodes' facts, ~450k lists and dicts and
-# ~300k long strings: a Python call per value was a quarter of the report's CPU (bench/RESULTS.md,
-# 2026-11-27). So, with the same table and the same packed values as one call per value:
-#   * a long string is looked up in place, its reference (MARK + index) stored ready-made;
-#   * a list or dict whose JSON is at most ``_SMALL`` bytes (a shape, a stride, ``[]``) is never stored
-#     (only longer ones are), nor is anything inside it (a part's JSON is a piece of its parent's,
-#     and a string of more than ``_SHORT`` characters is more than ``_SMALL`` bytes of JSON); unless
-#     its JSON holds a ``\u0001`` (a string starting with MARK may be in it, which is stored), it is
-#     copied as it is (``_plain``), and neither counted inside nor walked by ``pack``.
-# tests/test_report_info.py checks the packed values and the table against the one-call-per-value
-# interner on node facts of real graphs and on nested values.
+# Note [Interning in one walk]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The report of a log of many distinct frames interns ~57k nodes' facts, ~400k lists and dicts and
+# ~300k long strings: Python work per value is most of the facts' CPU (bench/RESULTS.md, 2026-11-27).
+# Whether a list or dict is stored depends on how often it occurs in the whole block, and its place
+# in ``values`` on what was stored before it, so neither is known while the facts are walked. So
+# :class:`Interner` walks each value once, in the order (and with the same table) as counting every
+# value and then packing each would, and leaves a :class:`_Slot` where the table decides:
+#   * a long string (or one starting with MARK) becomes its string's one slot, met again or not;
+#   * a list or dict met for the first time becomes a new slot holding its packed parts (``inner``),
+#     one met again the same slot (counted), never walked again;
+#   * a list or dict whose JSON is at most ``_SMALL`` bytes (a shape, a stride, ``[]``) is never
+#     stored, nor is anything inside it (a part's JSON is a piece of its parent's, and a string of more
+#     than ``_SHORT`` characters is more than ``_SMALL`` bytes of JSON); unless its JSON holds a
+#     ``\u0001`` (a string starting with MARK may be in it, which is stored) it is written as it is.
+# :meth:`Interner.json` then numbers the slots in the order they were made, leaving out the lists and
+# dicts met once (written in place), and writes the block with each slot as its ``out`` (its reference,
+# or its parts in place): the JSON encoder asks for it (``default``), so no second walk builds the
+# packed values. tests/test_report_info.py checks the block against the one-call-per-value interner.
 _MARK_JSON = b"\\u0001"  # how msgspec writes MARK inside a string
+_CONTAINERS = (dict, list, tuple)
+_CONTAINER_TYPES = frozenset(_CONTAINERS)
+_SCALARS = frozenset({int, float, bool, type(None)})  # exact types written as they are
 
 
 def _plain(value: Any) -> Any:
-    """A small list or dict (Note [Interning in few calls]) as ``pack`` returns it: lists for tuples, str keys."""
+    """A small list or dict (Note [Interning in one walk]) as packing writes it: lists for tuples, str keys."""
     if isinstance(value, dict):
         return {str(k): _plain(v) if isinstance(v, _CONTAINERS) else v for k, v in value.items()}
     return [_plain(v) if isinstance(v, _CONTAINERS) else v for v in value]
 
 
+class _Slot:
+    """A long string, list or dict whose written form the whole table decides (Note [Interning in one walk]):
+    ``out`` is its reference when it is stored, else its packed parts; set by :meth:`Interner.finish`."""
+
+    __slots__ = ("inner", "count", "out")
+
+    def __init__(self, inner: Any, count: int = 1) -> None:
+        self.inner, self.count, self.out = inner, count, None
+
+
+_out = operator.attrgetter("out")  # how the JSON encoder writes a slot
+
+
 class Interner:
-    """Two passes over the same facts: :meth:`count` every one of them, then :meth:`pack` each; ``values``
-    is then the block's table. A list or dict is stored once when it occurs more than once (a child
-    counted only inside its first parent: the parent's one copy holds it). See Note [Interning in few calls]."""
+    """The block's ``values`` table: :meth:`add` each value (packed in one walk, slots left where the
+    table decides), then :meth:`finish` the table and :meth:`json` the block. See Note [Interning in one walk]."""
 
     def __init__(self) -> None:
         self.values: list[Any] = []
-        self._refs: dict[str, str] = {}  # a stored string -> its reference
-        self._at: dict[bytes, str] = {}  # a stored list's or dict's key -> its reference
-        self._counts: dict[bytes, int] = {}
-        self._keys: dict[int, bytes] = {}  # id of a counted list or dict -> its key (alive until packed)
+        self._slots: list[_Slot] = []  # in the order storing them would number them
+        self._strings: dict[str, _Slot] = {}
+        self._at: dict[bytes, _Slot] = {}  # a list's or dict's JSON -> its slot
 
-    def count(self, value: Any) -> None:
-        if isinstance(value, _CONTAINERS):
-            self._count(value)
-
-    def _count(self, value: Any) -> None:
-        key = self._keys[id(value)] = _key(value)
-        counts = self._counts
-        seen = counts.get(key, 0)
-        counts[key] = seen + 1
-        if seen == 0 and len(key) > _SMALL:  # a small one's parts are never stored: not counted
-            for v in (value.values() if isinstance(value, dict) else value):
-                if type(v) not in _SCALARS and isinstance(v, _CONTAINERS):  # a scalar child is not counted
-                    self._count(v)
-
-    def _string(self, value: str) -> str:
-        ref = self._refs.get(value)
-        if ref is None:
-            ref = self._refs[value] = MARK + str(len(self.values))
-            self.values.append(value)
-        return ref
-
-    def pack(self, value: Any) -> Any:
-        """``value`` with long strings and repeated lists and dicts as references into ``values``."""
+    def add(self, value: Any) -> Any:
+        """``value`` packed: long strings and lists and dicts (not small ones) as slots."""
         if isinstance(value, str):
             if len(value) <= _SHORT and not value.startswith(MARK):
                 return value
-            return self._string(value)
-        if not isinstance(value, _CONTAINERS):
-            return value
-        key = self._keys.get(id(value)) or _key(value)
-        ref = self._at.get(key)
-        if ref is not None:
-            return ref
-        if len(key) <= _SMALL and _MARK_JSON not in key:
-            return _plain(value)
-        pack, refs, string = self.pack, self._refs, self._string
-        # a number, None or short string is itself, a long string its reference: no call (most of a node's facts)
-        inner: Any = ({str(k): v if (t := type(v)) in _SCALARS or (t is str and len(v) <= _SHORT and v[:1] != MARK)
-                       else (refs.get(v) or string(v)) if t is str else pack(v) for k, v in value.items()}
-                      if isinstance(value, dict)
-                      else [v if (t := type(v)) in _SCALARS or (t is str and len(v) <= _SHORT and v[:1] != MARK)
-                            else (refs.get(v) or string(v)) if t is str else pack(v) for v in value])
-        if self._counts.get(key, 0) > 1 and len(key) > _SMALL:
-            ref = self._at[key] = MARK + str(len(self.values))
-            self.values.append(inner)
-            return ref
-        return inner
+            return self._strings.get(value) or self._string(value)
+        if isinstance(value, _CONTAINERS):
+            return self._container(value)
+        return value
+
+    def _string(self, value: str) -> _Slot:
+        slot = self._strings[value] = _Slot(value, 2)  # a string is stored when first met, however often it occurs
+        self._slots.append(slot)
+        return slot
+
+    def _container(self, value: Any) -> Any:
+        if not value:
+            return value  # [] or {} (a tuple's JSON is a list's)
+        key = _encode(value)
+        if len(key) <= _SMALL:
+            if _MARK_JSON in key:
+                return self._parts(value)  # never stored, but a string starting with MARK in it is
+            if type(value) is dict or key.find(b"[", 1) >= 0 or key.find(b"{", 1) >= 0:
+                return _plain(value)  # keys made str, nested tuples made lists
+            return value  # a list or tuple of scalars and short strings: JSON as it is
+        slot = self._at.get(key)
+        if slot is not None:
+            slot.count += 1
+            return slot
+        slot = self._at[key] = _Slot(self._parts(value))
+        self._slots.append(slot)  # after its parts: they are numbered first
+        return slot
+
+    def _parts(self, value: Any) -> Any:
+        add, container, strings, string = self.add, self._container, self._strings, self._string
+        # a number, None or short string is itself, a long string its slot: no call (most of a node's facts)
+        return ({str(k): v if (t := type(v)) in _SCALARS or (t is str and len(v) <= _SHORT and v[:1] != MARK)
+                 else (strings.get(v) or string(v)) if t is str else container(v) if t in _CONTAINER_TYPES
+                 else add(v) for k, v in value.items()}
+                if isinstance(value, dict)
+                else [v if (t := type(v)) in _SCALARS or (t is str and len(v) <= _SHORT and v[:1] != MARK)
+                      else (strings.get(v) or string(v)) if t is str else container(v) if t in _CONTAINER_TYPES
+                      else add(v) for v in value])
+
+    def finish(self) -> list[Any]:
+        """Number the slots, storing every string and each list or dict met more than once; ``values``."""
+        values = self.values
+        for slot in self._slots:
+            if slot.count > 1:
+                slot.out = MARK + str(len(values))
+                values.append(slot.inner)
+            else:
+                slot.out = slot.inner
+        self._slots = []
+        return values
+
+    def json(self, graphs: Any) -> str:
+        """The block ``{"values": ..., "graphs": graphs}`` (``graphs`` made of :meth:`add`'s results), finished."""
+        return json_block({"values": self.finish(), "graphs": graphs}, default=_out)
 
 
-_CONTAINERS = (dict, list, tuple)
-_SCALARS = frozenset({int, float, bool, type(None)})  # exact types ``pack`` returns as they are
+def resolve(value: Any) -> Any:
+    """A finished :class:`Interner`'s packed value as plain data (slots as what the block writes)."""
+    if isinstance(value, _Slot):
+        return resolve(value.out)
+    if isinstance(value, dict):
+        return {k: resolve(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [resolve(v) for v in value]
+    return value
 
 
-def intern(value: Any, table: Interner) -> Any:
-    """``value`` packed by ``table`` after counting it (one value's own repeats; see :class:`Interner`)."""
-    table.count(value)
-    return table.pack(value)
+def intern(value: Any) -> tuple[Any, list[Any]]:
+    """``value`` packed on its own and its ``values`` table, as plain data (tests; see :class:`Interner`)."""
+    table = Interner()
+    packed = table.add(value)
+    values = table.finish()
+    return resolve(packed), resolve(values)
 
 
 def unintern(value: Any, values: list[Any]) -> Any:
@@ -231,8 +273,5 @@ def _report_info(frames: list[Frame], extra: Optional[Callable[[Frame, str, str]
             name = names.get(id(g))  # None: not a graph node_info can name, drawn without facts
             graphs.append({} if name is None else {n.name: node_info(frame, name, n.name)
                                                    | (extra(frame, kind, n.name) if extra else {}) for n in g.nodes})
-    for facts in graphs:
-        for info in facts.values():
-            table.count(info)
-    packed = [{k: table.pack(info) for k, info in facts.items()} for facts in graphs]
-    return json_block({"values": table.values, "graphs": packed})
+    add = table.add
+    return table.json([{k: add(info) for k, info in facts.items()} for facts in graphs])
