@@ -182,3 +182,38 @@ def test_interning_equals_one_call_per_value_on_nested_values(seed):
     facts += [rng.choice(facts) for _ in range(10)]
     fast, slow = _both(facts)
     assert fast == slow
+
+
+class _Colour(__import__("enum").Enum):
+    RED = "red"
+
+
+class _Text(str):
+    pass
+
+
+@pytest.mark.parametrize("value", [
+    ["".join(map(chr, range(0x800))), "\u2028\u2029\ufeff\uffff😀\U0010ffff", {"k": "\x7f\x00\x1f\"\\/"}],
+    [2**70, -(2**63) - 1, True, None, (1, "a" * 13), {"t": (1, 2)}],
+    [1e16, 1e-05, 0.1, {"t": 1e16}, {"u": [1e16]}, [float("nan")], {"inf": float("inf")}, "x" * 20],
+    [{"small": [2.5]}, {"small": {"k": 1e16}}, {"small": [[1e16]]}, {"a": [3, {"b": 1e-7}], "c": "y" * 20}],
+    [_Text("a subclass of str"), {"k": _Text("short")}, {"k": [_Text("x")]}],
+])
+def test_a_block_is_what_json_dumps_writes(value):
+    """Note [Blocks written by msgspec]: the same bytes whichever encoder writes the block."""
+    fast, slow = _both([value, value, {"n": value}])
+    assert fast == slow
+
+
+def test_a_lone_surrogate_is_written_as_before():
+    fast, slow = _both(["\ud800 lone surrogate", "\udfff"])  # UTF-8 cannot hold it; in a list or dict, neither interner can
+    assert fast == slow
+
+
+def test_a_block_json_cannot_write_is_refused_as_before():
+    for bad in ([_Colour.RED], {"k": [_Colour.RED]}, {"k": _Colour.RED, "s": "z" * 20}):
+        with pytest.raises(TypeError, match="not JSON serializable"):
+            _both([bad])
+        with pytest.raises(TypeError, match="not JSON serializable"):
+            table = Interner()
+            table.json([table.add(bad)])

@@ -20,7 +20,7 @@ from markupsafe import Markup, escape
 from tracer import _text
 from viz.template_cache import template_cache
 
-__all__ = ["fragment", "human_bytes", "json_block", "render", "render_string", "seconds", "user_line_text"]
+__all__ = ["fragment", "human_bytes", "json_block", "render", "render_string", "script_json", "seconds", "user_line_text"]
 
 # Note [Trusted fragments]
 # ~~~~~~~~~~~~~~~~~~~~~~~~
@@ -85,7 +85,11 @@ def json_block(value: Any, default: Optional[Callable[[Any], Any]] = None) -> st
     """
     import json
 
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=default)
+    return script_json(json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=default))
+
+
+def script_json(text: str) -> str:
+    """JSON text as :func:`json_block` writes it into the page: ``<``, ``>`` and ``&`` as ``\\u`` escapes."""
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 

@@ -26,7 +26,7 @@ import msgspec
 from tracer._no_gc import no_cyclic_gc
 from tracer.model import Frame, Graph
 from viz.info import node_info
-from viz.markup import json_block
+from viz.markup import json_block, script_json
 from viz.report_graphs import frame_graphs
 
 __all__ = ["MARK", "Interner", "graph_names", "intern", "report_info", "resolve", "unintern"]
@@ -77,17 +77,20 @@ def _key(value: Any) -> bytes:
 # dicts met once (written in place), and writes the block with each slot as its ``out`` (its reference,
 # or its parts in place): the JSON encoder asks for it (``default``), so no second walk builds the
 # packed values. tests/test_report_info.py checks the block against the one-call-per-value interner.
+# Note [Blocks written by msgspec]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# json.dumps was a fifth of the facts' CPU on the distinct-frames log; msgspec writes the same block
+# ~4x faster and, for str (any code point that UTF-8 can hold), int, bool, None, exact lists and
+# dicts with str keys, the same bytes as ``json.dumps(separators=(",", ":"), ensure_ascii=False)``
+# (tests/test_report_info.py checks every character up to U+0800 and beyond). It writes some floats
+# differently (``1e16`` for ``1e+16``, NaN as ``null``) and writes objects json.dumps refuses (an Enum's
+# value): so the walk notes any value of another type (a float, a subclass: ``_PLAIN``), and
+# such a block, or one msgspec cannot write (a lone surrogate), is written by json.dumps as before.
 _MARK_JSON = b"\\u0001"  # how msgspec writes MARK inside a string
 _CONTAINERS = (dict, list, tuple)
 _CONTAINER_TYPES = frozenset(_CONTAINERS)
-_SCALARS = frozenset({int, float, bool, type(None)})  # exact types written as they are
-
-
-def _plain(value: Any) -> Any:
-    """A small list or dict (Note [Interning in one walk]) as packing writes it: lists for tuples, str keys."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) if isinstance(v, _CONTAINERS) else v for k, v in value.items()}
-    return [_plain(v) if isinstance(v, _CONTAINERS) else v for v in value]
+_SCALARS = frozenset({int, bool, type(None)})  # exact types written as they are (a float is too: Note [Blocks written by msgspec])
+_PLAIN = frozenset({int, bool, type(None), str, list, tuple, dict})  # types msgspec writes as json.dumps does
 
 
 class _Slot:
@@ -101,6 +104,14 @@ class _Slot:
 
 
 _out = operator.attrgetter("out")  # how the JSON encoder writes a slot
+_write = msgspec.json.Encoder(enc_hook=_out).encode
+
+
+def _default(value: Any) -> Any:
+    """json.dumps's ``default``: a slot as its ``out``; anything else refused as json.dumps refuses it."""
+    if type(value) is _Slot:
+        return value.out
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 class Interner:
@@ -112,9 +123,12 @@ class Interner:
         self._slots: list[_Slot] = []  # in the order storing them would number them
         self._strings: dict[str, _Slot] = {}
         self._at: dict[bytes, _Slot] = {}  # a list's or dict's JSON -> its slot
+        self._plain_only = True  # nothing but _PLAIN types added: Note [Blocks written by msgspec]
 
     def add(self, value: Any) -> Any:
         """``value`` packed: long strings and lists and dicts (not small ones) as slots."""
+        if type(value) not in _PLAIN:  # a float, a subclass, a tuple, anything else (the walk's rare case)
+            self._plain_only = False
         if isinstance(value, str):
             if len(value) <= _SHORT and not value.startswith(MARK):
                 return value
@@ -136,7 +150,9 @@ class Interner:
             if _MARK_JSON in key:
                 return self._parts(value)  # never stored, but a string starting with MARK in it is
             if type(value) is dict or key.find(b"[", 1) >= 0 or key.find(b"{", 1) >= 0:
-                return _plain(value)  # keys made str, nested tuples made lists
+                return self._plain(value)  # keys made str, nested tuples made lists
+            if not _PLAIN.issuperset(map(type, value)):
+                self._plain_only = False
             return value  # a list or tuple of scalars and short strings: JSON as it is
         slot = self._at.get(key)
         if slot is not None:
@@ -145,6 +161,16 @@ class Interner:
         slot = self._at[key] = _Slot(self._parts(value))
         self._slots.append(slot)  # after its parts: they are numbered first
         return slot
+
+    def _plain(self, value: Any) -> Any:
+        """A small list or dict as packing writes it: lists for tuples, str keys."""
+        if isinstance(value, dict):
+            out: Any = {str(k): self._plain(v) if isinstance(v, _CONTAINERS) else v for k, v in value.items()}
+        else:
+            out = [self._plain(v) if isinstance(v, _CONTAINERS) else v for v in value]
+        if not _PLAIN.issuperset(map(type, out.values() if isinstance(out, dict) else out)):
+            self._plain_only = False
+        return out
 
     def _parts(self, value: Any) -> Any:
         add, container, strings, string = self.add, self._container, self._strings, self._string
@@ -170,8 +196,15 @@ class Interner:
         return values
 
     def json(self, graphs: Any) -> str:
-        """The block ``{"values": ..., "graphs": graphs}`` (``graphs`` made of :meth:`add`'s results), finished."""
-        return json_block({"values": self.finish(), "graphs": graphs}, default=_out)
+        """The block ``{"values": ..., "graphs": graphs}``, finished: ``graphs`` is :meth:`add`'s results
+        in lists and in dicts keyed by str (node names)."""
+        block = {"values": self.finish(), "graphs": graphs}
+        if self._plain_only:
+            try:
+                return script_json(_write(block).decode("utf-8"))  # Note [Blocks written by msgspec]
+            except (msgspec.EncodeError, TypeError, ValueError):  # a lone surrogate (no UTF-8): json.dumps writes it
+                pass
+        return json_block(block, default=_default)
 
 
 def resolve(value: Any) -> Any:
