@@ -217,3 +217,43 @@ def test_a_block_json_cannot_write_is_refused_as_before():
         with pytest.raises(TypeError, match="not JSON serializable"):
             table = Interner()
             table.json([table.add(bad)])
+
+
+def test_graph_info_is_node_info_of_every_node(cap):
+    """viz.info.graph_info (the report's way, lookups made once per graph) gives node_info of each node,
+    also where a kernel, a saved value or a body's input is listed twice (the first one counts)."""
+    import copy
+    import dataclasses
+
+    from tracer.model import Aot, InductorGraph, Kernel, SavedValue, ShapeSymbol
+    from viz.info import frame_graph, graph_info
+    from viz.report_info import graph_names
+
+    frames = [f for f in cap.frames if f.has_graph]
+    odd = copy.deepcopy(max(frames, key=lambda f: len(f.graph.nodes)))
+    root = [n.name for n in odd.graph.nodes]
+    odd.inductor = [InductorGraph(aot_id="0_forward", kernels=[Kernel(name="k0", handle=0, dynamo_nodes=[root[1], root[1]]),
+                                                               Kernel(name="k1", handle=1, dynamo_nodes=root[:3])]),
+                    InductorGraph(aot_id="0_backward", kernels=[Kernel(name="k2", handle=2, dynamo_nodes=[root[2]])])]
+    aot = odd.aot if odd.aot is not None else Aot(mode="training")
+    names = [n.name for n in aot.forward.nodes]
+    aot.saved = [SavedValue(names[1], "tensor", nbytes=4, origin="first"), SavedValue(names[1], "tensor", nbytes=8, origin="second"),
+                 *aot.saved]
+    odd.aot = aot
+    body_name, body = next(iter(odd.subgraphs.items()))
+    kinds = {i.name: i.kind for i in body.inputs}
+    body.inputs = [*body.inputs, *(dataclasses.replace(i, kind="hop_supplied") for i in body.inputs)]  # each name twice
+    odd.symbols = [ShapeSymbol(name="s0", source="L['x'].size()[0]")]
+    odd.graph.nodes[1].meta["shape"] = ["s0", 3]
+    checked = 0
+    for frame in [*frames, odd]:
+        for name in graph_names(frame).values():
+            graph = frame_graph(frame, name)
+            assert graph_info(frame, name) == {n.name: node_info(frame, name, n.name) for n in graph.nodes}
+            checked += len(graph.nodes)
+    facts = graph_info(odd, "")
+    assert facts[root[1]]["kernels"] == ["k0 (0_forward)", "k1 (0_forward)"] and facts[root[2]]["kernels"][-1] == "k2 (0_backward)"
+    assert "s0 = L['x'].size()[0]" in facts[root[1]]["symbols"]
+    assert graph_info(odd, "aot.forward")[names[1]]["saved_for_backward"].endswith("first")
+    assert {k: v["input_kind"] for k, v in graph_info(odd, body_name).items() if k in kinds} == kinds
+    assert checked >= 40

@@ -13,7 +13,7 @@ from typing import Any
 from tracer.model import Frame, Graph, format_meta
 from viz.markup import human_bytes, user_line_text
 
-__all__ = ["AOT_GRAPHS", "frame_graph", "lifted_chain", "node_info"]
+__all__ = ["AOT_GRAPHS", "frame_graph", "graph_info", "lifted_chain", "node_info"]
 
 AOT_GRAPHS = ("joint", "forward", "backward", "inference")
 
@@ -90,8 +90,36 @@ def node_info(frame: Frame, graph_name: str, node_name: str) -> dict[str, Any]:
     for the backward, in an AOT graph, saved_for_backward (its size and origin); finally meta (all of it).
     Raises KeyError naming the valid graphs or nodes.
     """
-    graph = frame_graph(frame, graph_name)
-    n = graph.node(node_name)
+    return _facts(frame, graph_name, frame_graph(frame, graph_name).node(node_name), _Lookups(frame, graph_name))
+
+
+def graph_info(frame: Frame, graph_name: str) -> dict[str, dict[str, Any]]:
+    """:func:`node_info` of every node of graph ``graph_name``, by node name in graph order, its lookups
+    in the frame (kernels, saved values, a body's inputs) made once for the graph (the static report)."""
+    graph, lookups = frame_graph(frame, graph_name), _Lookups(frame, graph_name)
+    return {n.name: _facts(frame, graph_name, n, lookups) for n in graph.nodes}
+
+
+class _Lookups:
+    """What :func:`node_info` finds in ``frame`` for graph ``graph_name``'s nodes, by node name (the first
+    of each name, as a search in order finds it)."""
+
+    __slots__ = ("kernels", "saved", "body", "inputs")
+
+    def __init__(self, frame: Frame, graph_name: str) -> None:
+        self.kernels: dict[str, list[str]] = {}
+        if graph_name == "":
+            for g in frame.inductor:
+                for k in g.kernels:
+                    for d in dict.fromkeys(k.dynamo_nodes):
+                        self.kernels.setdefault(d, []).append(f"{k.name} ({g.aot_id})")
+        self.saved = ({s.name: s for s in reversed(frame.aot.saved)}
+                      if graph_name in ("aot.forward", "aot.backward", "aot.joint") and frame.aot is not None else {})
+        self.body = frame.subgraphs.get(graph_name)
+        self.inputs = {i.name: i for i in reversed(self.body.inputs)} if self.body is not None else {}
+
+
+def _facts(frame: Frame, graph_name: str, n: Any, lookups: _Lookups) -> dict[str, Any]:
     info: dict[str, Any] = {
         "name": n.name,
         "graph": graph_name,
@@ -120,9 +148,9 @@ def node_info(frame: Frame, graph_name: str, node_name: str) -> dict[str, Any]:
                else f"line {lm.get('line')} ran in it only" if lm.get("via") == "line"
                else f"traced between {lm.get('after')} and {lm.get('before')}")
         info["nn_module_type"] = f"inferred from log: {how}"
-    if n.op == "placeholder" and graph_name in frame.subgraphs:
-        sg = frame.subgraphs[graph_name]
-        inp = next((i for i in sg.inputs if i.name == n.name), None)
+    if n.op == "placeholder" and lookups.body is not None:
+        sg = lookups.body
+        inp = lookups.inputs.get(n.name)
         if inp is not None:
             info["input_kind"] = inp.kind
             if inp.kind == "hop_supplied":  # the HOP makes the value when it runs the body
@@ -138,12 +166,11 @@ def node_info(frame: Frame, graph_name: str, node_name: str) -> dict[str, Any]:
     symbols = _symbols_of(frame, n.meta)
     if symbols:
         info["symbols"] = symbols
-    if graph_name == "":
-        kernels = [f"{k.name} ({g.aot_id})" for g in frame.inductor for k in g.kernels if n.name in k.dynamo_nodes]
-        if kernels:
-            info["kernels"] = kernels
-    if graph_name in ("aot.forward", "aot.backward", "aot.joint") and frame.aot is not None:
-        saved = next((s for s in frame.aot.saved if s.name == n.name), None)
+    kernels = lookups.kernels.get(n.name)
+    if kernels:
+        info["kernels"] = list(kernels)
+    if lookups.saved:
+        saved = lookups.saved.get(n.name)
         if saved is not None:  # the partitioner names the backward's placeholder after the forward value
             info["saved_for_backward"] = f"{human_bytes(saved.nbytes)}, {saved.origin}"
     info["meta"] = dict(n.meta)
@@ -153,6 +180,8 @@ def node_info(frame: Frame, graph_name: str, node_name: str) -> dict[str, Any]:
 def _symbols_of(frame: Frame, meta: dict[str, Any]) -> list[str]:
     """Each ShapeEnv symbol in the node's sizes: what it stands for, where it was created, and every
     specialization of it (Frame.symbols / Frame.specializations, from ShapeEnv's own records)."""
+    if not frame.symbols:
+        return []
     sizes = [*meta.get("shape", []), meta.get("value", "")]
     text = " ".join(str(s) for s in sizes if isinstance(s, str))
     out = []

@@ -1,10 +1,11 @@
 """The static report's inspector data: ``viz.node_info`` of every drawn node, per graph, for the
 browser code that draws the widget's inspector too (viz/inspector.js, Note [One inspector]).
 
-Invariant: the block holds exactly ``node_info``'s dicts (the same function the explorer calls), in the
-order :func:`viz.report_graphs.report_data` numbers the graphs, so the report's ``data-graph`` index
-finds them; strings are stored once (Note [Interned node facts]) and come back equal; the block is
-:func:`viz.markup.json_block` JSON, read with ``JSON.parse`` and shown as text only.
+Invariant: the block holds exactly ``node_info``'s dicts (the function the explorer calls; here
+:func:`viz.info.graph_info`, the same per graph), in the order :func:`viz.report_graphs.report_data`
+numbers the graphs, so the report's ``data-graph`` index finds them; strings are stored once (Note
+[Interned node facts]) and come back equal; the block is the JSON :func:`viz.markup.json_block` writes
+(Note [Blocks written by msgspec]), read with ``JSON.parse`` and shown as text only.
 
 >>> import json
 >>> from tracer.model import Frame
@@ -25,7 +26,7 @@ import msgspec
 
 from tracer._no_gc import no_cyclic_gc
 from tracer.model import Frame, Graph
-from viz.info import node_info
+from viz.info import graph_info
 from viz.markup import json_block, script_json
 from viz.report_graphs import frame_graphs
 
@@ -304,7 +305,7 @@ def _report_info(frames: list[Frame], extra: Optional[Callable[[Frame, str, str]
         names = graph_names(frame)
         for kind, _title, g, _hi in frame_graphs(frame):
             name = names.get(id(g))  # None: not a graph node_info can name, drawn without facts
-            graphs.append({} if name is None else {n.name: node_info(frame, name, n.name)
-                                                   | (extra(frame, kind, n.name) if extra else {}) for n in g.nodes})
+            facts = {} if name is None else graph_info(frame, name)  # node_info of each node
+            graphs.append({k: info | extra(frame, kind, k) for k, info in facts.items()} if extra else facts)
     add = table.add
     return table.json([{k: add(info) for k, info in facts.items()} for facts in graphs])
