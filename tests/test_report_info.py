@@ -3,6 +3,7 @@ numbered as the report numbers its graphs, its strings stored once and restored 
 
 from __future__ import annotations
 
+import collections
 import json
 
 import pytest
@@ -198,6 +199,7 @@ class _Text(str):
     [1e16, 1e-05, 0.1, {"t": 1e16}, {"u": [1e16]}, [float("nan")], {"inf": float("inf")}, "x" * 20],
     [{"small": [2.5]}, {"small": {"k": 1e16}}, {"small": [[1e16]]}, {"a": [3, {"b": 1e-7}], "c": "y" * 20}],
     [_Text("a subclass of str"), {"k": _Text("short")}, {"k": [_Text("x")]}],
+    [{"k": collections.OrderedDict({True: 1}), "long": "z" * 20}, collections.OrderedDict({2: "v", None: (1,)}), {"t": (1, "a")}],
 ])
 def test_a_block_is_what_json_dumps_writes(value):
     """Note [Blocks written by msgspec]: the same bytes whichever encoder writes the block."""

@@ -92,6 +92,7 @@ _CONTAINERS = (dict, list, tuple)
 _CONTAINER_TYPES = frozenset(_CONTAINERS)
 _SCALARS = frozenset({int, bool, type(None)})  # exact types written as they are (a float is too: Note [Blocks written by msgspec])
 _PLAIN = frozenset({int, bool, type(None), str, list, tuple, dict})  # types msgspec writes as json.dumps does
+_FLAT = frozenset({int, bool, type(None), str})
 
 
 class _Slot:
@@ -150,11 +151,9 @@ class Interner:
         if len(key) <= _SMALL:
             if _MARK_JSON in key:
                 return self._parts(value)  # never stored, but a string starting with MARK in it is
-            if type(value) is dict or key.find(b"[", 1) >= 0 or key.find(b"{", 1) >= 0:
-                return self._plain(value)  # keys made str, nested tuples made lists
-            if not _PLAIN.issuperset(map(type, value)):
-                self._plain_only = False
-            return value  # a list or tuple of scalars and short strings: JSON as it is
+            if not isinstance(value, dict) and _FLAT.issuperset(map(type, value)):
+                return value  # a list or tuple of ints, bools, None and short strings: JSON as it is
+            return self._plain(value)  # keys made str, nested tuples made lists
         slot = self._at.get(key)
         if slot is not None:
             slot.count += 1
