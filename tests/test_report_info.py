@@ -259,3 +259,17 @@ def test_graph_info_is_node_info_of_every_node(cap):
     assert graph_info(odd, "aot.forward")[names[1]]["saved_for_backward"].endswith("first")
     assert {k: v["input_kind"] for k, v in graph_info(odd, body_name).items() if k in kinds} == kinds
     assert checked >= 40
+
+
+def test_a_block_of_a_loaded_graphs_values_is_written_by_msgspec(monkeypatch):
+    """Note [Blocks written by msgspec]: a loaded graph's read-only lists and dicts are plain values (the
+    report's case), written by msgspec with json.dumps's bytes."""
+    import viz.report_info
+    from tracer.model.read_only import freeze
+
+    value = freeze({"k": ["a" * 20, 1, True, None, {"n": "é ∂ 😀 \u2028 \x00" * 3, "s": [2, "s0"]}], "e": [], "d": {}})
+    facts = [{"name": f"n{i}", "graph": "", "meta": dict(value, i=i)} for i in range(3)]
+    slow = _both(facts)[1]
+    monkeypatch.setattr(viz.report_info, "json_block", lambda *a, **k: pytest.fail("written by json.dumps"))
+    table = Interner()
+    assert table.json([table.add(f) for f in facts]) == slow

@@ -26,6 +26,7 @@ import msgspec
 
 from tracer._no_gc import no_cyclic_gc
 from tracer.model import Frame, Graph
+from tracer.model.read_only import read_only_dict, read_only_list
 from viz.info import graph_info
 from viz.markup import json_block, script_json
 from viz.report_graphs import frame_graphs
@@ -82,16 +83,17 @@ def _key(value: Any) -> bytes:
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # json.dumps was a fifth of the facts' CPU on the distinct-frames log; msgspec writes the same block
 # ~4x faster and, for str (any code point that UTF-8 can hold), int, bool, None, exact lists and
-# dicts with str keys, the same bytes as ``json.dumps(separators=(",", ":"), ensure_ascii=False)``
+# dicts with str keys (and the read-only ones of a loaded graph, which read as they do: tracer/model/read_only.py),
+# the same bytes as ``json.dumps(separators=(",", ":"), ensure_ascii=False)``
 # (tests/test_report_info.py checks every character up to U+0800 and beyond). It writes some floats
 # differently (``1e16`` for ``1e+16``, NaN as ``null``) and writes objects json.dumps refuses (an Enum's
 # value): so the walk notes any value of another type (a float, a subclass: ``_PLAIN``), and
 # such a block, or one msgspec cannot write (a lone surrogate), is written by json.dumps as before.
 _MARK_JSON = b"\\u0001"  # how msgspec writes MARK inside a string
 _CONTAINERS = (dict, list, tuple)
-_CONTAINER_TYPES = frozenset(_CONTAINERS)
+_CONTAINER_TYPES = frozenset({*_CONTAINERS, read_only_list, read_only_dict})  # a loaded graph's are read-only
 _SCALARS = frozenset({int, bool, type(None)})  # exact types written as they are (a float is too: Note [Blocks written by msgspec])
-_PLAIN = frozenset({int, bool, type(None), str, list, tuple, dict})  # types msgspec writes as json.dumps does
+_PLAIN = frozenset({int, bool, type(None), str, *_CONTAINER_TYPES})  # types msgspec writes as json.dumps does
 _FLAT = frozenset({int, bool, type(None), str})
 
 
