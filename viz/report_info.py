@@ -79,6 +79,7 @@ def _key(value: Any) -> bytes:
 # dicts met once (written in place), and writes the block with each slot as its ``out`` (its reference,
 # or its parts in place): the JSON encoder asks for it (``default``), so no second walk builds the
 # packed values. tests/test_report_info.py checks the block against the one-call-per-value interner.
+
 # Note [Blocks written by msgspec]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # json.dumps was a fifth of the facts' CPU on the distinct-frames log; msgspec writes the same block
@@ -131,7 +132,7 @@ class Interner:
 
     def add(self, value: Any) -> Any:
         """``value`` packed: long strings and lists and dicts (not small ones) as slots."""
-        if type(value) not in _PLAIN:  # a float, a subclass, a tuple, anything else (the walk's rare case)
+        if type(value) not in _PLAIN:  # a float, a subclass, anything else (the walk's rare case)
             self._plain_only = False
         if isinstance(value, str):
             if len(value) <= _SHORT and not value.startswith(MARK):
