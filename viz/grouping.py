@@ -13,7 +13,7 @@ from typing import Iterable, Optional
 
 from tracer.model import Graph, Node
 from viz.backward_groups import NO_MODULE, edge_kind, ranking_edges
-from viz.module_paths import INFERRED, graph_chains, module_chain, module_tree, split_path
+from viz.module_paths import INFERRED, distinct_chains, graph_chains, module_chain, module_tree, split_path
 
 __all__ = [
     "BACKWARD_SUFFIX",
@@ -29,6 +29,7 @@ __all__ = [
     "visible",
     # viz.module_paths' names, re-exported so callers keep one import for grouping
     "INFERRED",
+    "distinct_chains",
     "graph_chains",
     "module_chain",
     "module_tree",
@@ -122,9 +123,9 @@ def _auto_open(graph: Graph) -> set[str]:
     tree = module_tree(graph)
     counts: dict[str, int] = {}
     owns: set[str] = set()  # groups some node sits in directly (as its innermost group)
-    for chain in graph_chains(graph):
+    for chain, k in distinct_chains(graph_chains(graph)):  # Note [Equal chains shared]
         for path, _ in chain:
-            counts[path] = counts.get(path, 0) + 1
+            counts[path] = counts.get(path, 0) + k
         if chain:
             owns.add(chain[-1][0])
     half = len(graph.nodes) / 2
@@ -191,10 +192,15 @@ def _targets(graph: Graph, expanded: Iterable[str]) -> list[Optional[tuple[str, 
     loose = sum(1 for k, n in enumerate(graph.nodes) if n.op in _INPUT_OPS and not chains[k])
     fold_inputs = INPUTS_GROUP not in opened and loose > INPUTS_FOLD_MIN
     out: list[Optional[tuple[str, str]]] = []
+    first: dict[int, Optional[tuple[str, str]]] = {}  # per chain object (Note [Equal chains shared])
     for k, n in enumerate(graph.nodes):
-        target = next(((path, typ) for path, typ in chains[k] if path not in opened), None)
-        if fold_inputs and not chains[k] and n.op in _INPUT_OPS:
-            target = (INPUTS_GROUP, "placeholder")
+        chain = chains[k]
+        if not chain:
+            target = (INPUTS_GROUP, "placeholder") if fold_inputs and n.op in _INPUT_OPS else None
+        elif id(chain) in first:
+            target = first[id(chain)]
+        else:
+            target = first[id(chain)] = next(((path, typ) for path, typ in chain if path not in opened), None)
         out.append(target)
     return out
 
@@ -295,11 +301,11 @@ def _wrappers(graph: Graph) -> set[str]:
     """Groups holding more than half of the nodes placed in a module, but the innermost (Note [The first view opens wrappers])."""
     counts: dict[str, int] = {}
     placed = 0  # nodes in a real module: neither loose nor in the "no module" group (or its runs)
-    for chain in graph_chains(graph):
+    for chain, k in distinct_chains(graph_chains(graph)):  # Note [Equal chains shared]
         if chain and chain[0][0] != NO_MODULE:
-            placed += 1
+            placed += k
             for path, _ in chain:
-                counts[path] = counts.get(path, 0) + 1
+                counts[path] = counts.get(path, 0) + k
     bulk = [p for p, c in counts.items() if c > placed / 2]
     return set(bulk) - {max(bulk, key=len)} if bulk else set()  # nested paths: the innermost is the longest
 

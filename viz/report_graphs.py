@@ -22,7 +22,7 @@ from tracer.model import Frame, Graph
 from viz.browser_code import bundle
 from viz.drawing import PACKED_BOX_KEYS, PACKED_INTERNED, drawing
 from viz.graph_layout import layout
-from viz.grouping import first_expanded, graph_chains
+from viz.grouping import distinct_chains, first_expanded, graph_chains
 from viz.markup import json_block
 from viz.report_kernels import kernel_code_lines, kernel_drawings
 from viz.style import css
@@ -271,7 +271,7 @@ def _opened(graph: Graph, lay: Any, expanded: frozenset[str], highlight: list[st
             continue
         sub = Graph(nodes=[by_name[m] for m in b.members], name=graph.name)
         inner = set(expanded) | {b.group}
-        for chain in graph_chains(sub):
+        for chain, _ in distinct_chains(graph_chains(sub)):  # Note [Equal chains shared]
             paths = [p for p, _ in chain]
             inner.update(paths[:paths.index(b.group)] if b.group in paths else ())
         sub_lay = layout(sub, expanded=inner, engine="linear", threshold=0)
