@@ -13,7 +13,15 @@ from typing import Iterable, Optional
 
 from tracer.model import Graph, Node
 from viz.backward_groups import NO_MODULE, edge_kind, ranking_edges
-from viz.module_paths import INFERRED, distinct_chains, graph_chains, module_chain, module_tree, split_path
+from viz.module_paths import (
+    INFERRED,
+    distinct_chains,
+    graph_chains,
+    module_chain,
+    module_tree,
+    part_chains,
+    split_path,
+)
 
 __all__ = [
     "BACKWARD_SUFFIX",
@@ -32,6 +40,7 @@ __all__ = [
     "distinct_chains",
     "graph_chains",
     "module_chain",
+    "part_chains",
     "module_tree",
     "split_path",
 ]
@@ -123,7 +132,7 @@ def _auto_open(graph: Graph) -> set[str]:
     tree = module_tree(graph)
     counts: dict[str, int] = {}
     owns: set[str] = set()  # groups some node sits in directly (as its innermost group)
-    for chain, k in distinct_chains(graph_chains(graph)):  # Note [Equal chains shared]
+    for chain, k in distinct_chains(graph):  # Note [Equal chains shared]
         for path, _ in chain:
             counts[path] = counts.get(path, 0) + k
         if chain:
@@ -301,7 +310,7 @@ def _wrappers(graph: Graph) -> set[str]:
     """Groups holding more than half of the nodes placed in a module, but the innermost (Note [The first view opens wrappers])."""
     counts: dict[str, int] = {}
     placed = 0  # nodes in a real module: neither loose nor in the "no module" group (or its runs)
-    for chain, k in distinct_chains(graph_chains(graph)):  # Note [Equal chains shared]
+    for chain, k in distinct_chains(graph):  # Note [Equal chains shared]
         if chain and chain[0][0] != NO_MODULE:
             placed += k
             for path, _ in chain:

@@ -15,7 +15,7 @@ from tracer.model import Graph, Node
 from viz.backward_groups import place_unmoduled
 from viz.per_graph import per_graph
 
-__all__ = ["INFERRED", "LOG_GROUP_MIN_SHARE", "distinct_chains", "graph_chains", "module_chain", "module_tree", "split_path"]
+__all__ = ["INFERRED", "LOG_GROUP_MIN_SHARE", "distinct_chains", "graph_chains", "part_chains", "module_chain", "module_tree", "split_path"]
 
 # Note [Module paths nest by prefix]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -114,7 +114,13 @@ def _chain(stack: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
 def graph_chains(graph: Graph) -> list[list[tuple[str, str]]]:
     """:func:`module_chain` of every node of ``graph`` in order, with Note [Backward nodes without a forward
     node] (viz/backward_groups.py) applied; computed once per graph: callers must not change the lists."""
-    shared: dict[int, tuple[tuple[tuple[str, str], ...], list[tuple[str, str]]]] = {}  # Note [Equal chains shared]
+    return _placed(graph, _own_chains(graph))
+
+
+@per_graph
+def _own_chains(graph: Graph) -> list[list[tuple[str, str]]]:
+    """:func:`module_chain` of every node, equal chains one list (Note [Equal chains shared])."""
+    shared: dict[int, tuple[tuple[tuple[str, str], ...], list[tuple[str, str]]]] = {}
     chains = []
     for n in graph.nodes:
         key = _chain_of(n)
@@ -122,6 +128,27 @@ def graph_chains(graph: Graph) -> list[list[tuple[str, str]]]:
         if got is None or got[0] is not key:
             got = shared[id(key)] = (key, list(key))  # the key held: its id names no other tuple meanwhile
         chains.append(got[1])
+    return chains
+
+
+# Note [Parts of a graph]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# The report lays out, for each module box, the graph of the nodes folded in it (Note [Folding in the
+# report] in viz/report_graphs.py), and again for each box inside that: a node's own module chain
+# (read from its meta) was worked out once per level. A node's own chain depends on the node alone, so
+# :func:`part_chains` takes the part's from the whole graph's (read once per node), then places the
+# module-less nodes as graph_chains does on the part itself (that depends on the part: its runs, its
+# share of placed nodes), and remembers the answer as ``graph_chains(part)``: the very same value.
+def part_chains(part: Graph, whole: Graph, at: list[int]) -> list[list[tuple[str, str]]]:
+    """``graph_chains(part)`` for ``part``, whose nodes are ``whole.nodes[i]`` for ``i`` in ``at``, from
+    ``whole``'s nodes' own chains (Note [Parts of a graph]); later ``graph_chains(part)`` calls get it."""
+    own = _own_chains(whole)
+    out = _placed(part, [own[i] for i in at])
+    graph_chains.remember(part, out)  # type: ignore[attr-defined]
+    return out
+
+
+def _placed(graph: Graph, chains: list[list[tuple[str, str]]]) -> list[list[tuple[str, str]]]:
     logged = _log_groups(graph, chains)
     if logged and not graph.name:  # Note [Groups inferred from a log]: a sparse Dynamo graph
         return [[] for _ in chains]
@@ -136,16 +163,17 @@ def _log_groups(graph: Graph, chains: list[list[tuple[str, str]]]) -> Optional[b
     return sum(1 for c in ops if c) < LOG_GROUP_MIN_SHARE * len(ops)
 
 
-def distinct_chains(chains: list[list[tuple[str, str]]]) -> list[tuple[list[tuple[str, str]], int]]:
-    """Each chain object of ``chains`` (:func:`graph_chains`' answer) once, in order of first appearance,
-    with how many nodes hold it (Note [Equal chains shared]).
+@per_graph
+def distinct_chains(graph: Graph) -> list[tuple[list[tuple[str, str]], int]]:
+    """Each chain object of :func:`graph_chains` once, in order of first appearance, with how many
+    nodes hold it (Note [Equal chains shared]).
 
-    >>> a, b = [("m", "M")], []
-    >>> distinct_chains([a, b, a])
-    [([('m', 'M')], 2), ([], 1)]
+    >>> from viz.synthetic import chain_graph
+    >>> [(c[-1][0] if c else "", k) for c, k in distinct_chains(chain_graph(6, layers=1))]  # input and output: no module
+    [('', 2), ("L['self'].layers.0.self_attn", 4)]
     """
     seen: dict[int, list[Any]] = {}
-    for c in chains:
+    for c in graph_chains(graph):
         got = seen.get(id(c))
         if got is None:
             seen[id(c)] = [c, 1]  # the chain held by ``chains``: its id names no other list meanwhile
@@ -157,7 +185,7 @@ def distinct_chains(chains: list[list[tuple[str, str]]]) -> list[tuple[list[tupl
 def module_tree(graph: Graph) -> dict[str, list[str]]:
     """Children of each module path ("" is the graph itself), in order of first appearance."""
     children: dict[str, list[str]] = {"": []}
-    for chain, _ in distinct_chains(graph_chains(graph)):
+    for chain, _ in distinct_chains(graph):
         parent = ""
         for path, _ in chain:
             if path not in children:

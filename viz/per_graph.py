@@ -70,4 +70,15 @@ def per_graph(fn: Callable[[Graph], T]) -> Callable[[Graph], T]:
                 kept.popitem(last=False)
         return out
 
+    def remember(graph: Graph, value: T) -> None:
+        """Keep ``value`` as ``fn(graph)``'s answer: a caller that worked it out another way, exactly
+        (Note [Parts of a graph] in viz/module_paths.py), saves the next call the work."""
+        key = id(graph)
+        with lock:
+            kept[key] = (weakref.ref(graph, functools.partial(forget, key)), tuple(graph.nodes), value)
+            kept.move_to_end(key)
+            while len(kept) > KEPT:
+                kept.popitem(last=False)
+
+    once.remember = remember  # type: ignore[attr-defined]
     return once

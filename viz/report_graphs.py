@@ -22,7 +22,7 @@ from tracer.model import Frame, Graph
 from viz.browser_code import bundle
 from viz.drawing import PACKED_BOX_KEYS, PACKED_INTERNED, drawing
 from viz.graph_layout import layout
-from viz.grouping import distinct_chains, first_expanded, graph_chains
+from viz.grouping import distinct_chains, first_expanded, part_chains
 from viz.markup import json_block
 from viz.report_kernels import kernel_code_lines, kernel_drawings
 from viz.style import css
@@ -259,25 +259,28 @@ def _drawing(lay: Any, highlight: list[str]) -> dict[str, Any]:
 
 
 def _opened(graph: Graph, lay: Any, expanded: frozenset[str], highlight: list[str],
-            by_name: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+            top: Optional[tuple[Graph, dict[str, int]]] = None) -> dict[str, Any]:
     """Box id -> (drawing of the nodes folded in it one level down, its own ``_opened``): the box's
-    module path and the paths above it open, the modules inside it folded. ``by_name``: name -> node
-    of the top graph (a box's nodes are some of them), made once for all levels."""
-    if by_name is None:
-        by_name = {n.name: n for n in graph.nodes}
+    module path and the paths above it open, the modules inside it folded. ``top``: the graph of the
+    first view and its nodes' positions by name (a box's nodes are some of them), made once for all levels."""
+    if top is None:
+        top = (graph, {n.name: i for i, n in enumerate(graph.nodes)})
+    whole, index = top
     out = {}
     for b in lay.boxes:
         if not b.members:
             continue
-        sub = Graph(nodes=[by_name[m] for m in b.members], name=graph.name)
+        at = [index[m] for m in b.members]
+        sub = Graph(nodes=[whole.nodes[i] for i in at], name=graph.name)
+        part_chains(sub, whole, at)  # graph_chains(sub) from the top graph's (Note [Parts of a graph])
         inner = set(expanded) | {b.group}
-        for chain, _ in distinct_chains(graph_chains(sub)):  # Note [Equal chains shared]
+        for chain, _ in distinct_chains(sub):  # Note [Equal chains shared]
             paths = [p for p, _ in chain]
             inner.update(paths[:paths.index(b.group)] if b.group in paths else ())
         sub_lay = layout(sub, expanded=inner, engine="linear", threshold=0)
         d = _drawing(sub_lay, highlight)
         d["find"] = {}  # each module box's own drawing names its nodes (report.js unpack)
-        out[b.id] = (d, _opened(sub, sub_lay, frozenset(inner), highlight, by_name))
+        out[b.id] = (d, _opened(sub, sub_lay, frozenset(inner), highlight, top))
     return out
 
 
