@@ -161,6 +161,7 @@ def visible(graph: Graph, expanded: Iterable[str] = (), threshold: int = GROUP_T
     items: list[Item] = []
     by_id: dict[str, Item] = {}
     item_of: dict[str, str] = {}
+    gids: dict[tuple[str, bool], str] = {}  # (path, backward half) -> box id, made once per box
     for idx, n in enumerate(nodes):
         target = targets[idx]
         if target is None:
@@ -168,7 +169,9 @@ def visible(graph: Graph, expanded: Iterable[str] = (), threshold: int = GROUP_T
             item_of[n.name] = n.name
             continue
         backward = n.meta.get("partition") == "backward"
-        gid = group_id(target[0]) + (BACKWARD_SUFFIX if backward else "")
+        gid = gids.get((target[0], backward))
+        if gid is None:
+            gid = gids[(target[0], backward)] = group_id(target[0]) + (BACKWARD_SUFFIX if backward else "")
         it = by_id.get(gid)
         if it is None:
             it = Item(id=gid, first=idx, group=target[0], count=0, partition="backward" if backward else "")
@@ -181,12 +184,17 @@ def visible(graph: Graph, expanded: Iterable[str] = (), threshold: int = GROUP_T
         item_of[n.name] = gid
     aot = graph.name in ("backward", "joint")
     saved: dict[tuple[str, str], bool] = {}  # in order, once, no self loops; True while every node edge is saved
+    node_of = {n.name: n for n in nodes} if aot else {}  # what graph.node answers, without its checks per edge
     for n in nodes:
+        mine = item_of[n.name]
         for i in n.inputs:
-            if i in item_of and item_of[i] != item_of[n.name]:
-                key = (item_of[i], item_of[n.name])
-                kind = edge_kind(graph, graph.node(i), n) if aot else ""
-                saved[key] = saved.get(key, True) and bool(kind)
+            src = item_of.get(i)
+            if src is not None and src != mine:
+                key = (src, mine)
+                if aot:
+                    saved[key] = saved.get(key, True) and bool(edge_kind(graph, node_of[i], n))
+                elif key not in saved:
+                    saved[key] = False  # no edge of a forward graph is saved
     edges = list(saved)
     kinds = ["saved" if saved[e] else "" for e in edges]
     ranking = ranking_edges(graph, item_of, edges, kinds, group_id(NO_MODULE))  # Note [Saved edges do not rank]
@@ -198,7 +206,7 @@ def _targets(graph: Graph, expanded: Iterable[str]) -> list[Optional[tuple[str, 
     """(path, module type) of the group each node of a grouped graph shows in; None: it shows itself."""
     chains = graph_chains(graph)
     opened = set(expanded) | _auto_open(graph)
-    loose = sum(1 for k, n in enumerate(graph.nodes) if n.op in _INPUT_OPS and not chains[k])
+    loose = sum(1 for n, c in zip(graph.nodes, chains, strict=True) if not c and n.op in _INPUT_OPS)
     fold_inputs = INPUTS_GROUP not in opened and loose > INPUTS_FOLD_MIN
     out: list[Optional[tuple[str, str]]] = []
     first: dict[int, Optional[tuple[str, str]]] = {}  # per chain object (Note [Equal chains shared])
