@@ -1,8 +1,10 @@
 """A function of a graph computed once per graph: :func:`per_graph` remembers the last few answers.
 
 Invariant: an answer is returned again only for the same live Graph object still holding the very same
-nodes in the same order; otherwise it is computed again. The cache keeps no graph alive, and no
-dropped graph's nodes: an entry goes with its graph.
+nodes in the same order; otherwise it is computed again. An answer is either computed by the function
+or handed in by ``remember`` from a caller that worked out the very same value another way (Note [Parts
+of a graph] in viz/module_paths.py). The cache keeps no graph alive, and no dropped graph's nodes: an
+entry goes with its graph.
 """
 
 from __future__ import annotations
