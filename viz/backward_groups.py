@@ -111,10 +111,11 @@ def ranking_edges(graph: Graph, item_of: dict[str, str], edges: list[tuple[str, 
         return list(edges)
     out = {e: None for e, k in zip(edges, kinds, strict=True) if k != SAVED_EDGE and loose not in e}
     reach: dict[str, set[str]] = {}  # a node in ``loose`` -> the boxes whose gradient reaches it through ``loose`` only
+    node_of = {n.name: n for n in graph.nodes}  # graph.node's answers, without its checks per edge
     for n in graph.nodes:
         box = item_of[n.name]
         for i in n.inputs:
-            if i not in item_of or edge_kind(graph, graph.node(i), n):
+            if i not in item_of or edge_kind(graph, node_of[i], n):
                 continue
             came = reach.get(i, set()) if item_of[i] == loose else {item_of[i]}
             if box == loose:

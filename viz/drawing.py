@@ -25,7 +25,10 @@ PACKED_INTERNED = tuple(PACKED_BOX_KEYS.index(k) for k in ("sub", "role", "group
 
 def _num(v: float) -> float | int:
     """A coordinate as JSON sends it: 0.1 px precision, integral values without ``.0``."""
-    r = round(float(v), 1)
+    f = float(v)
+    if f.is_integer():  # rounding keeps it: no round() (rows, heights and many x's are whole px)
+        return int(f)
+    r = round(f, 1)
     return int(r) if r.is_integer() else r
 
 

@@ -13,7 +13,15 @@ from typing import Iterable, Optional
 
 from tracer.model import Graph, Node
 from viz.backward_groups import NO_MODULE, edge_kind, ranking_edges
-from viz.module_paths import INFERRED, graph_chains, module_chain, module_tree, split_path
+from viz.module_paths import (
+    INFERRED,
+    distinct_chains,
+    graph_chains,
+    module_chain,
+    module_tree,
+    part_chains,
+    split_path,
+)
 
 __all__ = [
     "BACKWARD_SUFFIX",
@@ -29,8 +37,10 @@ __all__ = [
     "visible",
     # viz.module_paths' names, re-exported so callers keep one import for grouping
     "INFERRED",
+    "distinct_chains",
     "graph_chains",
     "module_chain",
+    "part_chains",
     "module_tree",
     "split_path",
 ]
@@ -122,9 +132,9 @@ def _auto_open(graph: Graph) -> set[str]:
     tree = module_tree(graph)
     counts: dict[str, int] = {}
     owns: set[str] = set()  # groups some node sits in directly (as its innermost group)
-    for chain in graph_chains(graph):
+    for chain, k in distinct_chains(graph):  # Note [Equal chains shared]
         for path, _ in chain:
-            counts[path] = counts.get(path, 0) + 1
+            counts[path] = counts.get(path, 0) + k
         if chain:
             owns.add(chain[-1][0])
     half = len(graph.nodes) / 2
@@ -151,6 +161,7 @@ def visible(graph: Graph, expanded: Iterable[str] = (), threshold: int = GROUP_T
     items: list[Item] = []
     by_id: dict[str, Item] = {}
     item_of: dict[str, str] = {}
+    gids: dict[tuple[str, bool], str] = {}  # (path, backward half) -> box id, made once per box
     for idx, n in enumerate(nodes):
         target = targets[idx]
         if target is None:
@@ -158,7 +169,9 @@ def visible(graph: Graph, expanded: Iterable[str] = (), threshold: int = GROUP_T
             item_of[n.name] = n.name
             continue
         backward = n.meta.get("partition") == "backward"
-        gid = group_id(target[0]) + (BACKWARD_SUFFIX if backward else "")
+        gid = gids.get((target[0], backward))
+        if gid is None:
+            gid = gids[(target[0], backward)] = group_id(target[0]) + (BACKWARD_SUFFIX if backward else "")
         it = by_id.get(gid)
         if it is None:
             it = Item(id=gid, first=idx, group=target[0], count=0, partition="backward" if backward else "")
@@ -171,12 +184,17 @@ def visible(graph: Graph, expanded: Iterable[str] = (), threshold: int = GROUP_T
         item_of[n.name] = gid
     aot = graph.name in ("backward", "joint")
     saved: dict[tuple[str, str], bool] = {}  # in order, once, no self loops; True while every node edge is saved
+    node_of = {n.name: n for n in nodes} if aot else {}  # what graph.node answers, without its checks per edge
     for n in nodes:
+        mine = item_of[n.name]
         for i in n.inputs:
-            if i in item_of and item_of[i] != item_of[n.name]:
-                key = (item_of[i], item_of[n.name])
-                kind = edge_kind(graph, graph.node(i), n) if aot else ""
-                saved[key] = saved.get(key, True) and bool(kind)
+            src = item_of.get(i)
+            if src is not None and src != mine:
+                key = (src, mine)
+                if aot:
+                    saved[key] = saved.get(key, True) and bool(edge_kind(graph, node_of[i], n))
+                elif key not in saved:
+                    saved[key] = False  # no edge of a forward graph is saved
     edges = list(saved)
     kinds = ["saved" if saved[e] else "" for e in edges]
     ranking = ranking_edges(graph, item_of, edges, kinds, group_id(NO_MODULE))  # Note [Saved edges do not rank]
@@ -188,13 +206,18 @@ def _targets(graph: Graph, expanded: Iterable[str]) -> list[Optional[tuple[str, 
     """(path, module type) of the group each node of a grouped graph shows in; None: it shows itself."""
     chains = graph_chains(graph)
     opened = set(expanded) | _auto_open(graph)
-    loose = sum(1 for k, n in enumerate(graph.nodes) if n.op in _INPUT_OPS and not chains[k])
+    loose = sum(1 for n, c in zip(graph.nodes, chains, strict=True) if not c and n.op in _INPUT_OPS)
     fold_inputs = INPUTS_GROUP not in opened and loose > INPUTS_FOLD_MIN
     out: list[Optional[tuple[str, str]]] = []
+    first: dict[int, Optional[tuple[str, str]]] = {}  # per chain object (Note [Equal chains shared])
     for k, n in enumerate(graph.nodes):
-        target = next(((path, typ) for path, typ in chains[k] if path not in opened), None)
-        if fold_inputs and not chains[k] and n.op in _INPUT_OPS:
-            target = (INPUTS_GROUP, "placeholder")
+        chain = chains[k]
+        if not chain:
+            target = (INPUTS_GROUP, "placeholder") if fold_inputs and n.op in _INPUT_OPS else None
+        elif id(chain) in first:
+            target = first[id(chain)]
+        else:
+            target = first[id(chain)] = next(((path, typ) for path, typ in chain if path not in opened), None)
         out.append(target)
     return out
 
@@ -295,11 +318,11 @@ def _wrappers(graph: Graph) -> set[str]:
     """Groups holding more than half of the nodes placed in a module, but the innermost (Note [The first view opens wrappers])."""
     counts: dict[str, int] = {}
     placed = 0  # nodes in a real module: neither loose nor in the "no module" group (or its runs)
-    for chain in graph_chains(graph):
+    for chain, k in distinct_chains(graph):  # Note [Equal chains shared]
         if chain and chain[0][0] != NO_MODULE:
-            placed += 1
+            placed += k
             for path, _ in chain:
-                counts[path] = counts.get(path, 0) + 1
+                counts[path] = counts.get(path, 0) + k
     bulk = [p for p, c in counts.items() if c > placed / 2]
     return set(bulk) - {max(bulk, key=len)} if bulk else set()  # nested paths: the innermost is the longest
 

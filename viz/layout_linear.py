@@ -134,9 +134,9 @@ def place(boxes: list[Box], edges: list[tuple[str, str]],
     cx = _place_x(boxes, rows, row_y, row_h, _preds(len(boxes), ranked))
     max_right = max((b.x + b.w for b in boxes), default=MARGIN)
     lane_of, lanes = _lanes(rank, ie)
-    paths = [_edge_path(boxes, cx, rank, row_y, row_h, max_right, s, d, lane_of.get(k)) for k, (s, d) in enumerate(ie)]
+    ends = [(round(x, 1), round(b.y, 1), round(b.y + b.h, 1)) for x, b in zip(cx, boxes, strict=True)]
+    paths = [_edge_path(boxes, ends, rank, row_y, row_h, max_right, s, d, lane_of.get(k)) for k, (s, d) in enumerate(ie)]
     width = max_right + LANE_GAP * (lanes + 1) + MARGIN
-    paths = [[(round(px, 1), round(py, 1)) for px, py in p] for p in paths]
     return paths, round(width, 1), round(height, 1)
 
 
@@ -216,16 +216,25 @@ def _lanes(rank: list[int], ie: list[tuple[int, int]]) -> tuple[dict[int, int], 
     return lane_of, lanes
 
 
-def _edge_path(boxes: list[Box], cx: list[float], rank: list[int], row_y: list[float], row_h: list[float],
-               max_right: float, s: int, d: int, lane: int | None) -> list[tuple[float, float]]:
-    """The path of edge s -> d: one S-curve between adjacent rows, else down its lane right of all boxes."""
-    bs, bd = boxes[s], boxes[d]
-    x0, y0 = cx[s], bs.y + bs.h
-    x1, y1 = cx[d], bd.y
+# Note [Edge points rounded once]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An edge path's points are 0.1 px like the boxes, each coordinate ``round(v, 1)`` of the value the
+# steps compute. The values are few: a box's centre x, top and bottom (``ends``, rounded once per box),
+# an S-curve's middle y, a lane's x and its turning y's; a path repeats them (a lane's polyline is 16
+# points of 7 values). So each is rounded once, and the points are built from the rounded values: the
+# same numbers as rounding every point (the report's 396 graphs of the distinct-frames log: 5,608
+# layouts, ~0.7 M ``round`` calls before; bench/RESULTS.md).
+def _edge_path(boxes: list[Box], ends: list[tuple[float, float, float]], rank: list[int], row_y: list[float],
+               row_h: list[float], max_right: float, s: int, d: int, lane: int | None) -> list[tuple[float, float]]:
+    """The path of edge s -> d: one S-curve between adjacent rows, else down its lane right of all boxes;
+    ``ends``: each box's (centre x, top y, bottom y), rounded (Note [Edge points rounded once])."""
+    x0, _, y0 = ends[s]
+    x1, y1, _ = ends[d]
     if lane is None:
-        mid = (y0 + y1) / 2
+        bs, bd = boxes[s], boxes[d]
+        mid = round((bs.y + bs.h + bd.y) / 2, 1)
         return [(x0, y0), (x0, mid), (x1, mid), (x1, y1)]
-    lane_x = max_right + LANE_GAP * (lane + 1)
-    below = row_y[rank[s]] + row_h[rank[s]] + RANK_GAP / 3
-    above = row_y[rank[d]] - RANK_GAP / 3
+    lane_x = round(max_right + LANE_GAP * (lane + 1), 1)
+    below = round(row_y[rank[s]] + row_h[rank[s]] + RANK_GAP / 3, 1)
+    above = round(row_y[rank[d]] - RANK_GAP / 3, 1)
     return _straight([(x0, y0), (x0, below), (lane_x, below), (lane_x, above), (x1, above), (x1, y1)])

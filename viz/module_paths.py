@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Optional
+from typing import Any, Optional
 
 from tracer.model import Graph, Node
 from viz.backward_groups import place_unmoduled
 from viz.per_graph import per_graph
 
-__all__ = ["INFERRED", "LOG_GROUP_MIN_SHARE", "graph_chains", "module_chain", "module_tree", "split_path"]
+__all__ = ["INFERRED", "LOG_GROUP_MIN_SHARE", "distinct_chains", "graph_chains", "part_chains", "module_chain", "module_tree", "split_path"]
 
 # Note [Module paths nest by prefix]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -51,6 +51,11 @@ def split_path(path: str) -> list[str]:
 
 def module_chain(node: Node) -> list[tuple[str, str]]:
     """(path, module type) of every group ``node`` sits in, outermost first. See Note [Module paths nest by prefix]."""
+    return list(_chain_of(node))
+
+
+def _chain_of(node: Node) -> tuple[tuple[str, str], ...]:
+    """:func:`module_chain` as the cached tuple (one object per distinct chain while the cache holds it)."""
     # A backward node of an AOT graph has no stack of its own; it belongs with its forward op.
     stack = node.meta.get("nn_module_stack") or node.meta.get("fwd_nn_module_stack") or _logged(node) or []
     key: list[tuple[str, str]] = []
@@ -59,7 +64,7 @@ def module_chain(node: Node) -> list[tuple[str, str]]:
             key.append((str(entry[0]), str(entry[1])))
         except (IndexError, TypeError, KeyError):
             continue
-    return list(_chain(tuple(key)))
+    return _chain(tuple(key))
 
 
 # Note [Groups inferred from a log]
@@ -96,11 +101,54 @@ def _chain(stack: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
     return tuple(chain)
 
 
+# Note [Equal chains shared]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Most nodes of a graph share their chain with others (a layer's few dozen nodes sit in a handful of
+# modules), and the grouping reads each node's chain again at every level the report opens (Note
+# [Folding in the report] in viz/report_graphs.py): ~150k chain walks for the distinct-frames log's
+# 57k nodes. So :func:`graph_chains` gives nodes with equal module chains one list object, and what is
+# a sum over nodes (a path's node count, the module tree, a node's box) is worked out once per
+# distinct chain (:func:`distinct_chains`, by identity) and counted by its nodes: the same sums.
+# Callers never change a chain (they never could: place_unmoduled already shares one per run).
 @per_graph  # Note [Computed once per graph] in viz/per_graph.py: an explorer build asks 9 times
 def graph_chains(graph: Graph) -> list[list[tuple[str, str]]]:
     """:func:`module_chain` of every node of ``graph`` in order, with Note [Backward nodes without a forward
     node] (viz/backward_groups.py) applied; computed once per graph: callers must not change the lists."""
-    chains = [module_chain(n) for n in graph.nodes]
+    return _placed(graph, _own_chains(graph))
+
+
+@per_graph
+def _own_chains(graph: Graph) -> list[list[tuple[str, str]]]:
+    """:func:`module_chain` of every node, equal chains one list (Note [Equal chains shared])."""
+    shared: dict[int, tuple[tuple[tuple[str, str], ...], list[tuple[str, str]]]] = {}
+    chains = []
+    for n in graph.nodes:
+        key = _chain_of(n)
+        got = shared.get(id(key))
+        if got is None or got[0] is not key:
+            got = shared[id(key)] = (key, list(key))  # the key held: its id names no other tuple meanwhile
+        chains.append(got[1])
+    return chains
+
+
+# Note [Parts of a graph]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# The report lays out, for each module box, the graph of the nodes folded in it (Note [Folding in the
+# report] in viz/report_graphs.py), and again for each box inside that: a node's own module chain
+# (read from its meta) was worked out once per level. A node's own chain depends on the node alone, so
+# :func:`part_chains` takes the part's from the whole graph's (read once per node), then places the
+# module-less nodes as graph_chains does on the part itself (that depends on the part: its runs, its
+# share of placed nodes), and remembers the answer as ``graph_chains(part)``: the very same value.
+def part_chains(part: Graph, whole: Graph, at: list[int]) -> list[list[tuple[str, str]]]:
+    """``graph_chains(part)`` for ``part``, whose nodes are ``whole.nodes[i]`` for ``i`` in ``at``, from
+    ``whole``'s nodes' own chains (Note [Parts of a graph]); later ``graph_chains(part)`` calls get it."""
+    own = _own_chains(whole)
+    out = _placed(part, [own[i] for i in at])
+    graph_chains.remember(part, out)  # type: ignore[attr-defined]
+    return out
+
+
+def _placed(graph: Graph, chains: list[list[tuple[str, str]]]) -> list[list[tuple[str, str]]]:
     logged = _log_groups(graph, chains)
     if logged and not graph.name:  # Note [Groups inferred from a log]: a sparse Dynamo graph
         return [[] for _ in chains]
@@ -115,10 +163,29 @@ def _log_groups(graph: Graph, chains: list[list[tuple[str, str]]]) -> Optional[b
     return sum(1 for c in ops if c) < LOG_GROUP_MIN_SHARE * len(ops)
 
 
+@per_graph
+def distinct_chains(graph: Graph) -> list[tuple[list[tuple[str, str]], int]]:
+    """Each chain object of :func:`graph_chains` once, in order of first appearance, with how many
+    nodes hold it (Note [Equal chains shared]).
+
+    >>> from viz.synthetic import chain_graph
+    >>> [(c[-1][0] if c else "", k) for c, k in distinct_chains(chain_graph(6, layers=1))]  # input and output: no module
+    [('', 2), ("L['self'].layers.0.self_attn", 4)]
+    """
+    seen: dict[int, list[Any]] = {}
+    for c in graph_chains(graph):
+        got = seen.get(id(c))
+        if got is None:
+            seen[id(c)] = [c, 1]  # the chain held by ``chains``: its id names no other list meanwhile
+        else:
+            got[1] += 1
+    return [(c, k) for c, k in seen.values()]
+
+
 def module_tree(graph: Graph) -> dict[str, list[str]]:
     """Children of each module path ("" is the graph itself), in order of first appearance."""
     children: dict[str, list[str]] = {"": []}
-    for chain in graph_chains(graph):
+    for chain, _ in distinct_chains(graph):
         parent = ""
         for path, _ in chain:
             if path not in children:

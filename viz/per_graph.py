@@ -1,8 +1,10 @@
 """A function of a graph computed once per graph: :func:`per_graph` remembers the last few answers.
 
 Invariant: an answer is returned again only for the same live Graph object still holding the very same
-nodes in the same order; otherwise it is computed again. The cache keeps no graph alive, and no
-dropped graph's nodes: an entry goes with its graph.
+nodes in the same order; otherwise it is computed again. An answer is either computed by the function
+or handed in by ``remember`` from a caller that worked out the very same value another way (Note [Parts
+of a graph] in viz/module_paths.py). The cache keeps no graph alive, and no dropped graph's nodes: an
+entry goes with its graph.
 """
 
 from __future__ import annotations
@@ -70,4 +72,15 @@ def per_graph(fn: Callable[[Graph], T]) -> Callable[[Graph], T]:
                 kept.popitem(last=False)
         return out
 
+    def remember(graph: Graph, value: T) -> None:
+        """Keep ``value`` as ``fn(graph)``'s answer: a caller that worked it out another way, exactly
+        (Note [Parts of a graph] in viz/module_paths.py), saves the next call the work."""
+        key = id(graph)
+        with lock:
+            kept[key] = (weakref.ref(graph, functools.partial(forget, key)), tuple(graph.nodes), value)
+            kept.move_to_end(key)
+            while len(kept) > KEPT:
+                kept.popitem(last=False)
+
+    once.remember = remember  # type: ignore[attr-defined]
     return once

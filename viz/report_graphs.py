@@ -22,7 +22,7 @@ from tracer.model import Frame, Graph
 from viz.browser_code import bundle
 from viz.drawing import PACKED_BOX_KEYS, PACKED_INTERNED, drawing
 from viz.graph_layout import layout
-from viz.grouping import first_expanded, graph_chains
+from viz.grouping import distinct_chains, first_expanded, part_chains
 from viz.markup import json_block
 from viz.report_kernels import kernel_code_lines, kernel_drawings
 from viz.style import css
@@ -109,14 +109,17 @@ def pack(d: dict[str, Any], strings: dict[str, int]) -> dict[str, Any]:
         boxes.append(row)
     edges = []
     for e in d["edges"]:
-        s, t = d["boxes"][index[e["src"]]], d["boxes"][index[e["dst"]]]
+        si, ti = index[e["src"]], index[e["dst"]]
+        s, t = d["boxes"][si], d["boxes"][ti]
         x0, y0, x1, y1 = s["x"] + s["w"] / 2, s["y"] + s["h"], t["x"] + t["w"] / 2, t["y"]
         mid = (y0 + y1) / 2
-        plain = [x0, y0, x0, mid, x1, mid, x1, y1]
         pts = e["pts"]
-        same = len(pts) == 8 and all(abs(a - b) <= 0.11 for a, b in zip(pts, plain, strict=True))
+        # the plain S-curve [x0, y0, x0, mid, x1, mid, x1, y1], each coordinate within 0.11 px
+        same = (len(pts) == 8 and abs(pts[0] - x0) <= 0.11 and abs(pts[1] - y0) <= 0.11 and abs(pts[2] - x0) <= 0.11
+                and abs(pts[3] - mid) <= 0.11 and abs(pts[4] - x1) <= 0.11 and abs(pts[5] - mid) <= 0.11
+                and abs(pts[6] - x1) <= 0.11 and abs(pts[7] - y1) <= 0.11)
         tail = [0 if same else pts, e["kind"]] if e.get("kind") else [] if same else [pts]
-        edges.append([index[e["src"]], index[e["dst"]]] + tail)
+        edges.append([si, ti] + tail)
     out = {k: v for k, v in d.items() if k not in ("boxes", "edges")}
     out["b"], out["e"] = boxes, edges
     return out
@@ -249,27 +252,35 @@ def _unpacked(graph: Graph, highlight: list[str]) -> tuple[dict[str, Any], dict[
 
 
 def _drawing(lay: Any, highlight: list[str]) -> dict[str, Any]:
+    if not highlight:  # most graphs: no box to look into
+        return drawing(lay)
     wanted = set(highlight)  # a module box holding a highlighted node (a saved value) is marked too
     return drawing(lay, highlight=[*highlight, *(b.id for b in lay.boxes if wanted.intersection(b.members))])
 
 
-def _opened(graph: Graph, lay: Any, expanded: frozenset[str], highlight: list[str]) -> dict[str, Any]:
+def _opened(graph: Graph, lay: Any, expanded: frozenset[str], highlight: list[str],
+            top: Optional[tuple[Graph, dict[str, int]]] = None) -> dict[str, Any]:
     """Box id -> (drawing of the nodes folded in it one level down, its own ``_opened``): the box's
-    module path and the paths above it open, the modules inside it folded."""
-    by_name = {n.name: n for n in graph.nodes}
+    module path and the paths above it open, the modules inside it folded. ``top``: the graph of the
+    first view and its nodes' positions by name (a box's nodes are some of them), made once for all levels."""
+    if top is None:
+        top = (graph, {n.name: i for i, n in enumerate(graph.nodes)})
+    whole, index = top
     out = {}
     for b in lay.boxes:
         if not b.members:
             continue
-        sub = Graph(nodes=[by_name[m] for m in b.members], name=graph.name)
+        at = [index[m] for m in b.members]
+        sub = Graph(nodes=[whole.nodes[i] for i in at], name=graph.name)
+        part_chains(sub, whole, at)  # graph_chains(sub) from the top graph's (Note [Parts of a graph])
         inner = set(expanded) | {b.group}
-        for chain in graph_chains(sub):
+        for chain, _ in distinct_chains(sub):  # Note [Equal chains shared]
             paths = [p for p, _ in chain]
             inner.update(paths[:paths.index(b.group)] if b.group in paths else ())
         sub_lay = layout(sub, expanded=inner, engine="linear", threshold=0)
         d = _drawing(sub_lay, highlight)
         d["find"] = {}  # each module box's own drawing names its nodes (report.js unpack)
-        out[b.id] = (d, _opened(sub, sub_lay, frozenset(inner), highlight))
+        out[b.id] = (d, _opened(sub, sub_lay, frozenset(inner), highlight, top))
     return out
 
 
