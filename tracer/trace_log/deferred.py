@@ -32,8 +32,8 @@ from tracer.shape_events import Event
 from tracer.trace_log.fx_code import parse_readable
 from tracer.trace_log.graph_text import ParsedModule
 
-__all__ = ["deferred_graph", "deferred_inductor", "freeze_loaded", "has_bodies", "loading_read_only", "parse_finished",
-           "parse_logged", "problems_wait_for_graphs", "read_only_graphs"]
+__all__ = ["deferred_graph", "deferred_inductor", "freeze_loaded", "has_bodies", "loading_read_only", "logged_nodes",
+           "parse_finished", "parse_logged", "problems_wait_for_graphs", "read_only_graphs"]
 
 # Note [Which logged graphs wait]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -258,6 +258,19 @@ def parse_logged(problems: list[str], text: str, line: int, name: str) -> Option
     problems.extend(f"line {line}: {e}" for e in _errors(parsed))
     parsed.graph.code = text
     return parsed
+
+
+def logged_nodes(text: str, name: str) -> Optional[list[Node]]:
+    """The nodes of ``text``'s plain parse, only to read: a kept parse's own read-only list, not a copy (Note
+    [One parse per distinct graph text]); None when it does not parse (the graph's own read says why)."""
+    if (kept := _shared.get((text, name))) is not None:
+        with contextlib.suppress(KeyError):  # another thread's parse let it go meanwhile: ``kept`` is still whole
+            _shared.move_to_end((text, name))
+        return kept.nodes
+    try:
+        return _parse_shared(text, name).graph.nodes  # a new parse: the kept copy shares nothing with it
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 # Note [One finish per distinct graph and context]
