@@ -213,12 +213,12 @@ def _finished_roots(frame: Frame, text: str, line: int, sources: dict[str, tuple
 
 
 def _as_loaded(text: str, line: int, roles: Callable[[Graph], None], key: Callable[[], Hashable]) -> Callable[[], Graph]:
-    """A fresh copy of a waiting Dynamo graph as loaded and finished (never the frame's object, which a
-    user may have changed: Note [One finish per distinct graph and context]); no nodes if its text cannot be
-    parsed (the Dynamo graph's own read records why). An exception of the finish propagates to the AOT
-    graph's read, as it does to the Dynamo graph's."""
+    """A waiting Dynamo graph as loaded and finished, for AOT finishes that only read it: the kept parse's
+    read-only nodes, never the frame's object, which a user may have changed (Note [One finish per distinct
+    graph and context]); no nodes if its text cannot be parsed (the Dynamo graph's own read records why).
+    An exception of the finish propagates to the AOT graph's read, as it does to the Dynamo graph's."""
     def graph() -> Graph:
-        parsed = parse_finished([], text, line, "", roles, key())
+        parsed = parse_finished([], text, line, "", roles, key(), read_only=True)
         return parsed.graph if parsed is not None else Graph(code=text)
     return graph
 
