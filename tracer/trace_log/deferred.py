@@ -261,8 +261,7 @@ def parse_logged(problems: list[str], text: str, line: int, name: str) -> Option
 
 
 def logged_nodes(text: str, name: str) -> Optional[list[Node]]:
-    """The nodes of ``text``'s plain parse, only to read: a kept parse's own read-only list, not a copy (Note
-    [One parse per distinct graph text]); None when it does not parse (the graph's own read says why)."""
+    """``text``'s plain parse's nodes, only to read (the kept read-only list, not a copy); None: not parsed."""
     if (kept := _shared.get((text, name))) is not None:
         with contextlib.suppress(KeyError):  # another thread's parse let it go meanwhile: ``kept`` is still whole
             _shared.move_to_end((text, name))
@@ -287,9 +286,10 @@ def logged_nodes(text: str, name: str) -> Optional[list[Node]]:
 # have changed, so a kept result cannot carry one frame's edits to another. ``reads`` is what the
 # finish used to read first (the frame's Dynamo graph), run on every hand-out so that a frame's
 # problems come in the same order as when each graph was finished on its own. The plain parse is kept
-# beside the finished one (a joint's finish reads the forward and backward texts plain, a forward's its
-# joint), and a text whose plain parse is kept is finished on a fresh copy of it, not parsed again
-# (``_fresh`` of a kept parse equals the parse).
+# beside the finished one (a joint's finish reads the forward and backward node names plain: ``logged_nodes``),
+# and a text whose plain parse is kept is finished on a fresh copy of it, not parsed again (``_fresh`` of a
+# kept parse equals the parse). A finish only reads another graph's kept nodes, read-only, never a copy (an
+# AOT graph's its Dynamo graph; a forward's its joint as finished, by the joint's own key: assemble.py).
 def parse_finished(problems: list[str], text: str, line: int, name: str, finish: Callable[[Graph], None],
                    key: Hashable, reads: Optional[Callable[[], None]] = None,
                    read_only: bool = False) -> Optional[ParsedModule]:
