@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import glob
 import os
+import sys
 
 import pytest
 from test_trace_log_modules import LOGS, run
@@ -189,7 +190,7 @@ def test_a_report_of_read_only_graphs_is_the_page_of_copies(logs, name, tmp_path
 
 def test_each_distinct_graph_text_is_parsed_once(logs, monkeypatch):
     """A joint's finish reads the forward and backward texts plain and a forward's finish reads its joint
-    plain: their own finishes start from those plain parses (and the other way round), so reading every
+    finished: their own finishes start from those parses (and the other way round), so reading every
     graph of the training log parses each distinct (text, name) once, not the three AOT texts twice."""
     calls = []
 
@@ -205,6 +206,31 @@ def test_each_distinct_graph_text_is_parsed_once(logs, monkeypatch):
             g.nodes  # noqa: B018 (the first read parses)
     assert {name for _, name in calls} >= {"", "joint", "forward", "backward"}
     assert len(calls) == len(set(calls))
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_a_joint_is_finished_once_also_when_its_forward_is_read_first(logs, monkeypatch, read_only):
+    """A forward's finish reads its joint as the joint's own finish left it (kept by the joint's key, Note [One
+    finish per distinct graph and context]), not finished a second time: read backward, forward, then joint,
+    each distinct joint is tagged with its partition once, and every graph equals its own finish."""
+    assemble = sys.modules["tracer.trace_log.assemble"]  # the package's ``assemble`` is the function
+    tagged: list[str] = []
+    tag = assemble.tag_logged_partition
+    deferred._shared.clear()
+    cap = load_trace(logs["transformer12"], read_only=read_only)
+    monkeypatch.setattr(assemble, "tag_logged_partition", lambda j, *a: tagged.append(j.code) or tag(j, *a))
+    graphs = [g for f in cap.frames for g in [*reversed(_aot(f)), f.graph] if g is not None and not g.parsed]
+    for g in graphs:
+        g.nodes  # noqa: B018 (the first read parses: a forward before its joint)
+    monkeypatch.undo()
+    assert tagged and len(tagged) == len(set(tagged))
+    ref = load_trace(logs["transformer12"])
+    ref_graphs = [g for f in ref.frames for g in [*reversed(_aot(f)), f.graph] if g is not None and not g.parsed]
+    want = _references(logs["transformer12"], ref)
+    assert len(graphs) == len(ref_graphs)
+    for g, r in zip(graphs, ref_graphs, strict=True):
+        assert _fields(g) == want[id(r)]
+    assert [f.problems for f in cap.frames] == [f.problems for f in ref.frames]
 
 
 def test_kept_parses_stay_bounded():

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_trace_log_graph_text import DYNAMO, JOINT
 
-from tracer.trace_log import reader
+from tracer.trace_log import fx_lines, reader
 from tracer.trace_log.fx_code import parse_fast
 from tracer.trace_log.fx_code import parse_readable as parse_readable_fast
 from tracer.trace_log.graph_text import ParsedModule, parse_readable
@@ -113,6 +113,19 @@ def test_a_mutation_that_python_reads_differently_is_handed_over():
         assert parse_fast(text, "g") is None, stmt
         check(text)
     assert check(head + 'y: "f32[2]" = f([x, [x]], k = (x,))\n        return y\n')  # not one-regex, still read
+
+
+def test_an_equal_line_is_read_once_and_its_statements_stay_as_read():
+    """Note [Each distinct line read once] (fx_lines.py): an equal line, in another text or at another index,
+    gets the same statements back, with its own Line; building graphs from them changes none of them, so a
+    text read again (both graphs sharing statements) reads as ``ast`` reads it."""
+    line = '        add: "f32[3]" = torch.ops.aten.add.Tensor(x, [1, -2], alpha = 2);  x = None'
+    a, b = fx_lines.read_line(line, 8, 3), fx_lines.read_line(line[:8] + line[8:], 8, 7)  # an equal other string
+    assert a is not None and b is not None and a[1] is b[1] and (a[0].last, b[0].last) == (3, 7)
+    texts = [FORMS, DYNAMO, JOINT, FORMS.replace("tangents_1", "t")]  # the last: equal lines, other nodes
+    for text in texts + texts:
+        assert check(text)
+    assert all(fx_lines._seen[k] == fx_lines._statements(*k) for k in fx_lines._seen)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

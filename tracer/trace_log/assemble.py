@@ -185,7 +185,7 @@ def _fill_graphs(frame: Frame, a: AttemptLog, sources: dict[str, tuple[str, bool
         if not has_bodies(text):
             split = _split(a, k)  # Note [Joint partition from a log]: the joint's finish reads the other two
             if dynamo is not None and dynamo_key is not None:  # See Note [One finish per distinct graph and context]
-                graphs[k] = deferred_graph(frame, text, line, k, finish=_aot_finish(dynamo, tied, split),
+                graphs[k] = deferred_graph(frame, text, line, k, finish=_aot_finish(dynamo, dynamo_key, tied, split),
                                            key=_aot_key(text, dynamo_key, split), reads=_reads(frame))
             else:
                 graphs[k] = deferred_graph(frame, text, line, k, finish=lambda g, s=split: _aot_modules(frame, g, tied(), s))
@@ -213,18 +213,22 @@ def _finished_roots(frame: Frame, text: str, line: int, sources: dict[str, tuple
 
 
 def _as_loaded(text: str, line: int, roles: Callable[[Graph], None], key: Callable[[], Hashable]) -> Callable[[], Graph]:
-    """A fresh copy of a waiting Dynamo graph as loaded and finished (never the frame's object, which a
-    user may have changed: Note [One finish per distinct graph and context]); no nodes if its text cannot be
-    parsed (the Dynamo graph's own read records why). An exception of the finish propagates to the AOT
-    graph's read, as it does to the Dynamo graph's."""
+    """A waiting Dynamo graph as loaded and finished, for AOT finishes that only read it: the kept parse's
+    read-only nodes, never the frame's object, which a user may have changed (Note [One finish per distinct
+    graph and context]); no nodes if its text cannot be parsed (the Dynamo graph's own read records why).
+    An exception of the finish propagates to the AOT graph's read, as it does to the Dynamo graph's."""
     def graph() -> Graph:
-        parsed = parse_finished([], text, line, "", roles, key())
+        parsed = parse_finished([], text, line, "", roles, key(), read_only=True)
         return parsed.graph if parsed is not None else Graph(code=text)
     return graph
 
 
-def _aot_finish(dynamo: Callable[[], Graph], tied: Callable[[], set[str]], split: _Split) -> Callable[[Graph], None]:
-    return lambda g: _aot_modules_of(g, dynamo(), [], tied(), split)  # a waiting Dynamo graph has no bodies
+def _aot_finish(dynamo: Callable[[], Graph], dynamo_key: Callable[[], Hashable], tied: Callable[[], set[str]],
+                split: _Split) -> Callable[[Graph], None]:  # a waiting Dynamo graph has no bodies
+    def finish(g: Graph) -> None:  # a forward's reads its joint as the joint's own finish left it, kept
+        joint = None if split is None else (finish, _aot_key(split[0][0], dynamo_key, split)())
+        _aot_modules_of(g, dynamo(), [], tied(), split, joint)
+    return finish
 
 
 def _aot_key(dynamo_text: str, dynamo_key: Callable[[], Hashable], split: _Split) -> Callable[[], Hashable]:
@@ -311,8 +315,9 @@ def _aot_modules(frame: Frame, g: Graph, tied: set[str], split: _Split = None) -
     _aot_modules_of(g, frame.graph, [s.graph for s in frame.subgraphs.values() if s.graph is not None], tied, split)
 
 
-def _aot_modules_of(g: Graph, dynamo: Graph, bodies: list[Graph], tied: set[str], split: _Split = None) -> None:
-    """``_aot_modules`` given the frame's Dynamo graph (its roles and modules set) and its HOP bodies."""
+def _aot_modules_of(g: Graph, dynamo: Graph, bodies: list[Graph], tied: set[str], split: _Split = None,
+                    joint: Optional[tuple[Callable[[Graph], None], Hashable]] = None) -> None:
+    """``_aot_modules`` given the frame's Dynamo graph (roles, modules set), its HOP bodies, a joint's finish and key."""
     if split is not None and g.name == "joint":
         tag_logged_partition(g, *split[1:])
     root = root_owners(dynamo, tied)
@@ -320,10 +325,12 @@ def _aot_modules_of(g: Graph, dynamo: Graph, bodies: list[Graph], tied: set[str]
     half = forward_half(g) if g.name == "joint" else None  # Note [Joint forward half in traced order]
     infer_modules(g, owners, None if half is None else ran_twice(dynamo, root), upto=half)
     if split is not None and g.name == "forward":
-        joint = parse_logged([], *split[0], "joint")
-        if joint is not None:
-            _aot_modules_of(joint.graph, dynamo, bodies, tied, split)
-            from_joint(g, joint.graph)
+        if joint is not None:  # as the joint's own finish left it, kept: only read (from_joint), not copied
+            parsed = parse_finished([], *split[0], "joint", *joint, read_only=True)
+        elif (parsed := parse_logged([], *split[0], "joint")) is not None:
+            _aot_modules_of(parsed.graph, dynamo, bodies, tied, split)
+        if parsed is not None:
+            from_joint(g, parsed.graph)
     infer_line_modules(g, [dynamo, *bodies])
 
 

@@ -32,8 +32,8 @@ from tracer.shape_events import Event
 from tracer.trace_log.fx_code import parse_readable
 from tracer.trace_log.graph_text import ParsedModule
 
-__all__ = ["deferred_graph", "deferred_inductor", "freeze_loaded", "has_bodies", "loading_read_only", "parse_finished",
-           "parse_logged", "problems_wait_for_graphs", "read_only_graphs"]
+__all__ = ["deferred_graph", "deferred_inductor", "freeze_loaded", "has_bodies", "loading_read_only", "logged_nodes",
+           "parse_finished", "parse_logged", "problems_wait_for_graphs", "read_only_graphs"]
 
 # Note [Which logged graphs wait]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -260,6 +260,18 @@ def parse_logged(problems: list[str], text: str, line: int, name: str) -> Option
     return parsed
 
 
+def logged_nodes(text: str, name: str) -> Optional[list[Node]]:
+    """``text``'s plain parse's nodes, only to read (the kept read-only list, not a copy); None: not parsed."""
+    if (kept := _shared.get((text, name))) is not None:
+        with contextlib.suppress(KeyError):  # another thread's parse let it go meanwhile: ``kept`` is still whole
+            _shared.move_to_end((text, name))
+        return kept.nodes
+    try:
+        return _parse_shared(text, name).graph.nodes  # a new parse: the kept copy shares nothing with it
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 # Note [One finish per distinct graph and context]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # After its parse a logged graph is *finished* by the loader: roots get their roles from the Sources
@@ -274,9 +286,10 @@ def parse_logged(problems: list[str], text: str, line: int, name: str) -> Option
 # have changed, so a kept result cannot carry one frame's edits to another. ``reads`` is what the
 # finish used to read first (the frame's Dynamo graph), run on every hand-out so that a frame's
 # problems come in the same order as when each graph was finished on its own. The plain parse is kept
-# beside the finished one (a joint's finish reads the forward and backward texts plain, a forward's its
-# joint), and a text whose plain parse is kept is finished on a fresh copy of it, not parsed again
-# (``_fresh`` of a kept parse equals the parse).
+# beside the finished one (a joint's finish reads the forward and backward node names plain: ``logged_nodes``),
+# and a text whose plain parse is kept is finished on a fresh copy of it, not parsed again (``_fresh`` of a
+# kept parse equals the parse). A finish only reads another graph's kept nodes, read-only, never a copy (an
+# AOT graph's its Dynamo graph; a forward's its joint as finished, by the joint's own key: assemble.py).
 def parse_finished(problems: list[str], text: str, line: int, name: str, finish: Callable[[Graph], None],
                    key: Hashable, reads: Optional[Callable[[], None]] = None,
                    read_only: bool = False) -> Optional[ParsedModule]:

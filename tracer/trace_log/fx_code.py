@@ -188,7 +188,8 @@ class _Builder:
                 self.by_target[p] = self.order[-1]
         prev = def_line
         for lineno, toks, ss in stmts:
-            self.source = source_after(self.lines[prev:lineno - 1], self.source)
+            if prev < lineno - 1:  # comment or blank lines between: they may set the source
+                self.source = source_after(self.lines[prev:lineno - 1], self.source)
             prev = toks.last + 1
             self.line = toks.line
             for s in ss:
@@ -233,19 +234,19 @@ class _Builder:
             if value is not None and value[0] == "call" and value[3][1] and dotted(value[3][0]).endswith("tree_unflatten"):
                 value = value[3][1][0]
             out = Node("output", "output", "output", role="output")
-            out.args = [self._display(value)] if value is not None else []
-            out.inputs = self._inputs([value] if value is not None else [])
+            read: list[str] = []
+            out.args = [self._display(value, read)] if value is not None else []
+            out.inputs = self._inputs(read)
             self._add(out)
 
     def _node(self, name: str, value: Expr, meta: dict[str, Any]) -> None:
         if self.source is not None:
             meta["source"] = dict(self.source)
         op, target, args, kwargs = self._op(value)
-        n = Node(name, op, target, args=[self._display(a) for a in args],
-                 kwargs={k: self._display(v) for k, v in kwargs}, meta=meta)
-        n.inputs = self._inputs([*args, *(v for _, v in kwargs)])
-        n.role = "param" if op == "get_attr" else "op"
-        self._add(n)
+        read: list[str] = []  # the names the arguments read, in source order (``_inputs``)
+        shown = [self._display(a, read) for a in args]
+        self._add(Node(name, op, target, shown, {k: self._display(v, read) for k, v in kwargs}, self._inputs(read),
+                       [], "param" if op == "get_attr" else "op", [], meta))
 
     def _op(self, e: Expr) -> tuple[str, str, list[Expr], list[tuple[str, Expr]]]:
         kind, _, _, p = e
@@ -273,19 +274,27 @@ class _Builder:
             return "call_function", "identity", [e], []
         raise HandOver
 
-    def _display(self, e: Expr) -> str:
+    def _display(self, e: Expr, read: list[str]) -> str:
         """fx's text of an argument, as graph_text.py's ``_display``: its source segment, or on more than
-        one line ``ast.unparse``'s text (only of what fx splits over lines: tuples and lists of names)."""
+        one line ``ast.unparse``'s text (only of what fx splits over lines: tuples and lists of names);
+        the names it reads appended to ``read``."""
         if e[0] == "name":
+            read.append(e[3])
             return intern(e[3])
+        if e[0] != "const":  # a constant reads no name
+            names_of(e, read)
         text = self.line[e[1]:e[2]]
         return text if "\n" not in text else _unparse(e)
 
-
-    def _inputs(self, exprs: list[Expr]) -> list[str]:
-        names = [n for e in exprs for n in names_of(e, []) if n in self.nodes]
+    def _inputs(self, read: list[str]) -> list[str]:
+        """The nodes among the names ``read`` (by the arguments, in order), once each."""
+        nodes = self.nodes
+        names = [n for n in read if n in nodes]
+        if not names:
+            return []
+        pop = self.by_target.pop
         for n in names:
-            self.by_target.pop(n, None)
+            pop(n, None)
         return [intern(n) for n in dict.fromkeys(names)]
 
 

@@ -52,8 +52,33 @@ class Line:
         self.line, self.last = line, last
 
 
+# Note [Each distinct line read once]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Logged graphs repeat their lines: a joint graph's forward nodes are printed again, letter for letter, in
+# the forward graph, its backward nodes in the backward graph, and a model's layers and recompiles repeat
+# them across frames (64 % of the statement lines of the 84-distinct-frames log of bench/RESULTS.md
+# 2026-11-27 occur earlier in it). What ``read_line`` answers is a function of (line, pos) alone, so the
+# statements are kept for the last ``_SEEN_MAX`` distinct lines (the key is the text itself: a hit is an
+# equal line) and an equal line gets the same statements back; only its ``Line`` (which names the line's
+# index in its text) is new. They are shared, so nothing changes them: the builder (fx_code.py) reads
+# the statements and their lists and builds every node field anew.
+_SEEN_MAX = 8192
+_seen: dict[tuple[str, int], Optional[list[Any]]] = {}
+
+
 def read_line(line: str, pos: int, j: int) -> Optional[tuple[Line, list[Any]]]:
-    """Line ``j`` (``line``, its statement from ``pos``) as (Line, statements), or None: read it token by token."""
+    """Line ``j`` (``line``, its statement from ``pos``) as (Line, statements), or None: read it token by token.
+    An equal line's statements are the same objects (Note [Each distinct line read once])."""
+    key = (line, pos)
+    got = _seen.get(key, _seen)
+    if got is _seen:
+        if len(_seen) >= _SEEN_MAX:
+            _seen.clear()
+        got = _seen[key] = _statements(line, pos)
+    return None if got is None else (Line(line, j), got)
+
+
+def _statements(line: str, pos: int) -> Optional[list[Any]]:
     m = _LINE.fullmatch(line, pos)
     if m is None:
         return None
@@ -67,9 +92,9 @@ def read_line(line: str, pos: int, j: int) -> Optional[tuple[Line, list[Any]]]:
             return None
         b, i = m.start(5), m.start(6)
         value: Expr = ("sub", b, m.end(6) + 1, (("name", b, m.end(5), base), ("const", i, m.end(6), index)))
-        return Line(line, j), [("assign", [target], value) if ann is None else ("ann", target, ann[1:-1], value)]
+        return [("assign", [target], value) if ann is None else ("ann", target, ann[1:-1], value)]
     if func is None:
-        return Line(line, j), [("ann", target, ann[1:-1], None)]
+        return [("ann", target, ann[1:-1], None)]
     parts = func.split(".")
     s = m.start(3)
     e: Expr = ("name", s, s + len(parts[0]), parts[0])
@@ -85,8 +110,8 @@ def read_line(line: str, pos: int, j: int) -> Optional[tuple[Line, list[Any]]]:
         return None
     call: Expr = ("call", s, m.end(4) + 1 if args is not None else m.end(3) + 2, (e, *values))
     if ann is None:
-        return Line(line, j), [("assign", [target], call)]
-    return Line(line, j), [("ann", target, ann[1:-1], call)]
+        return [("assign", [target], call)]
+    return [("ann", target, ann[1:-1], call)]
 
 
 def _arguments(line: str, start: int, end: int) -> Optional[tuple[list[Expr], list[tuple[str, Expr]]]]:

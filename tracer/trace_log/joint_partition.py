@@ -12,7 +12,7 @@ from typing import Optional
 
 from tracer.model.graph import Graph
 from tracer.partition import tag_partition_by_names
-from tracer.trace_log.deferred import parse_logged
+from tracer.trace_log.deferred import logged_nodes
 from tracer.trace_log.modules import lines_with
 
 __all__ = ["forward_half", "from_joint", "tag_logged_partition"]
@@ -20,13 +20,12 @@ __all__ = ["forward_half", "from_joint", "tag_logged_partition"]
 _SKIP_OPS = ("placeholder", "output")
 
 
-def _names(text: str, line: int, name: str) -> Optional[tuple[set[str], set[str]]]:
+def _names(text: str, name: str) -> Optional[tuple[set[str], set[str]]]:
     """(computing-node names, placeholder names) of a logged graph text as loaded; None when it does not
     parse (its own read records why)."""
-    parsed = parse_logged([], text, line, name)
-    if parsed is None:
+    nodes = logged_nodes(text, name)  # read, not copied
+    if nodes is None:
         return None
-    nodes = parsed.graph.nodes
     return {n.name for n in nodes if n.op not in _SKIP_OPS}, {n.name for n in nodes if n.op == "placeholder"}
 
 
@@ -34,7 +33,7 @@ def tag_logged_partition(joint: Graph, forward: tuple[str, int], backward: tuple
     """``meta["partition"]`` (and ``recomputed`` / ``dead``) on the nodes of a logged ``joint``, from the
     (text, log line) of the forward and backward graphs logged for the same compile. A placeholder
     neither reads is a tangent when its logged descriptor comment says so (``# TangentAOTInput(...)``)."""
-    fw, bw = _names(*forward, "forward"), _names(*backward, "backward")
+    fw, bw = _names(forward[0], "forward"), _names(backward[0], "backward")
     if fw is None or bw is None:
         return
     tangents = {ln.split(":", 1)[0].strip() for ln in lines_with(joint.code, "# TangentAOTInput(")}
