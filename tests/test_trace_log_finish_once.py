@@ -243,3 +243,30 @@ def test_kept_parses_stay_bounded():
         assert [n.name for n in parsed.graph.nodes] == ["x", f"sin_{i}", "output"]
         assert len(deferred._shared) <= deferred._SHARED_MAX
     deferred._shared.clear()
+
+
+def test_equal_aot_texts_of_unequal_dynamo_graphs_are_finished_apart(logs, tmp_path):
+    """An AOT graph's finish reads its frame's Dynamo graph as loaded, so the Dynamo text is part of its
+    key: the repeated log's middle copy has a Dynamo graph of its own (its two layer norms' weights
+    swapped in the text; the same Sources, the same AOT texts), and its AOT graphs share no finished
+    parse with the other copies, whose Dynamo texts are equal and whose AOT graphs share one."""
+    lines, out, seen, inside = open(logs["transformer12"], encoding="utf-8").read().splitlines(True), [], 0, False
+    for line in lines:
+        if not line.startswith("\t"):
+            seen += '"dynamo_output_graph"' in line
+            inside = seen == 2 and '"dynamo_output_graph"' in line
+        elif inside and "layer_norm(" in line:
+            line = line.replace("norm1", "\0").replace("norm2", "norm1").replace("\0", "norm2")
+        out.append(line)
+    edited = tmp_path / "edited.log"
+    edited.write_text("".join(out), encoding="utf-8")
+    deferred._shared.clear()
+    cap = load_trace(str(edited), read_only=True)
+    n = len(cap.frames) // 3
+    first = next(i for i, f in enumerate(cap.frames[:n]) if f.aot is not None and f.aot.forward is not None)
+    a, b, c = (cap.frames[first + k * n] for k in range(3))
+    assert a.graph.code != b.graph.code and a.graph.code == c.graph.code
+    assert a.aot.forward.code == b.aot.forward.code == c.aot.forward.code
+    assert a.aot.forward.nodes is c.aot.forward.nodes
+    assert b.aot.forward.nodes is not a.aot.forward.nodes
+    assert a.aot.backward.nodes is c.aot.backward.nodes and b.aot.backward.nodes is not a.aot.backward.nodes

@@ -206,10 +206,10 @@ def _fill_graphs(frame: Frame, a: AttemptLog, sources: dict[str, tuple[str, bool
 
 def _finished_roots(frame: Frame, text: str, line: int, sources: dict[str, tuple[str, bool]],
                     tied: Callable[[], set[str]]) -> tuple[Callable[[Graph], None], Callable[[], Hashable]]:
-    """The finish of a waiting Dynamo graph (roles, then modules) and the key of all it reads
-    besides the text: the attempt's Sources and tied Sources (Note [One finish per distinct graph and context])."""
+    """The finish of a waiting Dynamo graph (roles, then modules) and the key of all it reads: the attempt's
+    Sources and tied Sources, and the text, which the AOT finishes keyed by it read (Note [One finish per distinct graph and context])."""
     return (lambda g: _root_roles(g, sources, tied()),
-            functools.cache(lambda: ("roots", frozenset(sources.items()), frozenset(tied()))))
+            functools.cache(lambda: ("roots", text, frozenset(sources.items()), frozenset(tied()))))
 
 
 def _as_loaded(text: str, line: int, roles: Callable[[Graph], None], key: Callable[[], Hashable]) -> Callable[[], Graph]:
