@@ -62,7 +62,7 @@ class Line:
 # equal line) and an equal line gets the same statements back; only its ``Line`` (which names the line's
 # index in its text) is new. They are shared, so nothing changes them: the builder (fx_code.py) reads
 # the statements and their lists and builds every node field anew.
-_SEEN_MAX = 8192
+_SEEN_MAX = 4096  # 8192 held ~5 MB more at the peak for about the same time (bench/RESULTS.md 2026-11-27)
 _seen: dict[tuple[str, int], Optional[list[Any]]] = {}
 
 
