@@ -144,7 +144,10 @@ def test_a_diff_that_fails_in_a_worker_gives_the_serial_page(log, tmp_path, monk
     """The log's one recompile diff (frames 3 and 4) is computed in the second worker with -j 3, not here;
     when it fails there, its problem reaches this process's overview and the recompile is left out, as on
     the serial page (tracer/diffing.py ``_fill_diff``: a failed diff is a problem of the capture)."""
+    import multiprocessing
+
     import tracer.diffing as diffing
+    import tracer.rank_pool as rank_pool
     from tracer.trace_log import load_trace
     from viz.report_file import write_report
     from viz.report_frames import write_log_in_workers
@@ -156,7 +159,8 @@ def test_a_diff_that_fails_in_a_worker_gives_the_serial_page(log, tmp_path, monk
             here.append(b.compile_id)
         raise RuntimeError("made to fail")
 
-    monkeypatch.setattr(diffing, "diff", broken)  # forked workers inherit it
+    monkeypatch.setattr(diffing, "diff", broken)  # forked workers inherit it: forked even beside another test's thread
+    monkeypatch.setattr(rank_pool, "_context", lambda: multiprocessing.get_context("fork"))
     write_report(tmp_path / "one.html", [load_trace(log, read_only=True)], title="t", release=True)
     assert here == ["2/1"]
     here.clear()
