@@ -61,29 +61,43 @@ def test_frame_runs_cover_every_frame_once_in_order():
 
 _DIE = """
 import os, signal, viz.report_frames as rf
-def _render_run(path, start, stop):
+def _render_run(path, start, stop, recompiles):
     os.kill(os.getpid(), signal.SIGKILL)
 rf._render_run = _render_run
 """
 
+_DIFF = """
+import os, viz.report_frames as rf
+parent, real = os.getpid(), rf.diff_html
+def diff_html(*args):
+    if os.getpid() != parent:
+        raise RuntimeError("made to fail in a diff")
+    return real(*args)
+rf.diff_html = diff_html
+"""
+
 _RAISE = """
 import viz.report_frames as rf
-def _render_run(path, start, stop):
+def _render_run(path, start, stop, recompiles):
     raise RuntimeError("made to fail in frames %d-%d" % (start, stop - 1))
 rf._render_run = _render_run
 """
 
 
-@pytest.mark.parametrize("code,says", [(_DIE, "its worker process died"),
-                                       (_RAISE, "its worker failed: RuntimeError: made to fail in frames 1-")])
-def test_a_failed_worker_is_one_error_line_and_no_report(log, tmp_path, code, says):
-    """A worker killed (as the OOM killer would) or raising: the command ends (no hang) with exit status 2
-    and one ``error:`` line naming the frames and the cause, no traceback, and writes no report."""
+@pytest.mark.parametrize("code,j,says", [(_DIE, 2, "its worker process died"),
+                                         (_RAISE, 2, "its worker failed: RuntimeError: made to fail in frames 1-"),
+                                         (_DIFF, 3, "frames 3-4 of ")])
+def test_a_failed_worker_is_one_error_line_and_no_report(log, tmp_path, code, j, says):
+    """A worker killed (as the OOM killer would) or raising, in its frames or in a recompile's diff (the
+    log's one diff, of frames 3 and 4, is the second worker's with -j 3): the command ends (no hang) with
+    exit status 2 and one ``error:`` line naming the frames and the cause, no traceback, and writes no report."""
     out = tmp_path / "r.html"
-    r = _report("report", log, "-o", str(out), "-j", "2", code=code)
+    r = _report("report", log, "-o", str(out), "-j", str(j), code=code)
     assert r.returncode == 2, r.stderr
     (line,) = [x for x in r.stderr.splitlines() if "error:" in x]
     assert line.startswith("dynascope: error: frames ") and "could not be rendered" in line and says in line, line
+    if code is _DIFF:
+        assert "its worker failed: RuntimeError: made to fail in a diff" in line, line
     assert "Traceback" not in r.stderr
     assert not out.exists() and not list(tmp_path.iterdir())
 
@@ -95,21 +109,22 @@ def _waiting(f) -> int:
 
 
 def test_the_parent_parses_only_what_it_renders(log, tmp_path):
-    """With workers, this process parses the graphs of what it renders itself (frame 0, the recompiles'
-    diffs, the last run) and no other frame's: the problems a worker sends are set on the frame, not
-    appended to it, since reading ``problems`` would run the frame's waiting parses here (Note [Problems
-    of deferred parses])."""
+    """With workers, this process parses the graphs of what it renders itself (frame 0, the last run and
+    the diffs of the recompiles whose later frame is in it) and no other frame's: the log's one diff
+    (frames 3 and 4) is the second worker's with -j 3, and the problems a worker sends are set on the
+    frame, not appended to it, since reading ``problems`` would run the frame's waiting parses here
+    (Note [Problems of deferred parses])."""
     import cProfile
     import pstats
 
     from tracer.trace_log import load_trace
-    from viz.diff_view import frame_of
     from viz.report_frames import frame_runs, write_log_in_workers
 
     cap = load_trace(log, read_only=True)
-    diffs = [rc.diff for rc in cap.recompiles if rc.diff is not None]
+    assert [r.compile_id for r in cap.recompiles] == ["2/1"] and [f.compile_id for f in cap.frames[3:5]] == ["2/0", "2/1"]
     last = frame_runs(len(cap.frames) - 1, 3)[-1]  # -j 3: two workers, the last run rendered here
-    mine = [cap.frames[0], *(frame_of(cap, x) for d in diffs for x in (d.a, d.b)), *(cap.frames[i + 1] for i in last)]
+    assert [i + 1 for i in last] == [5]
+    mine = [cap.frames[0], *(cap.frames[i + 1] for i in last)]
     here = {id(f): f for f in mine if f is not None}
     first = sum(map(_waiting, here.values()))
     rest = sum(_waiting(f) for f in cap.frames if id(f) not in here)
@@ -123,6 +138,38 @@ def test_the_parent_parses_only_what_it_renders(log, tmp_path):
     fills = sum(s[0] for (file, _, fn), s in pstats.Stats(prof).stats.items()  # type: ignore[attr-defined]
                 if file.endswith("deferred.py") and fn == "fill")
     assert fills <= first, (fills, first, rest)
+
+
+def test_a_diff_that_fails_in_a_worker_gives_the_serial_page(log, tmp_path, monkeypatch):
+    """The log's one recompile diff (frames 3 and 4) is computed in the second worker with -j 3, not here;
+    when it fails there, its problem reaches this process's overview and the recompile is left out, as on
+    the serial page (tracer/diffing.py ``_fill_diff``: a failed diff is a problem of the capture)."""
+    import multiprocessing
+
+    import tracer.diffing as diffing
+    import tracer.rank_pool as rank_pool
+    from tracer.trace_log import load_trace
+    from viz.report_file import write_report
+    from viz.report_frames import write_log_in_workers
+
+    parent, here = os.getpid(), []
+
+    def broken(a, b, *, reason=""):
+        if os.getpid() == parent:
+            here.append(b.compile_id)
+        raise RuntimeError("made to fail")
+
+    monkeypatch.setattr(diffing, "diff", broken)  # forked workers inherit it: forked even beside another test's thread
+    monkeypatch.setattr(rank_pool, "_context", lambda: multiprocessing.get_context("fork"))
+    write_report(tmp_path / "one.html", [load_trace(log, read_only=True)], title="t", release=True)
+    assert here == ["2/1"]
+    here.clear()
+    write_log_in_workers(str(tmp_path / "three.html"), load_trace(log, read_only=True), log, 3, title="t",
+                         progress=lambda line: None)
+    assert here == []
+    page = (tmp_path / "three.html").read_text()
+    assert "recompile 2/1: diff failed: RuntimeError: made to fail" in page and 'data-frame="recompile-0"' not in page
+    assert page == (tmp_path / "one.html").read_text()
 
 
 _THREAD = """

@@ -36,7 +36,7 @@ from tracer.model.profile import Profile
 from tracer.model.profile_diff import ProfileDiff
 from tracer.profile_compare import compare_profiles
 
-__all__ = ["align", "attach_recompile_diffs", "diff"]  # align re-exported from tracer.graph_align
+__all__ = ["align", "attach_recompile_diffs", "diff", "recompile_frames"]  # align re-exported from tracer.graph_align
 
 _SYMBOL = re.compile(r"\b[a-z]+\d+\b")
 _ID_PREFIX = re.compile(r"^(?P<id>\d+/\d+): ")
@@ -242,6 +242,16 @@ def _final_attempt(cap: Capture, compile_id: str) -> Optional[Frame]:
     attempts = [f for f in cap.frames if f.compile_id == compile_id or f.compile_id.startswith(compile_id + "_")]
     done = [f for f in attempts if f.status in ("compiled", "no_graph")]
     return (done or attempts or [None])[-1]
+
+
+def recompile_frames(cap: Capture, r: Recompile) -> Optional[tuple[Frame, Frame]]:
+    """The two attempts :func:`attach_recompile_diffs` diffs for ``r`` (the final attempt of the compile
+    it replaced, then its own), or None when it diffs none; reads no graph (``dynascope report -j N``
+    gives each diff to the worker that renders the later one, viz/report_frames.py)."""
+    if not r.replaced:
+        return None
+    fa, fb = _final_attempt(cap, r.replaced), _final_attempt(cap, r.compile_id)
+    return None if fa is None or fb is None else (fa, fb)
 
 
 def attach_recompile_diffs(cap: Capture, *, on_read: bool = False) -> Capture:

@@ -84,13 +84,14 @@ def _walk(ga: Graph, gb: Graph, name_a: str, name_b: str) -> GraphDiff:
     expect = 0  # where a near match is looked for: right after the previous match
     for nb in gb.nodes:
         hit: Optional[int] = None
+        args_b = None  # nb's args renamed, when the exact lookup renamed them (nb never names itself)
         if nb.op == "placeholder":
             if nb.name in b2a:
                 hit = pos_a[b2a[nb.name]]
         else:
             mapped = [b2a.get(i) for i in nb.inputs]
             if None not in mapped:
-                hit = _first_free(exact.get((nb.op, nb.target, tuple(mapped))), taken, nodes_a, nb, b2a)
+                hit, args_b = _first_free(exact.get((nb.op, nb.target, tuple(mapped))), taken, nodes_a, nb, b2a)
             if hit is None:
                 hit = _nearest(near.get((nb.op, nb.target)), taken, nodes_a, mapped, expect)
             if hit is not None:
@@ -100,7 +101,7 @@ def _walk(ga: Graph, gb: Graph, name_a: str, name_b: str) -> GraphDiff:
             out.added.append(nb.name)
             continue
         expect = hit + 1
-        out.pairs.append(NodePair(nodes_a[hit].name, nb.name, _node_changes(nodes_a[hit], nb, b2a)))
+        out.pairs.append(NodePair(nodes_a[hit].name, nb.name, _node_changes(nodes_a[hit], nb, b2a, args_b)))
     out.removed = [n.name for i, n in enumerate(nodes_a) if taken[i] is None]
     return out
 
@@ -159,17 +160,21 @@ def _loose_signature(n: Node) -> tuple:
     return (n.role, n.meta.get("kind"))
 
 
-def _first_free(cands: Optional[list[int]], taken: list, nodes_a: list[Node], nb: Node, b2a: dict) -> Optional[int]:
+def _first_free(cands: Optional[list[int]], taken: list, nodes_a: list[Node], nb: Node,
+                b2a: dict) -> tuple[Optional[int], Optional[list[str]]]:
+    """The exact match (Note [Graph alignment], step 1) and ``nb``'s args renamed, if it renamed them."""
     if not cands:
-        return None
+        return None, None
     while cands and taken[cands[-1]] is not None:  # matched ones leave the end for good
         cands.pop()
     free = [i for i in reversed(cands[-_PREFER:]) if taken[i] is None]
+    if not free:
+        return None, None
     args = [_rename(s, b2a) for s in nb.args]
     for i in free:  # prefer equal constant args: add(x, 1) vs add(x, 2) with the same input
         if args == nodes_a[i].args:
-            return i
-    return free[0] if free else None
+            return i, args
+    return free[0], args
 
 
 def _nearest(cands: Optional[list[int]], taken: list, nodes_a: list[Node], mapped: list, expect: int) -> Optional[int]:
@@ -192,16 +197,35 @@ def _rename(text: str, b2a: dict[str, str]) -> str:
     return _TOKEN.sub(lambda m: b2a.get(m.group(0), m.group(0)), text)
 
 
-def _node_changes(na: Node, nb: Node, b2a: dict[str, str]) -> list[str]:
+def _same_type_text(ma: dict, mb: dict) -> bool:
+    """True only where ``format_meta(ma) == format_meta(mb)`` surely: every field it reads equal and of
+    the same type, element by element for a shape (``1 == 1.0 == True`` but their texts differ); False
+    means "format both and compare" (a tuple's items are compared that way unless they are one object)."""
+    for k in ("kind", "dtype", "value"):
+        x, y = ma.get(k), mb.get(k)
+        if x is not y and (type(x) is not type(y) or x != y):
+            return False
+    x, y = ma.get("shape"), mb.get("shape")
+    if x is not y and (not isinstance(x, list) or not isinstance(y, list) or x != y
+                       or any(type(p) is not type(q) for p, q in zip(x, y, strict=True))):
+        return False
+    return ma.get("items") is mb.get("items")
+
+
+def _node_changes(na: Node, nb: Node, b2a: dict[str, str], args_b: Optional[list[str]] = None) -> list[str]:
+    """What differs between partners ``na`` and ``nb``; ``args_b``: ``nb``'s args renamed, if known."""
     out = []
-    ta, tb = format_meta(na.meta), format_meta(nb.meta)
-    if ta != tb:
-        out.append(f"type {ta or '?'} → {tb or '?'}")
+    ma, mb = na.meta, nb.meta
+    if not _same_type_text(ma, mb):  # equal fields: equal texts, neither formatted
+        ta, tb = format_meta(ma), format_meta(mb)
+        if ta != tb:
+            out.append(f"type {ta or '?'} → {tb or '?'}")
     for key in ("requires_grad", "device"):
-        if na.meta.get(key) != nb.meta.get(key):
-            out.append(f"{key} {na.meta.get(key)} → {nb.meta.get(key)}")
+        if ma.get(key) != mb.get(key):
+            out.append(f"{key} {ma.get(key)} → {mb.get(key)}")
     if na.op != "placeholder":
-        args_b = [_rename(s, b2a) for s in nb.args]
+        if args_b is None:
+            args_b = [_rename(s, b2a) for s in nb.args]
         kwargs_b = {k: _rename(v, b2a) for k, v in nb.kwargs.items()}
         if args_b != na.args or kwargs_b != na.kwargs:
             fmt = lambda args, kw: ", ".join([*args, *(f"{k}={v}" for k, v in kw.items())])  # noqa: E731

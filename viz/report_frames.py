@@ -1,13 +1,13 @@
 """One log's frames rendered in worker processes for the one-file report (``dynascope report LOG -j N``):
-this process reads the log lazily, then ``N`` workers each render a run of consecutive frames and send
-back that rendered text (:func:`write_log_in_workers`).
+this process reads the log lazily, then ``N`` workers each render a run of consecutive frames and the
+diffs of the recompiles whose later frame is in it, and send back that rendered text (:func:`write_log_in_workers`).
 
 Invariant: the page is the one the in-process report writes (:func:`viz.report_file.write_report` of
 the one capture, ``release``), byte for byte. Only plain data crosses the process boundary: a worker
-gets its frames' range and answers with JSON text (each frame's entry and counts, the problems its
-parses added, its payload and part blocks with each part's key), or one error line; a worker that
-fails or dies is a ``ValueError`` naming its frames, never a hang. See Note [One log's frames
-rendered in worker processes].
+gets its frames' range and its recompiles' indices and answers with JSON text (each frame's entry and
+counts, the problems its parses added, its payload and part blocks with each part's key, each diff's
+payload, summary and the problems it added), or one error line; a worker that fails or dies is a
+``ValueError`` naming its frames, never a hang. See Note [One log's frames rendered in worker processes].
 """
 
 from __future__ import annotations
@@ -19,12 +19,14 @@ import time
 from typing import Callable, Iterator, Optional
 
 from tracer._text import plural
+from tracer.diffing import recompile_frames
 from tracer.model.capture import Capture
+from tracer.model.lazy import pending
 from tracer.rank_pool import pooled, worker_count
 from viz import panels
 from viz.diff_view import decomposition_html, diff_html, frame_of
 from viz.markup import fragment
-from viz.report_file import Payloads, ReportStats, _entry, _write_page
+from viz.report_file import Payloads, ReportStats, _block, _entry, _write_page, encode_payload
 from viz.report_graphs import DrawingCache
 from viz.report_ranks import _merge
 
@@ -34,10 +36,13 @@ __all__ = ["frame_runs", "write_log_in_workers"]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # A report of one big log spends its CPU in three serial steps (bench/RESULTS.md, "One log's frames in
 # workers"): imports, the lazy load (a scan of every line) and rendering the frames (parsing their
-# graphs, drawings, node facts, compression). Only the last splits without a second scan, so this
-# process loads the log lazily and renders what needs the whole capture (recompiles' diffs, the
+# graphs, drawings, node facts, compression) and the recompiles' diffs. Only the last splits without a
+# second scan, so this process loads the log lazily and renders what needs the whole capture (the
 # export's decomposition, the overview) and frame 0; frames 1.. go to ``N`` workers in ``N`` runs of
-# consecutive frames (:func:`frame_runs`). Frame 0 is rendered here first because a log's frames
+# consecutive frames (:func:`frame_runs`), and each recompile's diff to the run that holds the later of
+# the frames it diffs and draws (:func:`_owners`, from tracer/diffing.py ``recompile_frames``: no diff is
+# computed to place it); one whose frames are all frame 0 is rendered here with it. Frame 0 is rendered
+# here first because a log's frames
 # repeat their graphs (each step, each recompile of the same code, Note [Drawings of equal graphs] in
 # viz/report_graphs.py): its parses, drawings and node facts are then in the caches every worker
 # starts from, instead of being made once per worker (on the bench's log of one repeated frame that is
@@ -48,11 +53,21 @@ __all__ = ["frame_runs", "write_log_in_workers"]
 # ``_context``: the CLI runs one thread once frame 0's head is compressed), so they read this process's
 # lazily loaded capture and its caches without a second scan and without pickling them (``_LOADED``);
 # started any other way (a parent with several threads) a worker loads the log itself and starts with
-# empty caches (the text is the same: a drawing is a function of the graph). A worker lets each frame
-# go once rendered (Note [Letting a frame go]) and answers with plain data: the frames' entries and
-# (ops, guards) counts, the problems its parses added to each frame (Note [Problems of deferred
-# parses] in tracer/model/frame.py; copied onto this process's frames before the overview, which lists
-# them), the blocks and the parts' keys.
+# empty caches (the text is the same: a drawing is a function of the graph). A worker renders its
+# diffs first, before any frame of its run is let go (a diff draws both frames' graphs); the earlier
+# frame of a diff may be in an earlier run, whose graphs the worker parses itself (its copy of that
+# frame was not let go: this process lets frame 0 go only once no worker is left to fork, and the
+# others after the pool). Then it lets each frame go once rendered (Note [Letting a frame go]) and
+# answers with plain data: the frames' entries and (ops, guards) counts, the problems its parses added
+# to each frame (Note [Problems of deferred parses] in tracer/model/frame.py; copied onto this
+# process's frames before the overview, which lists them), the blocks and the parts' keys, and per diff
+# its payload (its HTML compressed, as ``Payloads.add`` stores a diff: no part), its summary and what
+# its first read added to ``cap.problems`` (a diff that fails is such a problem and no payload). This
+# process puts the diffs in recompile order, numbers their keys as the serial page does (a failed diff
+# is skipped), writes their blocks before all others and inserts their problems where the serial
+# report's first reads appended them, so the page is the serial one. One order is not kept: when a
+# frame has several graphs whose text does not parse, their problems come in the order the graphs were
+# first read, which a diff rendered elsewhere can change (it needs two unreadable graph texts in one frame).
 # Failure: a worker that raises or dies (killed, out of memory) is its run's error line from
 # ``pooled`` (the pool knows a dead worker: no hang); the report then stops with a ``ValueError``
 # naming the frames and the cause, the CLI's ``error:`` line and exit status 2, and writes nothing.
@@ -60,9 +75,10 @@ __all__ = ["frame_runs", "write_log_in_workers"]
 _LOADED: dict[str, tuple[Capture, DrawingCache, dict[bytes, str]]] = {}  # path -> what workers forked from this process read
 
 
-def _render(cap: Capture, frames: range, out: Payloads, cache: DrawingCache, facts: dict[bytes, str]) -> tuple[list, list, list]:
+def _render(cap: Capture, frames: range, out: Payloads, cache: DrawingCache, facts: dict[bytes, str],
+            let_go: bool = True) -> tuple[list, list, list]:
     """Frames ``frames`` of ``cap`` added to ``out`` as viz/report_file.py's ``_section`` adds them (each
-    let go once rendered); their entries, (ops, guards) counts and problems after rendering."""
+    let go once rendered, with ``let_go``); their entries, (ops, guards) counts and problems after rendering."""
     entries, counts, problems = [], [], []
     for fi in frames:
         f = cap.frames[fi]
@@ -71,8 +87,40 @@ def _render(cap: Capture, frames: range, out: Payloads, cache: DrawingCache, fac
         entries.append(entry)
         counts.append((panels.ops(f.graph), entry["guards"]))
         problems.append(list(f.problems))
-        f.let_go()
+        if let_go:
+            f.let_go()
     return entries, counts, problems
+
+
+def _owners(cap: Capture, runs: list[range]) -> list[list[int]]:
+    """Per run, the recompiles (indices in ``cap.recompiles``) that may have a diff and whose later frame
+    (of the two it diffs and the two it draws) is in that run; the others (none of their frames after
+    frame 0) last. Reads no graph and computes no diff (Note [One log's frames rendered in worker processes])."""
+    where = {id(f): i for i, f in enumerate(cap.frames)}
+    owners: list[list[int]] = [[] for _ in range(len(runs) + 1)]
+    for ri, r in enumerate(cap.recompiles):
+        if not pending(r, "diff") and r.diff is None:
+            continue  # no diff: the serial report skips it too
+        if pending(r, "diff"):  # the two attempts it will diff, and the frames it will draw
+            pair = recompile_frames(cap, r) or ()
+            frames = [*pair, *(frame_of(cap, f.compile_id) for f in pair)]
+        else:  # computed already: the frames it draws
+            frames = [frame_of(cap, r.diff.a), frame_of(cap, r.diff.b)]
+        later = max((where.get(id(f), 0) for f in frames if f is not None), default=0)
+        owners[next((k for k, run in enumerate(runs) if later in run), len(runs))].append(ri)
+    return owners
+
+
+def _diffs(cap: Capture, recompiles: list[int]) -> list[list]:
+    """Recompiles ``recompiles`` (indices in ``cap.recompiles``) as plain data, each ``[index, payload of
+    its diff's HTML or None (no diff), the diff's summary, the problems its diff added to cap.problems]``."""
+    out = []
+    for ri in recompiles:
+        at = len(cap.problems)
+        d = cap.recompiles[ri].diff  # computed here on its first read: a failure is a problem of cap
+        html = None if d is None else diff_html(d, frame_of(cap, d.a), frame_of(cap, d.b))
+        out.append([ri, None if html is None else encode_payload(html), "" if d is None else d.summary, cap.problems[at:]])
+    return out
 
 
 def frame_runs(frames: int, n: int) -> list[range]:
@@ -92,9 +140,10 @@ def frame_runs(frames: int, n: int) -> list[range]:
     return runs
 
 
-def _render_run(path: str, start: int, stop: int) -> tuple[bool, str]:
-    """In a worker: (True, frames ``start``..``stop - 1`` of the log at ``path`` rendered, as JSON text)
-    or (False, the loader's error line). Strings only (Note [One log's frames rendered in worker processes])."""
+def _render_run(path: str, start: int, stop: int, recompiles: list[int]) -> tuple[bool, str]:
+    """In a worker: (True, the diffs of ``recompiles`` (indices in ``cap.recompiles``) then frames
+    ``start``..``stop - 1`` of the log at ``path`` rendered, as JSON text) or (False, the loader's error
+    line). Strings only (Note [One log's frames rendered in worker processes])."""
     from tracer.trace_log.deferred import read_only_graphs
 
     cap = _LOADED.get(path)  # (capture, drawing cache, facts cache) when forked from the parent
@@ -110,10 +159,12 @@ def _render_run(path: str, start: int, stop: int) -> tuple[bool, str]:
         else:
             cap, cache, facts = cap
         out, hits = Payloads(), cache.hits
+        diffs = _diffs(cap, recompiles)  # before any frame of the run is let go: a diff draws both frames' graphs
         entries, counts, problems = _render(cap, range(start, stop), out, cache, facts)
         blocks = out.blocks  # every head compressed
     return True, json.dumps({"entries": entries, "counts": counts, "problems": problems, "blocks": blocks,
-                             "keys": _keys(out), "html_bytes": out.stats.html_bytes, "reused": cache.hits - hits})
+                             "keys": _keys(out), "html_bytes": out.stats.html_bytes, "reused": cache.hits - hits,
+                             "diffs": diffs})
 
 
 def _keys(out: Payloads) -> list[list[str]]:
@@ -132,16 +183,13 @@ def _alone(render: Callable[[], None]) -> Iterator[tuple[int, Optional[str], Opt
 
 def write_log_in_workers(out: str, cap: Capture, path: str, workers: Optional[int], *, title: str,
                          progress: Callable[[str], None]) -> ReportStats:
-    """Write the report of ``cap`` (loaded lazily from ``path``, read-only) at ``out``, its frames rendered
-    in ``workers`` processes; the page :func:`viz.report_file.write_report` writes for ``[cap]`` with
-    ``release``. ``ValueError`` if a worker fails. See Note [One log's frames rendered in worker processes]."""
+    """Write the report of ``cap`` (loaded lazily from ``path``, read-only) at ``out``, its frames and
+    recompiles' diffs rendered in ``workers`` processes; the page :func:`viz.report_file.write_report`
+    writes for ``[cap]`` with ``release``. ``ValueError`` if a worker fails. See Note [One log's frames
+    rendered in worker processes]."""
     stats = ReportStats(pathlib.Path(out))
     page = Payloads(stats)
-    recompiles = []  # rendered here, before any frame is let go, as viz/report_file.py's _section does
-    for ri, rc in enumerate(x for x in cap.recompiles if x.diff is not None):
-        key = f"recompile-{ri}"
-        page.add(key, diff_html(rc.diff, frame_of(cap, rc.diff.a), frame_of(cap, rc.diff.b)))
-        recompiles.append(({"compile_id": rc.compile_id, "replaced": rc.replaced, "diff": {"summary": rc.diff.summary}}, key))
+    problems_at = len(cap.problems)  # where the serial report's diffs add their problems
     decomposition = None
     if cap.export is not None and cap.export.decomposition is not None:
         d = cap.export.decomposition
@@ -150,17 +198,21 @@ def write_log_in_workers(out: str, cap: Capture, path: str, workers: Optional[in
     frames = cap.frames
     cache, facts = DrawingCache(stable=True), {}
     t0 = time.perf_counter()
-    entries, counts, _ = _render(cap, range(1), page, cache, facts)  # frame 0 here: its caches go to every worker
+    # frame 0 here: its caches go to every worker; let go once no worker is left to fork (its diffs draw it)
+    entries, counts, _ = _render(cap, range(1), page, cache, facts, let_go=False)
+    runs = [range(r.start + 1, r.stop + 1) for r in frame_runs(len(frames) - 1, worker_count(len(frames) - 1, workers))]
+    owners = _owners(cap, runs)
+    diffs = _diffs(cap, owners[-1])  # the recompiles that draw frame 0 only
     page.blocks  # noqa: B018 -- its head compressed and the zlib thread ended: a fork copies one thread
     progress(f"frame 0 rendered here [{time.perf_counter() - t0:.1f}s]")
     first_hits = cache.hits
-    runs = [range(r.start + 1, r.stop + 1) for r in frame_runs(len(frames) - 1, worker_count(len(frames) - 1, workers))]
     reused, mine = 0, Payloads()  # the last run: rendered here while the workers render the others
     here: dict[str, object] = {}
 
     def render_mine(c: Capture = cap) -> None:
         t = time.perf_counter()
         hits = cache.hits
+        here["diffs"] = _diffs(c, owners[len(runs) - 1])  # before any frame of the run is let go
         here["entries"], here["counts"], here["problems"] = _render(c, runs[-1], mine, cache, facts)
         here["reused"] = cache.hits - hits
         progress(f"frames {runs[-1].start}-{runs[-1].stop - 1}: {plural(len(runs[-1]), 'frame')} rendered here "
@@ -174,14 +226,15 @@ def write_log_in_workers(out: str, cap: Capture, path: str, workers: Optional[in
             frames[fi].let_go()
         entries.extend(got["entries"])
         counts.extend(tuple(c) for c in got["counts"])
+        diffs.extend(got["diffs"])
         stats.frames += len(r)
         stats.html_bytes += got["html_bytes"]
         reused += got["reused"]
 
     _LOADED[path] = (cap, cache, facts)
     try:
-        answers = pooled([(k, _render_run, (path, r.start, r.stop)) for k, r in enumerate(runs[:-1])], len(runs) - 1,
-                         meanwhile=render_mine) if len(runs) > 1 else _alone(render_mine)  # no worker: 2 frames
+        answers = pooled([(k, _render_run, (path, r.start, r.stop, owners[k])) for k, r in enumerate(runs[:-1])],
+                         len(runs) - 1, meanwhile=render_mine) if len(runs) > 1 else _alone(render_mine)  # no worker: 2 frames
         try:
             for k, text, err in answers:
                 r = runs[k]
@@ -195,15 +248,34 @@ def write_log_in_workers(out: str, cap: Capture, path: str, workers: Optional[in
                 del got
         finally:
             answers.close()  # a failed run: the others are cancelled, the pool shut down
+        frames[0].let_go()  # no worker is left to fork from this process: its diffs are rendered
         merge(runs[-1], {**here, "blocks": mine.blocks, "keys": _keys(mine), "html_bytes": mine.stats.html_bytes})
     finally:
         _LOADED.pop(path, None)
+    recompiles, blocks = _recompiles(cap, diffs, problems_at, stats)
     head = {"heading": "", "recompiles": recompiles, "decomposition": decomposition, "frames": entries,
             "overview": fragment(panels.overview_html(cap, counts, [e["key"] for e in entries]))}
     del cap, render_mine
     frames = []  # noqa: F841 -- the cell merge() reads: the capture's frames let go before the page is written
     gc.collect()  # See Note [One capture at a time] in viz/report_file.py
-    _write_page(stats, title, [head], page.blocks)
+    blocks += page.blocks  # the diffs' blocks first, as the serial page has them
+    _write_page(stats, title, [head], blocks)
     stats.layouts_reused = reused + first_hits
     return stats
 
+
+def _recompiles(cap: Capture, diffs: list[list], problems_at: int, stats: ReportStats) -> tuple[list, list[str]]:
+    """The page's recompile lines and the diffs' payload blocks from the diffs rendered here and in the
+    workers (``_diffs``), in recompile order and numbered as the serial page numbers them (a recompile
+    whose diff failed is skipped); the problems the diffs added go into ``cap.problems`` at ``problems_at``."""
+    recompiles, blocks, added = [], [], []
+    for ri, payload, summary, problems in sorted(diffs, key=lambda x: x[0]):
+        added += problems
+        if payload is None:
+            continue
+        r, key = cap.recompiles[ri], f"recompile-{len(blocks)}"
+        blocks.append(_block(key, payload, []))
+        stats.payload_bytes += len(payload)
+        recompiles.append(({"compile_id": r.compile_id, "replaced": r.replaced, "diff": {"summary": summary}}, key))
+    cap.problems[problems_at:problems_at] = added
+    return recompiles, blocks

@@ -55,10 +55,21 @@ def _attr(text: str) -> str:
     return escape(text).translate(_WS)
 
 
+_WRITTEN: dict[float, str] = {}  # number -> its text, for the coordinates drawings repeat (at most _WRITTEN_MAX)
+_WRITTEN_MAX = 4096
+
+
 def _f(v: float) -> str:
     """Fixed, short number formatting (deterministic across runs)."""
-    s = f"{v:.1f}"
-    return s[:-2] if s.endswith(".0") else s
+    s = _WRITTEN.get(v)
+    if s is None:
+        s = f"{v:.1f}"
+        s = s[:-2] if s.endswith(".0") else s
+        if v:  # 0.0 == -0.0, but they are written "0" and "-0": never kept
+            if len(_WRITTEN) >= _WRITTEN_MAX:
+                _WRITTEN.clear()
+            _WRITTEN[v] = s
+    return s
 
 
 def _path(points: list[tuple[float, float]]) -> str:
@@ -106,11 +117,16 @@ def _box(b: Box, selected: bool, hi: bool, extra: Iterable[str] = (), data: Mapp
             + "".join(text) + "</g>")
 
 
-def _tokens(what: str, values: Iterable[str]) -> list[str]:
+def _tokens(what: str, values: Iterable[str], checked: set[str]) -> list[str]:
+    """``values`` as a list, each checked to be a plain token once per ``checked`` (a diff names the same
+    class or data key on most of its boxes)."""
     out = list(values)
     for v in out:
+        if isinstance(v, str) and v in checked:
+            continue
         if not isinstance(v, str) or not _TOKEN.fullmatch(v):
             raise ValueError(f"{what} must be plain tokens (letters, digits, '_', '-'), got {v!r}")
+        checked.add(v)
     return out
 
 
@@ -135,8 +151,10 @@ def to_svg(layout: Layout, *, selected: Optional[str] = None, highlight: Iterabl
     True
     """
     hi = set(highlight)
-    extra = {k: _tokens("classes", v) for k, v in (classes or {}).items()}
-    attrs = {k: dict(zip(_tokens("data attribute names", v), v.values(), strict=True)) for k, v in (data or {}).items()}
+    names: set[str] = set()  # class names, then data attribute names, found plain tokens
+    extra = {k: _tokens("classes", v, names) for k, v in (classes or {}).items()}
+    names = set()
+    attrs = {k: dict(zip(_tokens("data attribute names", v, names), v.values(), strict=True)) for k, v in (data or {}).items()}
     if "<" in style:
         raise ValueError("style must be CSS without '<' (it is written inside the SVG's <style>)")
     w, h = max(layout.width, 1.0), max(layout.height, 1.0)
