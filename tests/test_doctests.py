@@ -57,7 +57,7 @@ MODULES = [
     "viz.node_facts",
     "viz.per_graph",
     "viz.profile_explorer",
-    "viz.report_file",
+    "viz.report_blocks",
     "viz.report_frames",
     "viz.report_graphs",
     "viz.report_info",

@@ -67,13 +67,13 @@ rf._render_run = _render_run
 """
 
 _DIFF = """
-import os, viz.report_frames as rf
-parent, real = os.getpid(), rf.diff_html
+import os, viz.report_diffs as rd
+parent, real = os.getpid(), rd.diff_html
 def diff_html(*args):
     if os.getpid() != parent:
         raise RuntimeError("made to fail in a diff")
     return real(*args)
-rf.diff_html = diff_html
+rd.diff_html = diff_html
 """
 
 _RAISE = """
@@ -186,3 +186,56 @@ def test_workers_not_forked_from_the_loader_give_the_serial_page(log, tmp_path):
     assert one.returncode == two.returncode == 0, one.stderr + two.stderr
     assert "in 3 processes" in two.stderr
     assert (tmp_path / "one.html").read_text() == (tmp_path / "two.html").read_text()
+
+
+def test_a_diff_that_fails_in_this_process_gives_the_serial_page(log, tmp_path, monkeypatch):
+    """With -j 2 the log's one diff (frames 3 and 4) is rendered here, with the last run: its failure's
+    problem is listed once, where the serial page lists it (viz/report_diffs.py takes it out of
+    ``cap.problems`` and puts it back in its place)."""
+    import tracer.diffing as diffing
+    from tracer.trace_log import load_trace
+    from viz.report_file import write_report
+    from viz.report_frames import frame_runs, write_log_in_workers
+
+    def broken(a, b, *, reason=""):
+        raise RuntimeError("made to fail")
+
+    monkeypatch.setattr(diffing, "diff", broken)
+    cap = load_trace(log, read_only=True)
+    assert 4 in [i + 1 for i in frame_runs(len(cap.frames) - 1, 2)[-1]]  # the later frame: this process's run
+    write_report(tmp_path / "one.html", [load_trace(log, read_only=True)], title="t", release=True)
+    write_log_in_workers(str(tmp_path / "two.html"), cap, log, 2, title="t", progress=lambda line: None)
+    page = (tmp_path / "two.html").read_text()
+    assert page.count("recompile 2/1: diff failed: RuntimeError: made to fail") == 1
+    assert page == (tmp_path / "one.html").read_text()
+
+
+def test_the_serial_report_lets_each_frame_go_after_its_last_use(log, tmp_path, monkeypatch):
+    """Note [Diffs rendered beside their later frame]: the one diff (frames 3 and 4) is rendered once
+    frame 4 is, both frames still whole; every frame no later diff reads was let go before it, and
+    frames 3 and 4 right after it, so no more than the frames a coming diff reads are held at once."""
+    import viz.report_diffs as report_diffs
+    from tracer.model.frame import Frame
+    from tracer.trace_log import load_trace
+    from viz.report_file import write_report
+
+    cap = load_trace(log, read_only=True)
+    events: list = []
+    real_let_go, real_diff_html = Frame.let_go, report_diffs.diff_html
+
+    def let_go(self):
+        events.append(("let go", cap.frames.index(self)))
+        real_let_go(self)
+
+    def diff_html(d, a, b):
+        events.append(("diff", cap.frames.index(a), cap.frames.index(b), bool(a.graph.nodes), bool(b.graph.nodes)))
+        return real_diff_html(d, a, b)
+
+    monkeypatch.setattr(Frame, "let_go", let_go)
+    monkeypatch.setattr(report_diffs, "diff_html", diff_html)
+    write_report(tmp_path / "r.html", [cap], title="t", release=True)
+    at = next(i for i, e in enumerate(events) if e[0] == "diff")
+    assert events[at] == ("diff", 3, 4, True, True)
+    assert sorted(e[1] for e in events[:at]) == [0, 1, 2]
+    assert sorted(e[1] for e in events[at + 1:at + 3]) == [3, 4]
+    assert sorted(e[1] for e in events if e[0] == "let go") == list(range(len(cap.frames)))

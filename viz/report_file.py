@@ -19,15 +19,12 @@ Escaping: every string from the model reaches the page through the autoescaping 
 
 from __future__ import annotations
 
-import base64
 import collections
 import gc
 import hashlib
 import pathlib
 import re
-import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Union
 
 from tracer.model import Capture, Frame
@@ -36,10 +33,12 @@ from tracer.model.profile_diff import ProfileDiff
 from viz import panels
 from viz.browser_code import bundle
 from viz.code_view import frame_code_html
-from viz.diff_view import decomposition_html, diff_html, frame_of
+from viz.diff_view import decomposition_html
 from viz.html import frame_html
 from viz.markup import fragment, render
 from viz.profile_view import graph_times, profile_html, time_facts
+from viz.report_blocks import ReportStats, decode_payload, encode_payload, payload_block
+from viz.report_diffs import diff_plan, place_diffs, render_diffs
 from viz.report_graphs import DrawingCache, canvas_css, frame_graphs, report_data
 from viz.report_info import report_info
 
@@ -62,7 +61,6 @@ __all__ = ["OPEN_ALL_BYTES", "Payloads", "ReportStats", "decode_payload", "encod
 # [Drawings of equal graphs] in viz/report_graphs.py).
 
 OPEN_ALL_BYTES = 512 * 1024  # a report whose payloads are smaller (compressed) opens every frame at load
-_LEVEL = 5  # zlib level, for a 12-layer training frame's 0.96 MB: 6 takes 16.7 ms, 5 9.7 ms for 3.5 % more bytes, 1 4.7 ms for 28 % more
 _BLOCK = re.compile(r'<script type="application/octet-stream" class="ds-payload" data-frame="([0-9a-z-]+)" '
                     r'data-encoding="deflate"(?: data-parts="([0-9 ]*)")?>([A-Za-z0-9+/=]*)</script>')
 _PART = re.compile(r'\n?<script type="application/octet-stream" class="ds-part" data-part="([0-9]+)" '
@@ -82,16 +80,6 @@ _PART = re.compile(r'\n?<script type="application/octet-stream" class="ds-part" 
 # before (``frame_payload``). Compressing 64 equal 12-layer frames then costs 64 heads and 2 parts,
 # and the file holds them once.
 _DATA, _INFO = "\ue000ds-drawings\ue000", "\ue000ds-node-info\ue000"  # cut marks (the template's, after the body)
-
-
-def encode_payload(html: str) -> str:
-    """``html`` as a payload: UTF-8, zlib (``DecompressionStream("deflate")``'s format), base64.
-
-    >>> p = encode_payload("<b>frame 0/0 </script></b>")
-    >>> set(p) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="), decode_payload(p)
-    (True, '<b>frame 0/0 </script></b>')
-    """
-    return base64.b64encode(zlib.compress(html.encode("utf-8"), _LEVEL)).decode("ascii")
 
 
 class _Parts:
@@ -126,14 +114,6 @@ class _Parts:
             blocks.append(f'<script type="application/octet-stream" class="ds-part" data-part="{n}" '
                           f'data-encoding="deflate">{p}</script>')
         return n
-
-
-def decode_payload(payload: str) -> str:
-    """The HTML of a payload (:func:`encode_payload`'s inverse); ``ValueError`` if it is not one."""
-    try:
-        return zlib.decompress(base64.b64decode(payload, validate=True)).decode("utf-8")
-    except (zlib.error, ValueError) as e:
-        raise ValueError(f"not a report payload: {e}") from e
 
 
 def frame_payload(cap: Capture, frame: Frame, cache: Optional[DrawingCache] = None,
@@ -186,25 +166,13 @@ def _whole(m: re.Match, parts: dict[str, str]) -> str:
         raise ValueError(f"payload {m.group(1)!r} names part {e} that the page does not hold") from None
 
 
-@dataclass
-class ReportStats:
-    """What :func:`write_report` wrote."""
-
-    path: pathlib.Path
-    frames: int = 0
-    payload_bytes: int = 0  # base64 text of every payload
-    html_bytes: int = 0  # the payloads' HTML before compression
-    layouts_reused: int = 0  # graphs drawn from an equal graph's layout (Note [Drawings of equal graphs])
-    headings: list[str] = field(default_factory=list)
-
-
 class Payloads:
     """The payload and part blocks of one page, in page order (``blocks``), with the parts written once
     (Note [Equal parts of payloads stored once]); ``stats`` counts what they hold once ``blocks`` is
     read. The one-file report and the job page (viz/job_page.py) write their blocks through it."""
 
     def __init__(self, stats: Optional[ReportStats] = None) -> None:
-        self._blocks: list[Union[str, Future]] = []
+        self._blocks: list[Union[str, Future, list[str]]] = []  # a list: a reserved place (``reserve``)
         self.parts = _Parts()
         self.stats = stats if stats is not None else ReportStats(pathlib.Path())
         self._pool: Optional[ThreadPoolExecutor] = None
@@ -221,7 +189,16 @@ class Payloads:
         if self._pool is not None:
             self._pool.shutdown()
             self._pool, self._waiting = None, collections.deque()
+        if any(isinstance(b, list) for b in self._blocks):
+            self._blocks = [x for b in self._blocks for x in (b if isinstance(b, list) else [b])]  # type: ignore[union-attr]
         return self._blocks  # type: ignore[return-value]  # every Future replaced above
+
+    def reserve(self) -> list[str]:
+        """A place in page order for blocks made later (the diffs: Note [Diffs rendered beside their later
+        frame] in viz/report_diffs.py): the caller extends the list returned before ``blocks`` is read."""
+        slot: list[str] = []
+        self._blocks.append(slot)
+        return slot
 
     def add(self, key: str, html: str, shared: bool = False) -> None:
         """Payload ``key`` holding ``html``; ``shared``: stored as a part, once however many payloads
@@ -230,7 +207,7 @@ class Payloads:
         self.stats.payload_bytes += len(p)
         at = len(self._blocks)
         self._blocks.append("")  # the block before the part it is the first to name
-        self._blocks[at] = _block(key, p, [self.parts.add((html,), self._blocks, self.stats)] if shared else [])
+        self._blocks[at] = payload_block(key, p, [self.parts.add((html,), self._blocks, self.stats)] if shared else [])
 
     def frame(self, key: str, cap: Capture, frame: Frame, cache: Optional[DrawingCache], facts: Optional[dict[bytes, str]],
               profile: Optional[Profile] = None, before: str = "") -> None:
@@ -263,7 +240,7 @@ _HEADS_WAITING = 4
 def _frame_block(key: str, head: str, parts: list[int]) -> tuple[str, int]:
     """A frame's payload block and its payload's length (Note [Heads compressed beside rendering])."""
     p = encode_payload(head)
-    return _block(key, p, parts), len(p)
+    return payload_block(key, p, parts), len(p)
 
 
 def _entry(frame: Frame, key: str) -> dict[str, object]:
@@ -279,9 +256,10 @@ def _entry(frame: Frame, key: str) -> dict[str, object]:
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
 # A fully read log holds several times its bytes (parsed nodes, guards); the report needs one frame's
 # at a time. With ``release`` (the CLI, whose captures nobody else reads), a frame's graphs and guards
-# are emptied once its payload is built and what the overview counts of them was read; the recompiles'
-# diffs are rendered before any frame is let go. Memory then holds the lazily loaded log plus about one
-# frame's parse. ``export_html`` never lets go: the capture is the caller's.
+# are emptied after its last use: its payload built and what the overview counts of them read, and the
+# last recompile diff that reads it rendered (Note [Diffs rendered beside their later frame] in
+# viz/report_diffs.py). Memory then holds the lazily loaded log plus the frames a later diff still
+# reads. ``export_html`` never lets go: the capture is the caller's.
 
 
 # Note [One capture at a time]
@@ -349,19 +327,11 @@ def _write_page(stats: ReportStats, title: str, sections: list[dict[str, object]
         raise
 
 
-def _block(key: str, payload: str, parts: list[int]) -> str:
-    named = f' data-parts="{" ".join(map(str, parts))}"' if parts else ""
-    return f'<script type="application/octet-stream" class="ds-payload" data-frame="{key}" data-encoding="deflate"{named}>{payload}</script>'
-
-
 def _section(cap: Capture, prefix: str, heading: str, out: Payloads, cache: DrawingCache, facts: dict[bytes, str],
              release: bool, profile: Optional[Profile] = None, warm: Optional[Callable] = None) -> dict[str, object]:
     """One capture's part of the page: its payloads added to ``out``, its visible section returned (text, strings and counts only: Note [One capture at a time])."""
-    recompiles = []  # rendered before any frame is let go: a diff draws both frames' graphs
-    for ri, r in enumerate(x for x in cap.recompiles if x.diff is not None):
-        key = f"{prefix}recompile-{ri}"
-        out.add(key, diff_html(r.diff, frame_of(cap, r.diff.a), frame_of(cap, r.diff.b)))
-        recompiles.append(({"compile_id": r.compile_id, "replaced": r.replaced, "diff": {"summary": r.diff.summary}}, key))
+    problems_at, (after, going) = len(cap.problems), diff_plan(cap)  # See Note [Diffs rendered beside their later frame]
+    diff_blocks, diffs = out.reserve(), render_diffs(cap, after.get(0, []) if not cap.frames else [])
     decomposition = None  # an export record's run_decompositions() diff, stored like a recompile's
     if cap.export is not None and cap.export.decomposition is not None:
         d, key = cap.export.decomposition, f"{prefix}decomposition"
@@ -375,8 +345,11 @@ def _section(cap: Capture, prefix: str, heading: str, out: Payloads, cache: Draw
         out.frame(entry["key"], cap, f, cache, facts, profile)
         entries.append(entry)
         counts.append((panels.ops(f.graph), entry["guards"]))
-        if release:
-            f.let_go()
+        diffs += render_diffs(cap, after.get(fi, []))  # once the later of the frames they read is rendered
+        for j in going.get(fi, []) if release else []:
+            cap.frames[j].let_go()
+    recompiles, blocks = place_diffs(cap, diffs, problems_at, out.stats, prefix)
+    diff_blocks.extend(blocks)
     return {"heading": heading, "recompiles": recompiles, "decomposition": decomposition, "frames": entries,
             "overview": fragment((profile_html(profile) if profile is not None else "")
                                  + panels.overview_html(cap, counts, [e["key"] for e in entries]))}

@@ -19,14 +19,14 @@ import time
 from typing import Callable, Iterator, Optional
 
 from tracer._text import plural
-from tracer.diffing import recompile_frames
 from tracer.model.capture import Capture
-from tracer.model.lazy import pending
 from tracer.rank_pool import pooled, worker_count
 from viz import panels
-from viz.diff_view import decomposition_html, diff_html, frame_of
+from viz.diff_view import decomposition_html
 from viz.markup import fragment
-from viz.report_file import Payloads, ReportStats, _block, _entry, _write_page, encode_payload
+from viz.report_blocks import ReportStats
+from viz.report_diffs import diff_plan, place_diffs, render_diffs
+from viz.report_file import Payloads, _entry, _write_page
 from viz.report_graphs import DrawingCache
 from viz.report_ranks import _merge
 
@@ -40,8 +40,9 @@ __all__ = ["frame_runs", "write_log_in_workers"]
 # second scan, so this process loads the log lazily and renders what needs the whole capture (the
 # export's decomposition, the overview) and frame 0; frames 1.. go to ``N`` workers in ``N`` runs of
 # consecutive frames (:func:`frame_runs`), and each recompile's diff to the run that holds the later of
-# the frames it diffs and draws (:func:`_owners`, from tracer/diffing.py ``recompile_frames``: no diff is
-# computed to place it); one whose frames are all frame 0 is rendered here with it. Frame 0 is rendered
+# the frames it diffs and draws (:func:`_owners`, from viz/report_diffs.py's ``diff_plan``: no diff is
+# computed to place it, Note [Diffs rendered beside their later frame]); one whose frames are all
+# frame 0 is rendered here with it. Frame 0 is rendered
 # here first because a log's frames
 # repeat their graphs (each step, each recompile of the same code, Note [Drawings of equal graphs] in
 # viz/report_graphs.py): its parses, drawings and node facts are then in the caches every worker
@@ -61,7 +62,7 @@ __all__ = ["frame_runs", "write_log_in_workers"]
 # answers with plain data: the frames' entries and (ops, guards) counts, the problems its parses added
 # to each frame (Note [Problems of deferred parses] in tracer/model/frame.py; copied onto this
 # process's frames before the overview, which lists them), the blocks and the parts' keys, and per diff
-# its payload (its HTML compressed, as ``Payloads.add`` stores a diff: no part), its summary and what
+# its payload (its HTML compressed, no part: viz/report_diffs.py), its summary and what
 # its first read added to ``cap.problems`` (a diff that fails is such a problem and no payload). This
 # process puts the diffs in recompile order, numbers their keys as the serial page does (a failed diff
 # is skipped), writes their blocks before all others and inserts their problems where the serial
@@ -93,34 +94,12 @@ def _render(cap: Capture, frames: range, out: Payloads, cache: DrawingCache, fac
 
 
 def _owners(cap: Capture, runs: list[range]) -> list[list[int]]:
-    """Per run, the recompiles (indices in ``cap.recompiles``) that may have a diff and whose later frame
-    (of the two it diffs and the two it draws) is in that run; the others (none of their frames after
-    frame 0) last. Reads no graph and computes no diff (Note [One log's frames rendered in worker processes])."""
-    where = {id(f): i for i, f in enumerate(cap.frames)}
+    """Per run, the recompiles (indices in ``cap.recompiles``) whose diff is rendered with the later of the
+    frames it reads, in that run; the others (none of their frames after frame 0) last (viz/report_diffs.py)."""
     owners: list[list[int]] = [[] for _ in range(len(runs) + 1)]
-    for ri, r in enumerate(cap.recompiles):
-        if not pending(r, "diff") and r.diff is None:
-            continue  # no diff: the serial report skips it too
-        if pending(r, "diff"):  # the two attempts it will diff, and the frames it will draw
-            pair = recompile_frames(cap, r) or ()
-            frames = [*pair, *(frame_of(cap, f.compile_id) for f in pair)]
-        else:  # computed already: the frames it draws
-            frames = [frame_of(cap, r.diff.a), frame_of(cap, r.diff.b)]
-        later = max((where.get(id(f), 0) for f in frames if f is not None), default=0)
-        owners[next((k for k, run in enumerate(runs) if later in run), len(runs))].append(ri)
+    for k, recompiles in sorted(diff_plan(cap)[0].items()):
+        owners[next((j for j, run in enumerate(runs) if k in run), len(runs))] += recompiles
     return owners
-
-
-def _diffs(cap: Capture, recompiles: list[int]) -> list[list]:
-    """Recompiles ``recompiles`` (indices in ``cap.recompiles``) as plain data, each ``[index, payload of
-    its diff's HTML or None (no diff), the diff's summary, the problems its diff added to cap.problems]``."""
-    out = []
-    for ri in recompiles:
-        at = len(cap.problems)
-        d = cap.recompiles[ri].diff  # computed here on its first read: a failure is a problem of cap
-        html = None if d is None else diff_html(d, frame_of(cap, d.a), frame_of(cap, d.b))
-        out.append([ri, None if html is None else encode_payload(html), "" if d is None else d.summary, cap.problems[at:]])
-    return out
 
 
 def frame_runs(frames: int, n: int) -> list[range]:
@@ -159,7 +138,7 @@ def _render_run(path: str, start: int, stop: int, recompiles: list[int]) -> tupl
         else:
             cap, cache, facts = cap
         out, hits = Payloads(), cache.hits
-        diffs = _diffs(cap, recompiles)  # before any frame of the run is let go: a diff draws both frames' graphs
+        diffs = render_diffs(cap, recompiles)  # before any frame of the run is let go: a diff draws both frames' graphs
         entries, counts, problems = _render(cap, range(start, stop), out, cache, facts)
         blocks = out.blocks  # every head compressed
     return True, json.dumps({"entries": entries, "counts": counts, "problems": problems, "blocks": blocks,
@@ -202,7 +181,7 @@ def write_log_in_workers(out: str, cap: Capture, path: str, workers: Optional[in
     entries, counts, _ = _render(cap, range(1), page, cache, facts, let_go=False)
     runs = [range(r.start + 1, r.stop + 1) for r in frame_runs(len(frames) - 1, worker_count(len(frames) - 1, workers))]
     owners = _owners(cap, runs)
-    diffs = _diffs(cap, owners[-1])  # the recompiles that draw frame 0 only
+    diffs = render_diffs(cap, owners[-1])  # the recompiles that draw frame 0 only
     page.blocks  # noqa: B018 -- its head compressed and the zlib thread ended: a fork copies one thread
     progress(f"frame 0 rendered here [{time.perf_counter() - t0:.1f}s]")
     first_hits = cache.hits
@@ -212,7 +191,7 @@ def write_log_in_workers(out: str, cap: Capture, path: str, workers: Optional[in
     def render_mine(c: Capture = cap) -> None:
         t = time.perf_counter()
         hits = cache.hits
-        here["diffs"] = _diffs(c, owners[len(runs) - 1])  # before any frame of the run is let go
+        here["diffs"] = render_diffs(c, owners[len(runs) - 1])  # before any frame of the run is let go
         here["entries"], here["counts"], here["problems"] = _render(c, runs[-1], mine, cache, facts)
         here["reused"] = cache.hits - hits
         progress(f"frames {runs[-1].start}-{runs[-1].stop - 1}: {plural(len(runs[-1]), 'frame')} rendered here "
@@ -252,7 +231,7 @@ def write_log_in_workers(out: str, cap: Capture, path: str, workers: Optional[in
         merge(runs[-1], {**here, "blocks": mine.blocks, "keys": _keys(mine), "html_bytes": mine.stats.html_bytes})
     finally:
         _LOADED.pop(path, None)
-    recompiles, blocks = _recompiles(cap, diffs, problems_at, stats)
+    recompiles, blocks = place_diffs(cap, diffs, problems_at, stats)
     head = {"heading": "", "recompiles": recompiles, "decomposition": decomposition, "frames": entries,
             "overview": fragment(panels.overview_html(cap, counts, [e["key"] for e in entries]))}
     del cap, render_mine
@@ -262,20 +241,3 @@ def write_log_in_workers(out: str, cap: Capture, path: str, workers: Optional[in
     _write_page(stats, title, [head], blocks)
     stats.layouts_reused = reused + first_hits
     return stats
-
-
-def _recompiles(cap: Capture, diffs: list[list], problems_at: int, stats: ReportStats) -> tuple[list, list[str]]:
-    """The page's recompile lines and the diffs' payload blocks from the diffs rendered here and in the
-    workers (``_diffs``), in recompile order and numbered as the serial page numbers them (a recompile
-    whose diff failed is skipped); the problems the diffs added go into ``cap.problems`` at ``problems_at``."""
-    recompiles, blocks, added = [], [], []
-    for ri, payload, summary, problems in sorted(diffs, key=lambda x: x[0]):
-        added += problems
-        if payload is None:
-            continue
-        r, key = cap.recompiles[ri], f"recompile-{len(blocks)}"
-        blocks.append(_block(key, payload, []))
-        stats.payload_bytes += len(payload)
-        recompiles.append(({"compile_id": r.compile_id, "replaced": r.replaced, "diff": {"summary": summary}}, key))
-    cap.problems[problems_at:problems_at] = added
-    return recompiles, blocks

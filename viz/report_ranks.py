@@ -22,7 +22,8 @@ from typing import Callable, Iterator, Optional
 from tracer._text import plural
 from tracer.rank_pool import pooled, worker_count
 from viz.markup import fragment
-from viz.report_file import _BLOCK, _PART, Payloads, ReportStats, _block, _section, _write_page
+from viz.report_blocks import ReportStats, payload_block
+from viz.report_file import _BLOCK, _PART, Payloads, _section, _write_page
 from viz.report_graphs import DrawingCache
 
 __all__ = ["write_report_in_workers"]
@@ -96,7 +97,7 @@ def _merge(page: Payloads, blocks: list[str], keys: list[list[str]]) -> None:
         m = _BLOCK.fullmatch(b)
         if m is None:
             raise ValueError(f"a worker sent a block that is not a payload: {b[:80]!r}")
-        page.blocks.append(_block(m.group(1), m.group(3), [mine[p] for p in (m.group(2) or "").split()]))
+        page.blocks.append(payload_block(m.group(1), m.group(3), [mine[p] for p in (m.group(2) or "").split()]))
         page.stats.payload_bytes += len(m.group(3))
 
 def _rendered(paths: list[str], n: int, progress: Callable[[str], None]) -> Iterator[tuple[int, Optional[dict], Optional[str]]]:
