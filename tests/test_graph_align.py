@@ -337,3 +337,21 @@ def test_a_signature_match_moves_the_cursor_past_it():
     b = Graph([ph("arg0_1", kind="symint", value="s1"), ph("arg1_1", **T)])
     d = align(a, b)
     assert pairs(d) == [("arg1_1", "arg0_1"), ("arg2_1", "arg1_1")] and d.removed == ["arg0_1"]
+
+
+def test_a_type_change_is_whatever_the_type_texts_say_also_between_equal_numbers():
+    """A node's type is compared as ``format_meta`` writes it (the fast path that skips formatting when
+    every field it reads is equal must not take ``1 == 1.0 == True`` as equal texts): for each pair of
+    metas the change is reported exactly when the two texts differ. (``b`` has one more node: equal node
+    lists are aligned at once, Note [Equal graphs aligned at once], and ``Node ==`` takes ``1 == 1.0``.)"""
+    from tracer.model import format_meta
+
+    metas = [{"kind": "tensor", "dtype": "float32", "shape": s} for s in ([3], [3.0], [True], [1], ["s0"], [3, 1])]
+    metas += [{"kind": "symint", "value": v} for v in (1, 1.0, True, "s0")]
+    metas += [{"kind": "tuple", "items": [dict(T)]}, {"kind": "tuple", "items": [dict(T, dtype="float16")]}]
+    for ma in metas:
+        for mb in metas:
+            a = Graph([ph("x", **T), op("sin", "torch.sin", "x", **ma)])
+            b = Graph([ph("x", **T), op("sin", "torch.sin", "x", **mb), op("cos", "torch.cos", "sin", **T)])
+            want = [] if format_meta(ma) == format_meta(mb) else [f"type {format_meta(ma)} → {format_meta(mb)}"]
+            assert changes(align(a, b)).get("sin", []) == want, (ma, mb)

@@ -84,3 +84,20 @@ def test_joint_graph_boxes_carry_their_partition():
         halves[e.get("data-group")].append([c for c in e.get("class").split() if c.startswith("partition-")])
     assert halves["L['self'].layers.0"] == [[], ["partition-backward"]]  # forward half, backward half
     assert ".partition-backward rect" in root.find(f"{SVG}style").text
+
+
+def test_a_number_is_written_the_same_whatever_was_written_before():
+    """``_f`` keeps the text of repeated coordinates: each number's text is still its own, in either
+    order, for numbers equal as dict keys with other texts (``0.0 == -0.0``: "0" and "-0")."""
+    from viz import svg
+
+    def plain(v):
+        s = f"{v:.1f}"
+        return s[:-2] if s.endswith(".0") else s
+
+    values = [0.0, -0.0, 0, 1, 1.0, True, 2.25, -2.25, 2.35, 1e6, -1e-9, 1e-9]
+    for order in (values, values[::-1]):
+        svg._WRITTEN.clear()
+        for _ in range(2):
+            assert [svg._f(v) for v in order] == [plain(v) for v in order]
+    assert svg._f(-0.0) == "-0" and svg._f(0.0) == "0"
