@@ -96,7 +96,14 @@ def test_a_helper_whose_answer_is_not_read_is_ended(log):
     assert warming.entries == 0
 
 
-def test_no_helper_without_a_free_core(log, monkeypatch):
+def test_no_helper_without_a_free_core_or_for_a_small_log(log, monkeypatch):
+    monkeypatch.setattr(report_warm, "_cores", lambda: 2)
+    monkeypatch.setattr(report_warm, "_core_free", lambda cores: True)
+    assert os.path.getsize(log) < report_warm._MIN_BYTES and report_warm.start(log) is None  # its scan is short
+    monkeypatch.setattr(report_warm, "_MIN_BYTES", 0)
+    warming = report_warm.start(log)
+    assert warming is not None
+    warming.close()
     monkeypatch.setattr(report_warm, "_core_free", lambda cores: False)
     assert report_warm.start(log) is None
     monkeypatch.setattr(report_warm, "_cores", lambda: 1)

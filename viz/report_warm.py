@@ -48,8 +48,11 @@ __all__ = ["Warming", "start"]
 # only while a core is free (``_core_free``): the helper costs 0.2-0.3 s of CPU more in all (its own load
 # of the head and parse), which on a busy machine comes out of the report's share: measured 1-13 %
 # slower than without it at load 3-5 on 2 cores (median 3-4 %), and 0.77-0.86x tlparse's wall instead of
-# 1.3-1.5x with a core free (bench/RESULTS.md, 2026-11-27), so it is forked only then.
+# 1.3-1.5x with a core free (bench/RESULTS.md, 2026-11-27), so it is forked only then. Nor for a log
+# under ``_MIN_BYTES``: its scan is over before the helper's own load and parse are (the 1.66 MB
+# training log: 0.54 s with the helper, 0.50 s without, 7 rounds, bench/RESULTS.md 2026-11-27).
 _MIN_CORES = 2
+_MIN_BYTES = 16 * 2**20
 
 
 def _cores() -> int:
@@ -141,16 +144,24 @@ class Warming:
 
 def start(path: str) -> Optional[Warming]:
     """Fork the helper of Note [A helper renders the first frame beside the load] for the log at
-    ``path``, or None (one core, no core free now, or no ``fork``). Call before loading, while this process
-    runs one thread. ``$DYNASCOPE_REPORT_HELPER``: "auto" (the default), "always" (whatever the load, for
-    measuring) or "never"."""
+    ``path``, or None (one core, no core free now, a log under 16 MB, or no ``fork``). Call before loading,
+    while this process runs one thread. ``$DYNASCOPE_REPORT_HELPER``: "auto" (the default), "always"
+    (whatever the load and size, for measuring) or "never"."""
     mode = os.environ.get("DYNASCOPE_REPORT_HELPER", "auto")
     if mode not in ("auto", "always", "never"):
         raise ValueError(f"DYNASCOPE_REPORT_HELPER={mode!r} (must be one of 'auto', 'always', 'never')")
     cores = _cores()
-    if mode == "never" or not hasattr(os, "fork") or (mode == "auto" and not (cores >= _MIN_CORES and _core_free(cores))):
+    if mode == "never" or not hasattr(os, "fork") or (mode == "auto" and not (
+            cores >= _MIN_CORES and _size(path) >= _MIN_BYTES and _core_free(cores))):
         return None
     return _fork(path)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:  # except: unreadable: the load says why, no helper
+        return 0
 
 
 def _fork(path: str) -> Warming:
