@@ -213,7 +213,8 @@ def test_a_diff_that_fails_in_this_process_gives_the_serial_page(log, tmp_path, 
 def test_the_serial_report_lets_each_frame_go_after_its_last_use(log, tmp_path, monkeypatch):
     """Note [Diffs rendered beside their later frame]: the one diff (frames 3 and 4) is rendered once
     frame 4 is, both frames still whole; every frame no later diff reads was let go before it, and
-    frames 3 and 4 right after it, so no more than the frames a coming diff reads are held at once."""
+    frames 3 and 4 right after it, so no more than the frames a coming diff reads are held at once; the
+    diff itself is let go once rendered."""
     import viz.report_diffs as report_diffs
     from tracer.model.frame import Frame
     from tracer.trace_log import load_trace
@@ -239,3 +240,8 @@ def test_the_serial_report_lets_each_frame_go_after_its_last_use(log, tmp_path, 
     assert sorted(e[1] for e in events[:at]) == [0, 1, 2]
     assert sorted(e[1] for e in events[at + 1:at + 3]) == [3, 4]
     assert sorted(e[1] for e in events if e[0] == "let go") == list(range(len(cap.frames)))
+    assert cap.recompiles[0].diff is None  # let go too, once rendered
+    monkeypatch.undo()
+    kept = load_trace(log, read_only=True)  # without ``release`` (export_html: the caller's capture) nothing is let go
+    write_report(tmp_path / "kept.html", [kept], title="t")
+    assert kept.recompiles[0].diff is not None and all(f.guards or not f.has_graph for f in kept.frames)

@@ -29,7 +29,8 @@ __all__ = ["diff_plan", "place_diffs", "render_diffs"]
 # graphs were held at once (a 200 MB peak for bench.report_workers' 42 MB log, against tlparse's 109).
 # So each diff is rendered right after the later of the frames it reads (``diff_plan``: from
 # tracer/diffing.py ``recompile_frames``, no diff computed to place it), and a frame is let go after its
-# last use: its own payload or the last diff that reads it. Where it is rendered changes nothing on
+# last use: its own payload or the last diff that reads it (and the diff, rendered, is let go too).
+# Where it is rendered changes nothing on
 # the page: ``place_diffs`` puts the blocks first, in recompile order, numbered as before (a recompile
 # whose diff fails to compute has none), and puts back the problems a diff's first read added (taken
 # out of ``cap.problems`` by ``render_diffs``) where the up-front reads had appended them. The worker
@@ -62,10 +63,11 @@ def diff_plan(cap: Capture) -> tuple[dict[int, list[int]], dict[int, list[int]]]
     return after, going
 
 
-def render_diffs(cap: Capture, recompiles: Iterable[int]) -> list[list]:
+def render_diffs(cap: Capture, recompiles: Iterable[int], release: bool = False) -> list[list]:
     """Recompiles ``recompiles`` (indices in ``cap.recompiles``) as plain data, each ``[index, payload of
     its diff's HTML or None (no diff), the diff's summary, the problems its first read added]``; those
-    problems are taken out of ``cap.problems`` (:func:`place_diffs` puts them back in their place)."""
+    problems are taken out of ``cap.problems`` (:func:`place_diffs` puts them back in their place).
+    ``release``: each diff let go once rendered (``Recompile.diff`` None), for captures nobody reads afterwards."""
     out = []
     for ri in recompiles:
         at = len(cap.problems)
@@ -73,6 +75,8 @@ def render_diffs(cap: Capture, recompiles: Iterable[int]) -> list[list]:
         html = None if d is None else diff_html(d, frame_of(cap, d.a), frame_of(cap, d.b))
         added = cap.problems[at:]
         del cap.problems[at:]
+        if release and d is not None:
+            cap.recompiles[ri].diff = None  # its node pairs: 10 MB at the peak of the distinct-frames log's report
         out.append([ri, None if html is None else encode_payload(html), "" if d is None else d.summary, added])
     return out
 

@@ -138,7 +138,7 @@ def _render_run(path: str, start: int, stop: int, recompiles: list[int]) -> tupl
         else:
             cap, cache, facts = cap
         out, hits = Payloads(), cache.hits
-        diffs = render_diffs(cap, recompiles)  # before any frame of the run is let go: a diff draws both frames' graphs
+        diffs = render_diffs(cap, recompiles, release=True)  # before any frame of the run is let go: a diff draws both frames' graphs
         entries, counts, problems = _render(cap, range(start, stop), out, cache, facts)
         blocks = out.blocks  # every head compressed
     return True, json.dumps({"entries": entries, "counts": counts, "problems": problems, "blocks": blocks,
@@ -181,7 +181,7 @@ def write_log_in_workers(out: str, cap: Capture, path: str, workers: Optional[in
     entries, counts, _ = _render(cap, range(1), page, cache, facts, let_go=False)
     runs = [range(r.start + 1, r.stop + 1) for r in frame_runs(len(frames) - 1, worker_count(len(frames) - 1, workers))]
     owners = _owners(cap, runs)
-    diffs = render_diffs(cap, owners[-1])  # the recompiles that draw frame 0 only
+    diffs = render_diffs(cap, owners[-1], release=True)  # the recompiles that draw frame 0 only
     page.blocks  # noqa: B018 -- its head compressed and the zlib thread ended: a fork copies one thread
     progress(f"frame 0 rendered here [{time.perf_counter() - t0:.1f}s]")
     first_hits = cache.hits
@@ -191,7 +191,7 @@ def write_log_in_workers(out: str, cap: Capture, path: str, workers: Optional[in
     def render_mine(c: Capture = cap) -> None:
         t = time.perf_counter()
         hits = cache.hits
-        here["diffs"] = render_diffs(c, owners[len(runs) - 1])  # before any frame of the run is let go
+        here["diffs"] = render_diffs(c, owners[len(runs) - 1], release=True)  # before any frame of the run is let go
         here["entries"], here["counts"], here["problems"] = _render(c, runs[-1], mine, cache, facts)
         here["reused"] = cache.hits - hits
         progress(f"frames {runs[-1].start}-{runs[-1].stop - 1}: {plural(len(runs[-1]), 'frame')} rendered here "
