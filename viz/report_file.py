@@ -331,7 +331,7 @@ def _section(cap: Capture, prefix: str, heading: str, out: Payloads, cache: Draw
              release: bool, profile: Optional[Profile] = None, warm: Optional[Callable] = None) -> dict[str, object]:
     """One capture's part of the page: its payloads added to ``out``, its visible section returned (text, strings and counts only: Note [One capture at a time])."""
     problems_at, (after, going) = len(cap.problems), diff_plan(cap)  # See Note [Diffs rendered beside their later frame]
-    diff_blocks, diffs = out.reserve(), render_diffs(cap, after.get(0, []) if not cap.frames else [], release)
+    diff_blocks, diffs = out.reserve(), []  # the diffs' blocks come first, made as their frames are rendered
     decomposition = None  # an export record's run_decompositions() diff, stored like a recompile's
     if cap.export is not None and cap.export.decomposition is not None:
         d, key = cap.export.decomposition, f"{prefix}decomposition"
@@ -348,6 +348,8 @@ def _section(cap: Capture, prefix: str, heading: str, out: Payloads, cache: Draw
         diffs += render_diffs(cap, after.get(fi, []), release)  # once the later of the frames they read is rendered
         for j in going.get(fi, []) if release else []:
             cap.frames[j].let_go()
+    if not cap.frames:  # diffs that read no frame of cap: diff_plan puts them with frame 0
+        diffs += render_diffs(cap, after.get(0, []), release)
     recompiles, blocks = place_diffs(cap, diffs, problems_at, out.stats, prefix)
     diff_blocks.extend(blocks)
     return {"heading": heading, "recompiles": recompiles, "decomposition": decomposition, "frames": entries,
