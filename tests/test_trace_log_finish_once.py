@@ -11,9 +11,11 @@ Sources and tied Sources read again from the log's records.
 
 from __future__ import annotations
 
+import gc
 import glob
 import os
 import sys
+import types
 
 import pytest
 from test_trace_log_modules import LOGS, run
@@ -270,3 +272,28 @@ def test_equal_aot_texts_of_unequal_dynamo_graphs_are_finished_apart(logs, tmp_p
     assert a.aot.forward.nodes is c.aot.forward.nodes
     assert b.aot.forward.nodes is not a.aot.forward.nodes
     assert a.aot.backward.nodes is c.aot.backward.nodes and b.aot.backward.nodes is not a.aot.backward.nodes
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_graphs_read_and_let_go_leave_no_cycle(logs, read_only):
+    """Each waiting graph read (its finish run), then every frame let go, leaves no reference cycle. The
+    loaded log sits in the oldest generation (Note [No cyclic GC while a log is read]), so a cycle through a
+    finish held the frame's guard and graph texts until a full collection (``_AotFinish`` in assemble.py)."""
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)  # what a collection finds stays in gc.garbage, to be looked at
+    try:
+        cap = load_trace(logs["transformer12"], read_only=read_only)
+        assert sum(f.aot is not None and f.aot.forward is not None and f.aot.joint is not None for f in cap.frames) >= 3
+        for f in cap.frames:
+            for g in [f.graph, *_aot(f)]:
+                assert g.nodes  # the read runs the parse and its finish
+            f.let_go()
+        del cap, f, g
+        gc.collect()  # an earlier test's torch objects a cache let go meanwhile may be found too: only ours count
+        ours = [o for o in gc.garbage if str((o if isinstance(o, types.FunctionType) else type(o)).__module__).startswith("tracer")]
+        assert ours == []
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()

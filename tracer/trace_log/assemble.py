@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable, Hashable, Optional
+from typing import Any, Callable, Hashable, NamedTuple, Optional
 
 from tracer.diffing import attach_recompile_diffs
-from tracer.hop_feeds import Feed
-from tracer.hop_tree import HopCall, KindPolicy, subgraph_tree
+from tracer.hop_tree import subgraph_tree
 from tracer.model.aot import Aot
 from tracer.model.attempts import (
     AttemptInfo,
@@ -29,7 +28,7 @@ from tracer.model.frame import Frame
 from tracer.model.graph import Graph
 from tracer.root_roles import placeholder_name, root_role
 from tracer.shape_events import shape_records
-from tracer.trace_log.body_feeds import LogCalls
+from tracer.trace_log.body_feeds import LOG_KINDS, LoggedGraph
 from tracer.trace_log.deferred import (
     deferred_graph,
     deferred_inductor,
@@ -175,7 +174,7 @@ def _fill_graphs(frame: Frame, a: AttemptLog, sources: dict[str, tuple[str, bool
             frame.graph = parsed.graph if parsed is not None else Graph(code=text)
             _root_roles(frame.graph, sources, tied())
             if parsed is not None:
-                frame.subgraphs = subgraph_tree(_LoggedGraph(parsed), _KINDS, frame.problems)
+                frame.subgraphs = subgraph_tree(LoggedGraph(parsed), LOG_KINDS, frame.problems)
     graphs: dict[str, Graph] = {}
     children: dict[str, Graph] = {}
     for k in ("joint", "forward", "backward", "inference"):
@@ -185,7 +184,7 @@ def _fill_graphs(frame: Frame, a: AttemptLog, sources: dict[str, tuple[str, bool
         if not has_bodies(text):
             split = _split(a, k)  # Note [Joint partition from a log]: the joint's finish reads the other two
             if dynamo is not None and dynamo_key is not None:  # See Note [One finish per distinct graph and context]
-                graphs[k] = deferred_graph(frame, text, line, k, finish=_aot_finish(dynamo, dynamo_key, tied, split),
+                graphs[k] = deferred_graph(frame, text, line, k, finish=_AotFinish(dynamo, dynamo_key, tied, split),
                                            key=_aot_key(text, dynamo_key, split), reads=_reads(frame))
             else:
                 graphs[k] = deferred_graph(frame, text, line, k, finish=lambda g, s=split: _aot_modules(frame, g, tied(), s))
@@ -223,12 +222,21 @@ def _as_loaded(text: str, line: int, roles: Callable[[Graph], None], key: Callab
     return graph
 
 
-def _aot_finish(dynamo: Callable[[], Graph], dynamo_key: Callable[[], Hashable], tied: Callable[[], set[str]],
-                split: _Split) -> Callable[[Graph], None]:  # a waiting Dynamo graph has no bodies
-    def finish(g: Graph) -> None:  # a forward's reads its joint as the joint's own finish left it, kept
-        joint = None if split is None else (finish, _aot_key(split[0][0], dynamo_key, split)())
-        _aot_modules_of(g, dynamo(), [], tied(), split, joint)
-    return finish
+class _AotFinish(NamedTuple):
+    """A waiting AOT graph's finish (a waiting Dynamo graph has no bodies). A forward's reads its joint as
+    the joint's own finish left it, kept: it passes itself as the joint's finish, as an argument, so that
+    no closure refers to itself. A self-referring closure is a reference cycle, and the loaded log sits in
+    the oldest generation (Note [No cyclic GC while a log is read]): each let-go frame's texts stayed
+    until a full collection (10 MB at the peak of the distinct-frames log's report, bench/RESULTS.md)."""
+
+    dynamo: Callable[[], Graph]
+    dynamo_key: Callable[[], Hashable]
+    tied: Callable[[], set[str]]
+    split: _Split
+
+    def __call__(self, g: Graph) -> None:
+        joint = None if self.split is None else (self, _aot_key(self.split[0][0], self.dynamo_key, self.split)())
+        _aot_modules_of(g, self.dynamo(), [], self.tied(), self.split, joint)
 
 
 def _aot_key(dynamo_text: str, dynamo_key: Callable[[], Hashable], split: _Split) -> Callable[[], Hashable]:
@@ -332,50 +340,6 @@ def _aot_modules_of(g: Graph, dynamo: Graph, bodies: list[Graph], tied: set[str]
         if parsed is not None:
             from_joint(g, parsed.graph)
     infer_line_modules(g, [dynamo, *bodies])
-
-
-# Note [Body input sources from a log]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# The graph text keeps each HOP call's arguments as fx printed them, so the table a live capture
-# uses (Note [How each HOP calls its bodies] in tracer/hop_feeds.py) reads them too: which parent
-# node feeds each placeholder (passed, sliced by map/scan, the initial carry of scan/while_loop),
-# which constant, and what the HOP supplies itself (flex_attention's score and indices, an
-# autograd.Function backward's gradients and saved values, slices, carries): kind "hop_supplied"
-# with the same ``supplied`` text as live. Whether any other input is the user's operand or a lifted
-# free variable or symbol is decided by speculation, which the log does not record: kind "unknown"
-# (LOG_LIMITS says so once; a SymInt may be either, e.g. ``wrap(body, x, n)`` with ``n`` symbolic).
-# When the call does not give one value per placeholder the sources are unknown and the frame says so.
-class _LoggedGraph:
-    """One logged module of the tree for :mod:`tracer.hop_tree`: a HOP call is a call_function node
-    that reads a nested class (a body) through a get_attr node, its target the HOP's name as fx printed it."""
-
-    def __init__(self, p: ParsedModule) -> None:
-        self._p = p
-        self.graph = p.graph
-        self.placeholders = [n.name for n in p.graph.placeholders]
-        self._calls = LogCalls(p.graph, {a: c.graph for a, c in p.children.items()})
-
-    def hop_calls(self) -> list[HopCall]:
-        g = self.graph
-        attrs = {n.name: n.target for n in g.nodes if n.op == "get_attr" and n.target in self._p.children}
-        for n in g.nodes:
-            if n.name in attrs:
-                n.role = "op"  # a body module, not a parameter (as tracer/_torch/fx_graph.py decides live)
-        return [HopCall(n.name, n.target, tuple(attrs[x] for x in n.inputs if x in attrs), n) for n in g.nodes
-                if n.op == "call_function" and any(x in attrs for x in n.inputs)]
-
-    def body(self, attr: str, name: str) -> _LoggedGraph:
-        return _LoggedGraph(self._p.children[attr])
-
-    def feeds(self, call: HopCall, index: int, body: str, n: int) -> tuple[list[Feed], list[str]]:
-        return self._calls.feeds(call.ref, index, body, n)
-
-    def leaf_name(self, leaf: Any) -> str:
-        return str(leaf)  # LogCalls' leaves are node names
-
-
-# the log does not say operand from lifted: kind "unknown", said once in LOG_LIMITS
-_KINDS = KindPolicy(kind=lambda b, i, fed_from: None, unknown=lambda b, names: "")
 
 
 _TIED: dict[str, frozenset[str]] = {}  # guard tree text -> its tied Sources, the last few texts
