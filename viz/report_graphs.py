@@ -131,7 +131,9 @@ def pack(d: dict[str, Any], strings: dict[str, int]) -> dict[str, Any]:
 # its name and the highlighted names, so equal graphs (the same graph on every rank of a job, a
 # recompile that traced the same graph again, a log repeated) are laid out once: ``DrawingCache`` keys
 # the unpacked drawing on a digest of all of that (msgspec's JSON of the nodes) and keeps the last
-# ``size`` of them (a bounded memory, whatever the log's length). Only the packing into the page's
+# ``size`` of them (a bounded memory, whatever the log's length: 8 by default, which laid out no graph
+# more than 32 did in the repeated 106 MB log, the distinct-frames log or a real 8-rank job, and held
+# 3.6 MB less at the distinct-frames log's peak, bench/RESULTS.md 2026-11-27). Only the packing into the page's
 # string table runs again, so the output is the same byte for byte with or without the cache; and
 # when every graph of a ``report_data`` call has a key seen together before (the next copy of the same
 # frame), the whole JSON block is reused.
@@ -161,7 +163,7 @@ def pack(d: dict[str, Any], strings: dict[str, int]) -> dict[str, Any]:
 class DrawingCache:
     """The last ``size`` unpacked drawings by Note [Drawings of equal graphs]'s key; ``hits`` counts reuses."""
 
-    def __init__(self, size: int = 32, stable: bool = False) -> None:
+    def __init__(self, size: int = 8, stable: bool = False) -> None:
         self.size, self.hits = size, 0
         self.stable = stable  # no node changes while this cache lives: Note [One digest per node list]
         self._items: collections.OrderedDict[bytes, tuple[dict[str, Any], dict[str, dict[str, Any]]]] = \

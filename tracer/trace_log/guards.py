@@ -49,8 +49,11 @@ def _guard_json(g: dict[str, Any], st: LogState) -> Guard:
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # Like graph texts (Note [One parse per distinct graph text] in deferred.py), a log repeats equal
 # guard trees (every rank, every step compiled again): the leaves of the last ``_TREES_MAX`` distinct
-# texts are kept as tuples of strings, and each frame gets its own Guard objects and lists.
-_TREES_MAX = 32
+# texts are kept as tuples of strings, and each frame gets its own Guard objects and lists. Eight: the
+# repeats found are a step's copy of the frame just before; 32 held 1.7 MB more at the peak of the
+# distinct-frames log's report and read no tree fewer there, in the 106 MB repeated log or in a real
+# 8-rank DDP job (whose ranks' trees all differ; bench/RESULTS.md, 2026-11-27).
+_TREES_MAX = 8
 _Leaf = tuple[str, str, tuple[str, ...], tuple[str, ...]]  # a leaf's (kind, source, code, user_stack), as read
 _trees: OrderedDict[str, list[_Leaf]] = OrderedDict()
 
