@@ -100,6 +100,21 @@ def test_a_report_imports_no_widget_stack_and_no_torch(trace_dir, tmp_path):
     assert (tmp_path / "r.html").stat().st_size > 0
 
 
+
+def test_a_report_of_one_log_imports_no_capture_job_pool_or_browser(trace_dir, tmp_path):
+    """Note [The report command imports what it uses]: one log, one process: none of the live capture,
+    the session, jobs, process pools or the browser is imported."""
+    log = glob.glob(os.path.join(trace_dir, "*.log"))[0]
+    unused = ("tracer.capturing", "tracer.options", "tracer.session", "tracer.paused", "tracer._torch.releases",
+              "tracer.job", "multiprocessing", "concurrent.futures.process", "viz.report_frames", "viz.report_ranks",
+              "webbrowser")
+    code = ("import sys, viz.cli; viz.cli.main(['report', sys.argv[1], '-o', sys.argv[2]]); "
+            f"print(sorted(m for m in {unused!r} if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code, log, str(tmp_path / "r.html")], capture_output=True, text=True,
+                       timeout=120, env=ENV, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == "[]"
+
 def test_a_damaged_log_is_reported_with_one_warning_line(trace_dir, tmp_path):
     """A log cut off mid-stream (as a job killed while writing leaves it): the report of what was read,
     one warning line on stderr naming the file, where it broke and what was kept, exit status 0."""

@@ -10,7 +10,12 @@ never run and do not count.
 from __future__ import annotations
 
 import ast
+import importlib
 import pathlib
+import subprocess
+import sys
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGES = ("tracer", "viz")
@@ -107,3 +112,36 @@ def test_tracer_never_imports_viz():
     offenders = sorted(f"{m} -> {n}" for m, deps in graph.items() if m.split(".")[0] == "tracer"
                        for n in deps if n.split(".")[0] == "viz")
     assert offenders == []  # rendering goes through tracer/display.py's registry
+
+
+def _fresh(code: str) -> str:
+    """The last line ``code`` prints in a new interpreter with this tree first on the path."""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                       env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    return r.stdout.splitlines()[-1]
+
+
+def test_import_tracer_and_viz_import_no_public_names_module_until_one_is_used():
+    """Note [tracer's names loaded when used] and Note [Views registered by name]: ``import viz`` (so
+    ``import tracer``) loads neither the live capture, the session, jobs nor the model; a public name
+    or a submodule named after a bare ``import tracer`` is imported then."""
+    code = ("import sys, viz, tracer; before = sorted(m for m in sys.modules if m.startswith('tracer.')); "
+            "ok = (tracer.Capture is sys.modules['tracer.model.capture'].Capture, tracer.model.format_meta is not None, "
+            "set(tracer.__all__) <= set(dir(tracer))); print(before, ok)")
+    assert _fresh(code) == "['tracer.display'] (True, True, True)"
+    import tracer
+
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        tracer.nothing_here  # noqa: B018
+
+
+def test_views_registered_by_name_name_real_classes():
+    """A renamed or moved class would lose its view silently: each name viz registers is a class there."""
+    import viz  # noqa: F401  (registers the views)
+    from tracer import display
+
+    assert display._BY_NAME
+    for module, name in display._BY_NAME:
+        cls = getattr(importlib.import_module(module), name)
+        assert (cls.__module__, cls.__qualname__) == (module, name)

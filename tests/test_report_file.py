@@ -16,7 +16,9 @@ from viz_fixtures import wrap_capture
 
 from tracer.model import Capture
 from viz.code_view import frame_code_html
+from viz.drawing import _num, drawings_json
 from viz.html import frame_html
+from viz.markup import json_block
 from viz.report_file import (
     OPEN_ALL_BYTES,
     decode_payload,
@@ -179,6 +181,22 @@ def test_a_frame_of_equal_graphs_reuses_the_whole_drawings_block_with_the_same_t
     twin.graph.nodes[-1].meta["note"] = "x"  # one field of the root graph differs: that graph is drawn again
     assert report_data([twin], cache)[1] == plain[1] and cache.hits == hits + len(plain[1][0]) - 1
 
+
+
+def test_the_drawings_block_is_json_dumps_text_written_without_json_dumps(monkeypatch):
+    """Note [Drawing blocks written by msgspec]: the block is the text json_block writes, byte for byte,
+    and json.dumps runs only where msgspec would write another text (a non-finite coordinate) or cannot."""
+    cap = wrap_capture()
+    real, calls = json.dumps, []
+    monkeypatch.setattr(json, "dumps", lambda *a, **k: calls.append(a) or real(*a, **k))
+    block, _ = report_data(cap.frames[:1])
+    assert calls == []
+    assert json_block(json.loads(block)) == block
+    for odd in ({"w": float("nan")}, {"pts": [1.5, float("inf"), -float("inf")]}, {"s": "\ud800"},
+                {"s": "null </script>&"}, {"s": "</script>&", "x": [0.5]}):
+        assert drawings_json(odd) == json_block(odd), odd
+    coords = [_num(v) for v in (2.5e-05, -0.04, 0.06, 123.45, 2.0**53 - 0.5, 1e16 + 2, 3e20, -7e300)]
+    assert drawings_json({"x": coords}) == json_block({"x": coords})  # msgspec's 1e16 and 0.00001 never come from _num
 
 def test_letting_frames_go_writes_the_same_page_and_empties_the_capture(child_trace_dir, tmp_path):
     """Note [Letting a frame go]: on a real log (a wrap body, a graph break, a recompile), the CLI's

@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Container
 from typing import Any, Callable
 
-__all__ = ["DEFAULT_VIEWS", "mimebundle", "register", "renderer_for"]
+__all__ = ["DEFAULT_VIEWS", "mimebundle", "register", "register_by_name", "renderer_for"]
 
 Renderer = Callable[..., dict[str, Any]]  # (obj, include=..., exclude=...) -> mime bundle
 
@@ -25,12 +25,29 @@ Renderer = Callable[..., dict[str, Any]]  # (obj, include=..., exclude=...) -> m
 DEFAULT_VIEWS = ("viz",)
 
 _RENDERERS: dict[type, Renderer] = {}
+_BY_NAME: dict[tuple[str, str], Renderer] = {}  # (module, qualified name) -> renderer; See Note [Views registered by name]
 _tried_defaults = False
+
+# Note [Views registered by name]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``import viz`` registers its renderers, and every ``import viz.<module>`` runs that first: the
+# ``dynascope`` command too. Registering by type would import the classes' modules (the live
+# session's ``tracer.session``, ``tracer.paused``, the profile and job models) in a command that
+# only reads a log. So, as with IPython's ``formatter.for_type_by_name``, a view can be registered
+# for a class named by its module and qualified name, matched against each class of an object's MRO
+# when it is displayed; nothing is imported to register it. A renderer registered by type wins
+# over one registered by name for the same class.
 
 
 def register(cls: type, renderer: Renderer) -> None:
     """Render instances of ``cls`` (and subclasses) with ``renderer(obj, include=, exclude=)``."""
     _RENDERERS[cls] = renderer
+
+
+def register_by_name(module: str, qualname: str, renderer: Renderer) -> None:
+    """Render instances of the class ``module.qualname`` (and subclasses) with ``renderer``, without
+    importing ``module`` (Note [Views registered by name])."""
+    _BY_NAME[(module, qualname)] = renderer
 
 
 def renderer_for(obj: Any) -> Renderer | None:
@@ -40,6 +57,9 @@ def renderer_for(obj: Any) -> Renderer | None:
         for cls in type(obj).__mro__:
             if cls in _RENDERERS:
                 return _RENDERERS[cls]
+            named = _BY_NAME.get((cls.__module__, cls.__qualname__))
+            if named is not None:
+                return named
         if _tried_defaults:
             return None
         _tried_defaults = True

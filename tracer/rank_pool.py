@@ -12,17 +12,18 @@ hang and never the loss of the other ranks. See Note [Ranks read in worker proce
 
 from __future__ import annotations
 
-import concurrent.futures as cf
-import multiprocessing
 import os
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from tracer._text import plural
 from tracer.model.capture import Capture
+
+if TYPE_CHECKING:
+    import concurrent.futures as cf
+    import multiprocessing.context
 
 __all__ = ["LOADERS", "RankResult", "compare_ranks", "load_rank", "pooled", "read_ranks", "worker_count"]
 
@@ -64,6 +65,10 @@ RankResult = tuple[int, Optional[Capture], Optional[str]]  # (rank, its capture 
 # the parent through its future and is named with its type; a worker process that dies (killed, out
 # of memory) breaks the pool, and each rank not yet read then gets that as its error line: every
 # rank gets an answer, and ``Future.result`` returns once the pool knows the worker is gone.
+# Imports: ``concurrent.futures.process`` and ``multiprocessing`` are imported by the functions that
+# start a pool, never at import: one worker (``dynascope report LOG``, a serial ``load_job``) starts
+# none, and they were a tenth of a small log's report (Note [tracer's names loaded when used] in
+# tracer/__init__.py).
 
 
 def worker_count(ranks: int, workers: Optional[int] = None) -> int:
@@ -100,6 +105,8 @@ def load_rank(kind: str, path: str) -> Capture:
 
 def _context() -> multiprocessing.context.BaseContext:
     """How workers start: See Note [Ranks read in worker processes]."""
+    import multiprocessing
+
     if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("forkserver")
@@ -187,6 +194,9 @@ def pooled(calls: list[tuple[int, Callable[..., tuple[bool, str]], tuple]], n: i
     generator cancels what is not running yet. ``meanwhile()``: run here once the first calls are sent
     (the workers started), before the first answer is waited for (viz/report_frames.py renders its own
     frames then)."""
+    import concurrent.futures as cf
+    from concurrent.futures.process import BrokenProcessPool
+
     with cf.ProcessPoolExecutor(max_workers=n, mp_context=_context()) as pool:
         pending: dict[int, cf.Future] = {}
         todo = iter(calls)
@@ -214,6 +224,8 @@ def pooled(calls: list[tuple[int, Callable[..., tuple[bool, str]], tuple]], n: i
 
 
 def _failed(e: BaseException) -> cf.Future:
+    import concurrent.futures as cf
+
     fut: cf.Future = cf.Future()
     fut.set_exception(e)
     return fut
@@ -221,6 +233,8 @@ def _failed(e: BaseException) -> cf.Future:
 
 def _answer(fut: cf.Future) -> tuple[Optional[str], Optional[str]]:
     """A worker's text, or the call's error line."""
+    from concurrent.futures.process import BrokenProcessPool
+
     error: Optional[BaseException] = None
     try:
         ok, text = fut.result()

@@ -53,19 +53,17 @@ def _deferred(module: str) -> Callable[..., dict[str, Any]]:
 
 
 def _register_views() -> None:
-    """Register viz's renderers with tracer's display hook (Note [Display through a registry])."""
+    """Register viz's renderers with tracer's display hook (Note [Display through a registry]), by
+    name: nothing of tracer is imported here (Note [Views registered by name] in tracer/display.py)."""
     from tracer import display
-    from tracer.model import Capture, FrameDiff, Job
-    from tracer.model.profile_diff import ProfileDiff
-    from tracer.paused import PausedState
-    from tracer.session import Session
 
-    display.register(Capture, _deferred("viz.mimebundle"))
-    display.register(FrameDiff, _deferred("viz.diff_view"))
-    display.register(Job, _deferred("viz.job_page"))
-    display.register(ProfileDiff, _deferred("viz.profile_diff_view"))
-    display.register(PausedState, _deferred("viz.session_panel"))
-    display.register(Session, _deferred("viz.session_panel"))
+    for module, name, view in (("tracer.model.capture", "Capture", "viz.mimebundle"),
+                               ("tracer.model.diff", "FrameDiff", "viz.diff_view"),
+                               ("tracer.model.job", "Job", "viz.job_page"),
+                               ("tracer.model.profile_diff", "ProfileDiff", "viz.profile_diff_view"),
+                               ("tracer.paused", "PausedState", "viz.session_panel"),
+                               ("tracer.session", "Session", "viz.session_panel")):
+        display.register_by_name(module, name, _deferred(view))
 
 
 _register_views()

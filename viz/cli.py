@@ -14,9 +14,7 @@ import argparse
 import os
 import pathlib
 import sys
-import tempfile
 import time
-import webbrowser
 from typing import Iterator, Optional
 
 from tracer._text import plural
@@ -25,11 +23,20 @@ from tracer.rank_pool import read_ranks, worker_count
 from tracer.trace_log import load_trace, log_files
 from tracer.trace_log.deferred import read_only_graphs
 from viz.report_file import write_report as _write_file
-from viz.report_frames import write_log_in_workers
-from viz.report_ranks import write_report_in_workers
 from viz.report_warm import start as start_warming
 
 __all__ = ["main"]
+
+
+# Note [The report command imports what it uses]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A small log's report is over in half a second, a fifth of it imports. So this module imports at
+# the top only what ``dynascope report LOG`` (one log, one process) runs: ``show``'s browser and
+# temporary file, and the worker pools of ``-j N`` (viz/report_frames.py, viz/report_ranks.py, and
+# through them ``multiprocessing``), are imported where they are used. ``import viz`` and ``import
+# tracer`` import none of their public names' modules until one is used (Note [Lazy public names] in
+# viz/__init__.py, Note [tracer's names loaded when used] in tracer/__init__.py); tests/test_cli.py
+# checks which modules a report leaves imported.
 
 
 def _progress(msg: str) -> None:
@@ -99,6 +106,8 @@ def _write(path: str, out: str, workers: Optional[int], paths: Optional[list[str
                                             if n > 1 else ""))
             t0 = time.perf_counter()
             if n > 1:  # the frames rendered in workers forked after the load: viz/report_frames.py
+                from viz.report_frames import write_log_in_workers  # a pool's imports only where one starts
+
                 title = caps[0].fn or "capture"
                 stats = write_log_in_workers(out, caps.pop(), paths[0], n, title=title,
                                              progress=lambda line: _progress(f"  {line}"))
@@ -111,6 +120,8 @@ def _write(path: str, out: str, workers: Optional[int], paths: Optional[list[str
         stats = _write_file(out, _load_many(paths, workers), title=os.path.basename(os.path.normpath(path)),
                             headings=lambda cap: cap.fn, release=True)
     else:  # each log read and rendered in a worker, which sends back its section: viz/report_ranks.py
+        from viz.report_ranks import write_report_in_workers  # a pool's imports only where one starts
+
         total = sum(os.path.getsize(p) for p in paths)
         _progress(f"loading {plural(len(paths), 'log')} ({total / 2**20:.1f} MB) with "
                   f"{plural(worker_count(len(paths), workers), 'worker')}")
@@ -145,7 +156,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         if a.command == "report":
             out = write_report(a.log, a.output, a.workers)
-        else:
+        else:  # the browser's imports only here: Note [The report command imports what it uses]
+            import tempfile
+            import webbrowser
+
             fd, tmp = tempfile.mkstemp(prefix="dynascope-", suffix=".html")
             os.close(fd)
             out = write_report(a.log, tmp)

@@ -20,7 +20,7 @@ import msgspec
 from tracer._no_gc import no_cyclic_gc
 from tracer.model import Frame, Graph
 from viz.browser_code import bundle
-from viz.drawing import PACKED_BOX_KEYS, PACKED_INTERNED, drawing
+from viz.drawing import PACKED_BOX_KEYS, PACKED_INTERNED, drawing, drawings_json
 from viz.graph_layout import layout
 from viz.grouping import distinct_chains, first_expanded, part_chains
 from viz.markup import json_block
@@ -365,7 +365,8 @@ def report_data(frames: list[Frame], cache: Optional[DrawingCache] = None,
                 if times is not None and times[fi].get(kind):
                     _heat(graphs[-1], times[fi][kind], max(times[fi][kind].values()))
             per_frame.append(rows)
-        out = json_block({"css": css(".ds-graph"), "strings": list(strings), "graphs": graphs}), per_frame
+        block = {"css": css(".ds-graph"), "strings": list(strings), "graphs": graphs}
+        out = (drawings_json(block) if times is None else json_block(block)), per_frame  # Note [Drawing blocks written by msgspec]
     if block_key is not None:
         cache.blocks[block_key] = out
         while len(cache.blocks) > 4:
