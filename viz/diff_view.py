@@ -15,7 +15,6 @@ from typing import Any, Optional
 
 from tracer.model import Capture, Frame, FrameDiff, Graph, GraphDiff
 from tracer.model.diff import frame_graphs
-from viz.grouping import first_expanded
 from viz.markup import fragment, render
 from viz.svg import to_svg
 
@@ -59,10 +58,10 @@ def _status(gd: GraphDiff, side: str) -> tuple[dict[str, str], dict[str, str]]:
 
 def graph_diff_svg(graph: Graph, gd: GraphDiff, side: str) -> str:
     """The SVG of one side's graph (linear layout and first view as in the static report) with Note [Diff colours]."""
-    from viz.graph_layout import layout
+    from viz.graph_layout import first_view
 
     cls, partner = _status(gd, side)
-    return to_svg(layout(graph, expanded=first_expanded(graph), engine="linear"),
+    return to_svg(first_view(graph)[1],
                   classes={name: [c] for name, c in cls.items()},
                   data={name: {"partner": other} for name, other in partner.items()}, style=_CSS)
 

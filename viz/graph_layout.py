@@ -16,10 +16,11 @@ from typing import Any, Iterable, Optional
 from tracer.model import Graph
 from viz import layout_dot, layout_linear
 from viz.backward_groups import RUN_TYPE_PREFIX
-from viz.grouping import Item, Visible, graph_chains, threshold_for, visible
+from viz.grouping import Item, Visible, first_expanded, graph_chains, threshold_for, visible
+from viz.per_graph import per_graph
 from viz.style import GROUP_ROLE, box_size, node_labels, shorten
 
-__all__ = ["DOT_MAX_BOXES", "DOT_MAX_VIRTUAL", "ENGINES", "Box", "Edge", "Layout", "layout", "opening", "visible_boxes"]
+__all__ = ["DOT_MAX_BOXES", "DOT_MAX_VIRTUAL", "ENGINES", "Box", "Edge", "Layout", "first_view", "layout", "opening", "visible_boxes"]
 
 ENGINES = ("auto", "dot", "linear")
 # See Note [dot limits] in viz/layout_dot.py for the measurements behind these two numbers.
@@ -198,6 +199,16 @@ def layout(graph: Graph, *, expanded: Iterable[str] = frozenset(), engine: str =
     paths, width, height = layout_linear.place(boxes, vis.edges, vis.ranking)  # Note [Saved edges do not rank]
     edges = [Edge(s, d, p, k) for (s, d), p, k in zip(vis.edges, paths, vis.kinds, strict=True)]
     return Layout(boxes, edges, width, height, "linear", vis.grouped, note, nodes=len(graph.nodes))
+
+
+@per_graph
+def first_view(graph: Graph) -> tuple[frozenset[str], Layout]:
+    """The module boxes ``graph`` is first shown with (:func:`viz.grouping.first_expanded`) and its linear
+    layout with them open: the first view of the static report and of a recompile's diff, which is
+    rendered right after the later frame it reads, so a graph's first view is laid out once for both
+    (Note [Computed once per graph] in viz/per_graph.py). A Layout is read, never changed, by its users."""
+    expanded = first_expanded(graph)
+    return expanded, layout(graph, expanded=expanded, engine="linear")
 
 
 def _dot(boxes: list[Box], edges: list[tuple[str, str]], kinds: list[str], ranking: list[tuple[str, str]],

@@ -21,8 +21,8 @@ from tracer._no_gc import no_cyclic_gc
 from tracer.model import Frame, Graph
 from viz.browser_code import bundle
 from viz.drawing import PACKED_BOX_KEYS, PACKED_INTERNED, drawing, drawings_json
-from viz.graph_layout import layout
-from viz.grouping import distinct_chains, first_expanded, part_chains
+from viz.graph_layout import first_view, layout
+from viz.grouping import distinct_chains, part_chains
 from viz.markup import json_block
 from viz.report_kernels import kernel_code_lines, kernel_drawings
 from viz.style import css
@@ -90,7 +90,7 @@ def pack(d: dict[str, Any], strings: dict[str, int]) -> dict[str, Any]:
     report's string table (string -> index, index 0 is ""), extended in place.
 
     >>> from viz.synthetic import chain_graph
-    >>> from viz.graph_layout import layout
+    >>> from viz.graph_layout import first_view, layout
     >>> table = {"": 0}
     >>> p = pack(drawing(layout(chain_graph(3, layers=1), engine="linear", threshold=9)), table)
     >>> p["b"][0][:4], p["e"], list(table)[1:3]
@@ -245,8 +245,7 @@ def _graph_key(graph: Graph, highlight: list[str], nodes: Optional[bytes]) -> Op
 def _unpacked(graph: Graph, highlight: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The first view's drawing and, per collapsed module box, (its drawing one level down, the same
     for the boxes inside it): unpacked, so that DrawingCache can keep it (Note [Folding in the report])."""
-    expanded = first_expanded(graph)
-    lay = layout(graph, expanded=expanded, engine="linear")
+    expanded, lay = first_view(graph)  # the diff of a recompile drawing this graph reads it too
     d = _drawing(lay, highlight)
     opened = _opened(graph, lay, expanded, highlight)
     d["find"] = {k: v for k, v in d["find"].items() if k not in opened}
