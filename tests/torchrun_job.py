@@ -7,11 +7,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 
 import pytest
@@ -27,7 +29,24 @@ def run_job(out: pathlib.Path, script: pathlib.Path = JOB, args: Sequence[str] =
             timeout: float = TIMEOUT, python: str = sys.executable) -> subprocess.CompletedProcess:
     """Run ``script <out> *args`` under torchrun (``nproc`` ranks, loopback rendezvous on a free port,
     one OpenMP thread each) with TORCH_TRACE=<out>/trace, by ``python``; the whole process group is
-    killed after ``timeout`` seconds (a test failure)."""
+    killed after ``timeout`` seconds (a test failure). A job one of whose ranks torch's own C++ aborted
+    (``std::terminate``: seen once in 8-rank gloo jobs on a loaded 2-core machine, in torch, before any of
+    dynascope's code runs on the logs) is run once more from an empty ``out``, with a warning."""
+    done = _run_once(out, script, args, nproc, timeout, python)
+    if done.returncode != 0 and _ABORTED in done.stdout:
+        warnings.warn(f"torchrun job {script.name}: a rank aborted in torch ({_ABORTED!r}); running it once more",
+                      stacklevel=2)
+        shutil.rmtree(out)
+        out.mkdir()
+        done = _run_once(out, script, args, nproc, timeout, python)
+    return done
+
+
+_ABORTED = "terminate called without an active exception"
+
+
+def _run_once(out: pathlib.Path, script: pathlib.Path, args: Sequence[str], nproc: int, timeout: float,
+              python: str) -> subprocess.CompletedProcess:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
