@@ -8,7 +8,7 @@ import dataclasses
 from tracer.model import Graph
 from tracer.model.diff import GraphDiff
 from viz import graph_layout
-from viz.diff_view import graph_diff_svg
+from viz.diff_view import _CSS, graph_diff_svg
 from viz.graph_layout import first_view, layout
 from viz.grouping import first_expanded
 from viz.report_graphs import DrawingCache, graph_drawing
@@ -44,4 +44,4 @@ def test_report_and_diff_lay_a_graph_out_once(monkeypatch):
     svg = graph_diff_svg(g, GraphDiff(a="", b=""), "a")
     assert len(calls) == first  # the diff drew the report's layout
     monkeypatch.setattr(graph_layout, "layout", real)
-    assert svg == to_svg(_fresh(g), classes={}, data={}, style=graph_diff_svg.__globals__["_CSS"])
+    assert svg == to_svg(_fresh(g), classes={}, data={}, style=_CSS)
