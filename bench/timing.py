@@ -1,18 +1,20 @@
-"""Timing helpers for the benchmarks: a fresh compile state, wall/CPU timers, medians.
+"""Timing helpers for the benchmarks: a fresh compile state, wall/CPU timers, medians, and what the
+cyclic collector did meanwhile.
 
 Invariant: ``fresh()`` is the only place that resets Dynamo, and only the benchmark process calls it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import resource
 import statistics
 import time
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
 
-__all__ = ["Timed", "fresh", "median", "timed"]
+__all__ = ["Collections", "Timed", "collections", "fresh", "frozen_heap", "median", "timed"]
 
 
 @dataclass
@@ -51,3 +53,57 @@ def median(xs: list[float]) -> float:
     if not xs:
         raise ValueError("median of no measurements")
     return float(statistics.median(xs))
+
+
+@dataclass
+class Collections:
+    """What the cyclic collector did inside a ``collections()`` block: collections per generation
+    (0, 1, 2; 2 is a full collection) and the wall seconds they took."""
+
+    counts: list[int] = field(default_factory=lambda: [0, 0, 0])
+    seconds: float = 0.0
+
+
+@contextlib.contextmanager
+def collections() -> Iterator[Collections]:
+    """Count the collector's collections and time them (``gc.callbacks``) while the block runs."""
+    out = Collections()
+    started: list[float] = []
+
+    def on_collect(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            started.append(time.perf_counter())
+        elif started:
+            out.counts[info["generation"]] += 1
+            out.seconds += time.perf_counter() - started.pop()
+
+    gc.callbacks.append(on_collect)
+    try:
+        yield out
+    finally:
+        gc.callbacks.remove(on_collect)
+
+
+# Note [The zoo's heap frozen while timed]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A full collection walks every object the process holds; in the zoo's process that is 170-190k
+# objects of imported modules (~0.2 s of a 1.2 s compile), a cost set by what the *measuring* process
+# imported, not by the compile. Where one falls is decided by the collector's counters, so over 7
+# rounds it lands on one side or the other by chance: the same compiles read 1.05 from
+# ``python -m bench --zoo`` and 1.03 from a bare process (bench/RESULTS.md, 2026-11-27 11:07). Amortised,
+# an object a compile keeps costs about four visits of full collections (one runs when the survivors
+# since the last reach a quarter of the old heap), microseconds per capture, not 0.2 s. So each side is
+# timed with the heap *frozen* (``gc.freeze()`` after ``fresh()``'s collection): collections still run
+# when they would, but walk only the objects that side made, which is what a side's own objects cost.
+# Each side's collections are counted and timed (``collections()``), and ``heap="live"`` measures the
+# unfrozen way, so the difference stays visible.
+@contextlib.contextmanager
+def frozen_heap() -> Iterator[None]:
+    """Collect, then move every object alive into the collector's permanent generation for the block
+    (Note [The zoo's heap frozen while timed]); back to the oldest generation after it."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()

@@ -4,7 +4,8 @@ Invariant: every model is a real ``transformers`` architecture (GPT-2, BERT, T5,
 Qwen2, Mixtral, ViT, Swin) at a small config, seeded, no download. Per model and round, in rotating
 order from a fresh Dynamo state: plain ``torch.compile(backend=...)`` and ``tracer.capture`` with the
 same backend, each a first call plus ``sum(outputs).backward()`` (a training step's compile); the
-ratio is the median of per-round ratios, wall and CPU. Also the bytes a capture holds (what
+ratio is the median of per-round ratios, wall and CPU, each side timed with the heap frozen and its
+collections counted (Note [The zoo's heap frozen while timed] in bench/timing.py). Also the bytes a capture holds (what
 tracemalloc sees freed when the capture, its result dropped, is deleted: torch's own caches filled
 by the compile stay and are not counted; tensors a capture held would be, through their Python
 objects only, so ``bench.memory.real_tensors`` checks there are none) against the model's parameter
@@ -25,7 +26,7 @@ from typing import Any, Callable
 import torch
 
 import tracer
-from bench.timing import fresh, median, timed
+from bench.timing import collections, fresh, frozen_heap, median, timed
 
 __all__ = ["HEADER", "ZOO", "INDUCTOR_MODELS", "held_and_report", "make", "measure", "row", "run"]
 
@@ -129,26 +130,37 @@ def _sides(model: torch.nn.Module, args: tuple, backend: str) -> dict[str, Calla
     return {"plain": plain, "capture": lambda: tracer.capture(model, *args, backend=backend, backward=True)}
 
 
-def measure(name: str, *, rounds: int = 7, backend: str = "aot_eager") -> dict[str, Any]:
-    """capture ÷ plain (median of per-round ratios, wall and CPU) after one warm-up round."""
+def measure(name: str, *, rounds: int = 7, backend: str = "aot_eager", heap: str = "frozen") -> dict[str, Any]:
+    """capture ÷ plain (median of per-round ratios, wall and CPU) after one warm-up round. ``heap``:
+    "frozen" times each side with the heap frozen, "live" without (Note [The zoo's heap frozen while
+    timed]); ``gc`` gives each side's collections per generation and their seconds, summed over the rounds."""
+    if heap not in ("frozen", "live"):
+        raise ValueError(f"heap must be 'frozen' or 'live', not {heap!r}")
     model, args = make(name)
     sides = _sides(model, args, backend)
     order = ("plain", "capture")
     wall: dict[str, list[float]] = {s: [] for s in order}
     cpu: dict[str, list[float]] = {s: [] for s in order}
+    gcs: dict[str, dict[str, Any]] = {s: {"collections": [0, 0, 0], "seconds": 0.0} for s in order}
     for r in range(rounds + 1):
         for side in (order if r % 2 == 0 else order[::-1]):
             fresh()
-            t = timed(sides[side])
+            with frozen_heap() if heap == "frozen" else contextlib.nullcontext(), collections() as col:
+                t = timed(sides[side])
             if r:  # round 0 warms imports and lazy initialisation
                 wall[side].append(t.wall)
                 cpu[side].append(t.cpu)
+                gcs[side]["collections"] = [a + b for a, b in zip(gcs[side]["collections"], col.counts, strict=True)]
+                gcs[side]["seconds"] += col.seconds
+            del t
             model.zero_grad(set_to_none=True)
     fresh()
     ratio = {kind: median([c / p for c, p in zip(d["capture"], d["plain"], strict=True)])
              for kind, d in (("wall", wall), ("cpu", cpu))}
-    return {"wall": round(ratio["wall"], 3), "cpu": round(ratio["cpu"], 3), "rounds": rounds,
-            "plain_s": round(median(wall["plain"]), 3), "capture_s": round(median(wall["capture"]), 3)}
+    for g in gcs.values():
+        g["seconds"] = round(g["seconds"], 3)
+    return {"wall": round(ratio["wall"], 3), "cpu": round(ratio["cpu"], 3), "rounds": rounds, "heap": heap,
+            "plain_s": round(median(wall["plain"]), 3), "capture_s": round(median(wall["capture"]), 3), "gc": gcs}
 
 
 def held_and_report(name: str) -> dict[str, Any]:
@@ -181,31 +193,34 @@ def held_and_report(name: str) -> dict[str, Any]:
             "tensors_held": len(tensors), "json_bytes": json_bytes, "report_bytes": size, "report_s": round(t.wall, 3)}
 
 
-HEADER = ("model", "aot_eager wall/CPU", "inductor wall/CPU", "plain s", "held bytes", "param bytes", "held share",
-          "report bytes", "report s", "load")
+HEADER = ("model", "aot_eager wall/CPU", "inductor wall/CPU", "plain s", "full collections plain/capture", "held bytes",
+          "param bytes", "held share", "report bytes", "report s", "load")
 
 
 def row(name: str, res: dict[str, Any]) -> tuple[str, ...]:
-    """One printed row of a model's figures (``run``'s dict for it); "-" where not measured."""
+    """One printed row of a model's figures (``run``'s dict for it); "-" where not measured. Full
+    collections: those inside the ``aot_eager`` rounds, summed per side."""
     def ratio(kind: str) -> str:
         r = res.get(kind)
         return f"{r['wall']:.2f} / {r['cpu']:.2f}" if r else "-"
 
-    return (name, ratio("aot_eager"), ratio("inductor"), f"{res['aot_eager']['plain_s']:.2f}", f"{res['held_bytes']:,}",
+    gc = res["aot_eager"].get("gc")
+    full = f"{gc['plain']['collections'][2]} / {gc['capture']['collections'][2]}" if gc else "-"
+    return (name, ratio("aot_eager"), ratio("inductor"), f"{res['aot_eager']['plain_s']:.2f}", full, f"{res['held_bytes']:,}",
             f"{res['param_bytes']:,}", f"{res['held_share']:.2f}", f"{res['report_bytes']:,}", f"{res['report_s']:.2f}",
             f"{res['load'][0]:.1f}")
 
 
 def run(names: tuple[str, ...] = tuple(ZOO), *, rounds: int = 7, inductor: tuple[str, ...] = INDUCTOR_MODELS,
-        log: Callable[[str], None] = print) -> dict[str, Any]:
+        heap: str = "frozen", log: Callable[[str], None] = print) -> dict[str, Any]:
     """Every zoo figure; ``log`` gets the header, then one row per model as it is measured (``load``: the
     1-, 5- and 15-minute ``os.getloadavg()`` when the model's measurement started)."""
-    out: dict[str, Any] = {"zoo_rounds": rounds, "zoo_load_before": os.getloadavg()[0]}
+    out: dict[str, Any] = {"zoo_rounds": rounds, "zoo_heap": heap, "zoo_load_before": os.getloadavg()[0]}
     log(" | ".join(HEADER))
     for name in names:
-        res: dict[str, Any] = {"load": [round(x, 2) for x in os.getloadavg()], "aot_eager": measure(name, rounds=rounds)}
+        res: dict[str, Any] = {"load": [round(x, 2) for x in os.getloadavg()], "aot_eager": measure(name, rounds=rounds, heap=heap)}
         if name in inductor:
-            res["inductor"] = measure(name, rounds=rounds, backend="inductor")
+            res["inductor"] = measure(name, rounds=rounds, backend="inductor", heap=heap)
         res.update(held_and_report(name))
         out[f"zoo_{name}"] = res
         log(" | ".join(row(name, res)))

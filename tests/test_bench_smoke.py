@@ -140,10 +140,11 @@ def test_zoo_models_build_and_train_eagerly(name):
 def test_zoo_row_prints_every_figure_and_dashes_what_was_not_measured():
     from bench import zoo
 
-    res = {"load": [3.31, 2.0, 1.0], "aot_eager": {"wall": 1.031, "cpu": 1.046, "plain_s": 2.5},
+    gc = {"plain": {"collections": [190, 17, 2], "seconds": 0.4}, "capture": {"collections": [191, 22, 0], "seconds": 0.03}}
+    res = {"load": [3.31, 2.0, 1.0], "aot_eager": {"wall": 1.031, "cpu": 1.046, "plain_s": 2.5, "gc": gc},
            "held_bytes": 4099941, "param_bytes": 6771712, "held_share": 0.6054, "report_bytes": 512000, "report_s": 0.41}
-    assert zoo.row("qwen2", res) == ("qwen2", "1.03 / 1.05", "-", "2.50", "4,099,941", "6,771,712", "0.61", "512,000",
-                                     "0.41", "3.3")
+    assert zoo.row("qwen2", res) == ("qwen2", "1.03 / 1.05", "-", "2.50", "2 / 0", "4,099,941", "6,771,712", "0.61",
+                                     "512,000", "0.41", "3.3")
     res["inductor"] = {"wall": 0.98, "cpu": 1.0}
     assert zoo.row("qwen2", res)[2] == "0.98 / 1.00" and len(zoo.row("qwen2", res)) == len(zoo.HEADER)
 
