@@ -227,6 +227,7 @@ def run(repeat: int = 3, size: str = "full", big_bytes: int = 100 * 2**20) -> di
             "big_tlparse_output_bytes": big_sizes[1],
             "big_report_rss_over_tlparse": round(large["ours"][1] / large["theirs"][1], 3),
             "big_report_first_paint": paint,
+            "big_report_first_paint_ms": paint.get("fcp"),
             "big_report_load_ms": paint.get("load"),
             "big_report_frame_ms": paint.get("frame"),
             "big_report_split_cpu_seconds": split,
