@@ -124,14 +124,22 @@ class Reader:
         buf = b""
         pos, scan, final = 0, 0, False
         next_report = 8 << 20
+        tried = -1  # the unit start last tried as a repeat (Note [A repeated payload is not searched])
         while True:
+            if pos != tried:
+                tried = pos
+                seen = self._repeat(buf, pos)
+                if seen is not None:
+                    yield seen[0]
+                    pos = scan = seen[1] + 1
+                    continue
             end = _UNIT_END.search(buf, scan)
             if not final and (end is None or end.start() == len(buf) - 1):  # the unit may go on: read more
                 if chunk is None:
                     # up to the next 4 MB of the text when the unit is long: progress is still said at each 8 MB
                     chunk = read(_CHUNK if len(buf) - pos < _LONG_UNIT else _CHUNK_LONG - self.chars % _CHUNK_LONG)
                 final = not chunk
-                buf, scan, pos = buf[pos:] + chunk, max(len(buf) - pos - 1, 0), 0
+                buf, scan, pos, tried = buf[pos:] + chunk, max(len(buf) - pos - 1, 0), 0, -1
                 self.chars += len(chunk)
                 chunk = None
                 if self.progress is not None and self.chars >= next_report:
@@ -150,6 +158,26 @@ class Reader:
             if end is None:
                 return
             pos = scan = stop + 1
+
+    def _repeat(self, buf: bytes, pos: int) -> Optional[tuple[Record, int]]:
+        """The record of the unit at ``pos`` and where it ends, if its payload is one kept (same md5, equal
+        bytes) and ``buf`` holds it and the byte after its end; else None, and nothing is counted.
+        See Note [A repeated payload is not searched]."""
+        nl = buf.find(b"\n", pos)
+        if nl < 0 or buf[nl + 1:nl + 2] != b"\t" or buf[pos] == 9:  # no payload line (9: a tab)
+            return None
+        rec = _fast_record(buf[pos:nl], self.lines + 1)
+        md5 = rec.meta.get("has_payload") if rec is not None else None
+        kept = self._kept.get(md5) if type(md5) is str else None
+        if kept is None:
+            return None
+        stop = nl + 2 + len(kept[0])
+        if stop + 1 >= len(buf) or buf[stop] != 10 or buf[stop + 1] == 9 or not buf.startswith(kept[0], nl + 2):
+            return None
+        self._kept[md5] = self._kept.pop(md5)  # the most recently used last, as _payload does
+        rec.payload = kept[1]
+        self.lines += 2 + kept[2]
+        return rec, stop
 
     def _unit(self, buf: bytes, pos: int, stop: int) -> Optional[Record]:
         """One line and the payload lines after it, ``buf[pos:stop]`` (Note [Reading a log in blocks]);
@@ -230,6 +258,17 @@ class Reader:
         self.skipped.append(f"line {lineno}: {why}")
 
 
+# Note [A repeated payload is not searched]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Most of a log's bytes are payloads it repeats (Note [Reading a log as bytes]), and finding where a
+# unit ends is a search of all its bytes for a newline not followed by a tab. So before that search,
+# a unit whose first line is a record read from its bytes (Note [Metadata lines read as bytes]) with
+# a payload line after it, whose md5 is one kept, is tried as a repeat: if the kept payload's bytes
+# follow the "\n\t" and are followed by a newline and a byte that is not a tab, that newline is where
+# the search would end the unit (every newline in a kept payload is followed by a tab, else its unit
+# would have ended there), and the record is the one ``_unit`` makes of it. Anything else (the bytes
+# differ, the buffer ends first) is searched and read as before. tests/test_trace_log_reader_fast.py
+# checks both ways give the same records.
 # Note [Metadata lines read as bytes]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # Nearly every metadata line is ASCII with the glog prefix and JSON msgspec reads as an object. Such
