@@ -34,8 +34,8 @@ def _read(data: bytes) -> tuple:
 
 
 def _ways(data: bytes, monkeypatch: pytest.MonkeyPatch) -> tuple[tuple, tuple, tuple, int, int]:
-    """(what the reader gives, what it gives with every line read as text, what it gives with no unit taken
-    as a repeat, records it read as text, units it took as a repeat)."""
+    """(what the reader gives, what it gives with every line read as text, what it gives with every unit's
+    end searched, records it read as text, units it took as a repeat)."""
     as_text = repeats = 0
     real_record, real_repeat = Reader._record, Reader._repeat
 
@@ -45,9 +45,9 @@ def _ways(data: bytes, monkeypatch: pytest.MonkeyPatch) -> tuple[tuple, tuple, t
         as_text += rec is not None
         return rec
 
-    def repeat(self: Reader, buf: bytes, pos: int) -> tuple[Record, int] | None:
+    def repeat(self: Reader, buf: bytes, pos: int, nl: int) -> tuple[Record, int] | None:
         nonlocal repeats
-        out = real_repeat(self, buf, pos)
+        out = real_repeat(self, buf, pos, nl)
         repeats += out is not None
         return out
 
@@ -59,14 +59,14 @@ def _ways(data: bytes, monkeypatch: pytest.MonkeyPatch) -> tuple[tuple, tuple, t
         m.setattr(reader_mod, "_PREFIX_BYTES", _NEVER)
         want = _read(data)
     with monkeypatch.context() as m:
-        m.setattr(Reader, "_repeat", lambda self, buf, pos: None)
+        m.setattr(reader_mod, "_KNOWN_ENDS", False)
         searched = _read(data)
     return got, want, searched, as_text, repeats
 
 
 def _both_ways(data: bytes, monkeypatch: pytest.MonkeyPatch) -> tuple[tuple, tuple, int]:
     """(what the reader gives, what it gives with every line read as text, records it read as text); the
-    reader with no unit taken as a repeat gives the same as the first."""
+    reader with every unit's end searched gives the same as the first."""
     got, want, searched, as_text, _ = _ways(data, monkeypatch)
     assert searched == got
     return got, want, as_text
@@ -140,13 +140,13 @@ def test_damaged_real_logs_load_the_same_capture_both_ways(real_log, seed, tmp_p
     repeats = []
     real_repeat = Reader._repeat
     with monkeypatch.context() as m:
-        m.setattr(Reader, "_repeat", lambda self, buf, pos: repeats.append(real_repeat(self, buf, pos)) or repeats[-1])
+        m.setattr(Reader, "_repeat", lambda self, buf, pos, nl: repeats.append(real_repeat(self, buf, pos, nl)) or repeats[-1])
         got = load()
     with monkeypatch.context() as m:
         m.setattr(reader_mod, "_PREFIX_BYTES", _NEVER)
         want = load()
     with monkeypatch.context() as m:
-        m.setattr(Reader, "_repeat", lambda self, buf, pos: None)
+        m.setattr(reader_mod, "_KNOWN_ENDS", False)
         searched = load()
     assert got == want == searched
     assert sum(r is not None for r in repeats) > (10 if seed == 0 else 0)

@@ -126,13 +126,21 @@ class Reader:
         next_report = 8 << 20
         tried = -1  # the unit start last tried as a repeat (Note [A repeated payload is not searched])
         while True:
-            if pos != tried:
+            if pos != tried and _KNOWN_ENDS:  # a unit starts at pos: where it ends may be known without a search
                 tried = pos
-                seen = self._repeat(buf, pos)
-                if seen is not None:
-                    yield seen[0]
-                    pos = scan = seen[1] + 1
-                    continue
+                nl = buf.find(b"\n", pos)
+                if 0 <= nl < len(buf) - 1:  # its first line and the byte after it are in buf
+                    if buf[nl + 1] != 9:  # not a tab: a unit of one line (what the search would find)
+                        rec = self._unit(buf, pos, nl)
+                        if rec is not None:
+                            yield rec
+                        pos = scan = nl + 1
+                        continue
+                    seen = self._repeat(buf, pos, nl)
+                    if seen is not None:
+                        yield seen[0]
+                        pos = scan = seen[1] + 1
+                        continue
             end = _UNIT_END.search(buf, scan)
             if not final and (end is None or end.start() == len(buf) - 1):  # the unit may go on: read more
                 if chunk is None:
@@ -159,12 +167,11 @@ class Reader:
                 return
             pos = scan = stop + 1
 
-    def _repeat(self, buf: bytes, pos: int) -> Optional[tuple[Record, int]]:
-        """The record of the unit at ``pos`` and where it ends, if its payload is one kept (same md5, equal
-        bytes) and ``buf`` holds it and the byte after its end; else None, and nothing is counted.
-        See Note [A repeated payload is not searched]."""
-        nl = buf.find(b"\n", pos)
-        if nl < 0 or buf[nl + 1:nl + 2] != b"\t" or buf[pos] == 9:  # no payload line (9: a tab)
+    def _repeat(self, buf: bytes, pos: int, nl: int) -> Optional[tuple[Record, int]]:
+        """The record of the unit at ``pos`` (its first line ends at ``nl``, a tab after it) and where the
+        unit ends, if its payload is one kept (same md5, equal bytes) and ``buf`` holds it and the byte
+        after its end; else None, and nothing is counted. See Note [A repeated payload is not searched]."""
+        if buf[pos] == 9:  # a payload line without a record
             return None
         rec = _fast_record(buf[pos:nl], self.lines + 1)
         md5 = rec.meta.get("has_payload") if rec is not None else None
@@ -262,13 +269,17 @@ class Reader:
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # Most of a log's bytes are payloads it repeats (Note [Reading a log as bytes]), and finding where a
 # unit ends is a search of all its bytes for a newline not followed by a tab. So before that search,
-# a unit whose first line is a record read from its bytes (Note [Metadata lines read as bytes]) with
+# the end of the unit's first line is found (a newline, at C speed); a unit whose first line is not
+# followed by a tab is that line (most records have no payload); a unit whose first line is a record read from its bytes (Note [Metadata lines read as bytes]) with
 # a payload line after it, whose md5 is one kept, is tried as a repeat: if the kept payload's bytes
 # follow the "\n\t" and are followed by a newline and a byte that is not a tab, that newline is where
 # the search would end the unit (every newline in a kept payload is followed by a tab, else its unit
 # would have ended there), and the record is the one ``_unit`` makes of it. Anything else (the bytes
 # differ, the buffer ends first) is searched and read as before. tests/test_trace_log_reader_fast.py
 # checks both ways give the same records.
+_KNOWN_ENDS = True  # False: every unit's end searched (tests compare the two)
+
+
 # Note [Metadata lines read as bytes]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # Nearly every metadata line is ASCII with the glog prefix and JSON msgspec reads as an object. Such
