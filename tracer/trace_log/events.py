@@ -323,6 +323,9 @@ PARSERS: list[Parser] = [
 _BY_EVENT: dict[str, list[Parser]] = {}  # the table's rows by event, in table order (one dict lookup per record)
 for _p in PARSERS:
     _BY_EVENT.setdefault(_p.event, []).append(_p)
+# an event whose only row takes every record of it (no artifact name to ask): its parse, found in one lookup
+_ONLY: dict[str, Callable[[Record, LogState, Optional[AttemptKey]], None]] = {
+    e: rows[0].parse for e, rows in _BY_EVENT.items() if len(rows) == 1 and rows[0].artifact is None}
 
 
 def apply(rec: Record, st: LogState) -> None:
@@ -330,6 +333,10 @@ def apply(rec: Record, st: LogState) -> None:
     event = rec.event
     try:
         key = st.attempt(rec)
+        parse = _ONLY.get(event)
+        if parse is not None:
+            parse(rec, st, key)
+            return
         for p in _BY_EVENT.get(event, ()):
             if p.artifact is None or p.artifact == _artifact_name(rec):
                 p.parse(rec, st, key)
