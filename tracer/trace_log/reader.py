@@ -131,7 +131,11 @@ class Reader:
                 nl = buf.find(b"\n", pos)
                 if 0 <= nl < len(buf) - 1:  # its first line and the byte after it are in buf
                     if buf[nl + 1] != 9:  # not a tab: a unit of one line (what the search would find)
-                        rec = self._unit(buf, pos, nl)
+                        rec = _fast_record(buf[pos:nl], self.lines + 1)
+                        if rec is None or "str" in rec.meta and len(rec.meta) == 1:
+                            rec = self._unit(buf, pos, nl)  # read as text, or an interned string: as any unit
+                        else:  # what _unit gives for it
+                            self.lines += 1
                         if rec is not None:
                             yield rec
                         pos = scan = nl + 1
