@@ -135,8 +135,8 @@ def test_progress_is_called_every_8_mb():
     big = _line({"a": 1}, "\n".join(["y" * 1023] * (17 << 10)))  # 17 MB of payload lines
     recs, r = _read(big, progress=calls.append)
     assert len(recs) == 1 and r.chars == len(big)
-    assert reader_mod._CHUNK == 4 << 20 and len(big) < 24 << 20
-    assert calls == [8 << 20, 16 << 20]  # characters read when the 2nd and 4th block came
+    assert len(big) < 24 << 20
+    assert calls == [8 << 20, 16 << 20]  # a long unit is read on in blocks that end at each 4 MB of the text
 
 
 class _ShortReads(io.StringIO):
@@ -151,7 +151,9 @@ def test_progress_after_short_reads_is_at_each_8_mb_passed():
     big = _line({"a": 1}, "\n".join(["y" * 1023] * (24 << 10)))  # just over 24 MB: reads end every 3 MB
     assert 24 << 20 < len(big) < 25 << 20
     list(Reader(_ShortReads(big), progress=calls.append))
-    assert calls == [9 << 20, 18 << 20, 24 << 20]  # the first read at or past 8, 16 and 24 MB
+    # reads of 512 KB, then up to each next 4 MB of the text (the unit is long), cut to 3 MB by the stream:
+    # 0.5, 1, 4, 7, 8, 11, 14, 16, 19, 22, 24 MB; the first read at or past 8, 16 and 24 MB
+    assert calls == [8 << 20, 16 << 20, 24 << 20]
 
 
 def test_looks_like_trace():

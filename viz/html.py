@@ -12,6 +12,7 @@ explorer. Every compile attempt is shown, the ones that did not compile greyed. 
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable, Optional
 
 from tracer.model import TIME_PHASES, Aot, Capture, Frame, Graph
@@ -42,12 +43,15 @@ def subgraph_tree_html(frame: Frame) -> str:
     return render("tree.html.j2", frame=frame)
 
 
+_OP = operator.attrgetter("op")
+
+
 def _partition_html(aot: Aot) -> str:
     rows = []
     for name in ("joint", "forward", "backward", "inference"):
         g = getattr(aot, name)
         if g is not None:
-            kinds = [n.op for n in g.nodes]  # counted at C speed: a training step's graphs are thousands of nodes
+            kinds = list(map(_OP, g.nodes))  # counted at C speed: a training step's graphs are thousands of nodes
             inputs = kinds.count("placeholder")
             rows.append([name, len(kinds), len(kinds) - inputs - kinds.count("output"), inputs])
     return render("partition.html.j2", rows=rows, tables=fragment(panels.aot_tables_html(aot)))

@@ -204,6 +204,9 @@ _GUARDS_KEPT: collections.OrderedDict[bytes, str] = collections.OrderedDict()
 _SHARED_GUARDS: collections.OrderedDict[tuple[Any, ...], tuple[tuple[Guard, ...], str]] = collections.OrderedDict()
 
 
+_READ_ONLY_ONLY = {ReadOnlyGuard}
+
+
 def guards_html(guards: Sequence[Guard], text: str = "", *, report: bool = False) -> str:
     """Guards grouped by the variable they guard (:func:`viz.guard_groups.group_guards`), folded, with
     the count of every kind; filtered by ``text`` (then the groups that match are open).
@@ -213,7 +216,7 @@ def guards_html(guards: Sequence[Guard], text: str = "", *, report: bool = False
     guards as markup were most of a report's bytes. See Note [Trusted fragments] for the JSON block.
     Equal guards give the same text, rendered once (Note [Equal guards rendered once], Note [Shared
     guards rendered once])."""
-    if guards and all(type(g) is ReadOnlyGuard for g in guards):
+    if guards and set(map(type, guards)) == _READ_ONLY_ONLY:  # all read-only (at C speed: 1,600 guards a frame)
         held = tuple(guards)
         ids = (text, report, *map(id, held))
         hit = _SHARED_GUARDS.get(ids)

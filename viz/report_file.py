@@ -82,6 +82,24 @@ _PART = re.compile(r'\n?<script type="application/octet-stream" class="ds-part" 
 _DATA, _INFO = "\ue000ds-drawings\ue000", "\ue000ds-node-info\ue000"  # cut marks (the template's, after the body)
 
 
+def _frame_template() -> tuple[str, str, str, str]:
+    """The text of report_frame.html.j2 around its body, drawings and facts, rendered once: the body goes in
+    as it is (a fragment), so the frame's HTML is these pieces and the three joined, and its text is not
+    searched for the cut marks (a frame's body is megabytes; a mark in it would widen it to 2 bytes a character)."""
+    global _TEMPLATE
+    if _TEMPLATE is None:
+        html = render("report_frame.html.j2", body=fragment(_BODY), data=fragment(_DATA), info=fragment(_INFO))
+        before, _, rest = html.partition(_BODY)
+        rest, _, end = rest.rpartition(_INFO)
+        after, _, mid = rest.rpartition(_DATA)
+        _TEMPLATE = (before, after, mid, end)
+    return _TEMPLATE
+
+
+_BODY = "\ue000ds-body\ue000"
+_TEMPLATE: Optional[tuple[str, str, str, str]] = None
+
+
 class _Parts:
     """The parts written so far (Note [Equal parts of payloads stored once]): key -> number. A part
     comes as pieces (the drawings JSON alone; the facts block between the template's text around it)
@@ -134,9 +152,8 @@ def _frame_pieces(cap: Capture, frame: Frame, cache: Optional[DrawingCache], fac
     data, (graphs,) = report_data([frame], cache, times)
     extra = (lambda f, kind, node: time_facts(profile, f, kind, node)) if profile is not None else None
     body = frame_html(frame, graphs, frame_code_html(cap, frame), cache=cache)
-    html = render("report_frame.html.j2", body=fragment(body), data=fragment(_DATA), info=fragment(_INFO))
-    rest, _, end = html.rpartition(_INFO)  # the last marks are the template's: the body comes before them
-    head, _, mid = rest.rpartition(_DATA)
+    before, after, mid, end = _frame_template()
+    head = before + body + after
     digest = cache.nodes_digest if cache is not None else None
     return head, data, (mid, report_info([frame], facts, extra, digest), end)
 

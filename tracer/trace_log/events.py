@@ -113,10 +113,13 @@ class LogState:
     def attempt(self, rec: Record) -> Optional[AttemptKey]:
         m = rec.meta
         fid, cid = m.get("frame_id"), m.get("frame_compile_id")
-        if not _count(fid) or not _count(cid) or m.get("compiled_autograd_id") is not None:
+        # ``type(v) is int``: what JSON gives for a whole number (bool is its own type); anything else asks _count
+        if not (type(fid) is int and type(cid) is int and fid >= 0 and cid >= 0) and not (_count(fid) and _count(cid)):
+            return None
+        if m.get("compiled_autograd_id") is not None:
             return None
         attempt = m.get("attempt") or 0
-        key = (fid, cid, attempt if _count(attempt) else 0)
+        key = (fid, cid, attempt if type(attempt) is int and attempt >= 0 or _count(attempt) else 0)
         if key not in self.attempts:
             self.attempts[key] = AttemptLog()
             self.order.append(key)
@@ -320,18 +323,26 @@ PARSERS: list[Parser] = [
 _BY_EVENT: dict[str, list[Parser]] = {}  # the table's rows by event, in table order (one dict lookup per record)
 for _p in PARSERS:
     _BY_EVENT.setdefault(_p.event, []).append(_p)
+# an event whose only row takes every record of it (no artifact name to ask): its parse, found in one lookup
+_ONLY: dict[str, Callable[[Record, LogState, Optional[AttemptKey]], None]] = {
+    e: rows[0].parse for e, rows in _BY_EVENT.items() if len(rows) == 1 and rows[0].artifact is None}
 
 
 def apply(rec: Record, st: LogState) -> None:
     """Hand ``rec`` to the first parser it concerns; count it as ignored or unknown otherwise."""
+    event = rec.event
     try:
         key = st.attempt(rec)
-        for p in _BY_EVENT.get(rec.event, ()):
+        parse = _ONLY.get(event)
+        if parse is not None:
+            parse(rec, st, key)
+            return
+        for p in _BY_EVENT.get(event, ()):
             if p.artifact is None or p.artifact == _artifact_name(rec):
                 p.parse(rec, st, key)
                 return
     except Exception as e:  # except: records a problem (a damaged record: keep going, say which line)
         # the parsers' messages hold no text from the record, so the line stays short
-        st.problems.append(f"line {rec.line}: {rec.event} not read ({type(e).__name__}: {e})")
+        st.problems.append(f"line {rec.line}: {event} not read ({type(e).__name__}: {e})")
         return
-    (st.ignored if rec.event in IGNORED else st.unknown)[rec.event] += 1
+    (st.ignored if event in IGNORED else st.unknown)[event] += 1
