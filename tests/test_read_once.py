@@ -56,6 +56,7 @@ class _Forgetful(dict):
 
 def _forgetful_init(self: ReadOnce) -> None:
     self.tensors = _Forgetful()
+    self.texts = {}
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> list:

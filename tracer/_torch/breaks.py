@@ -54,7 +54,7 @@ def format_stack(stack: Any, lines: Optional[dict[tuple[Any, Any, Any], str]] = 
         except Exception:  # except: display text only (a stack line as the frame's own text)
             text = str(fs)
         out.append(text)
-    return out
+    return out.copy()  # at its exact size: appends leave room for more (Note [Equal texts held once per conversion])
 
 
 def _user_frames(stack: Any) -> list[Any]:

@@ -127,7 +127,8 @@ def _source_of(stack_trace: str) -> Optional[dict[str, Any]]:
     if not mine:  # only dynascope's own frames: no line of the user's or torch's to show
         return None
     m = (user or mine)[-1]
-    return {"file": m.group("file"), "line": int(m.group("line")), "fn": m.group("fn").strip(),
+    # file and function names interned: many distinct traces name the same few (Note [Equal texts held once per conversion])
+    return {"file": sys.intern(m.group("file")), "line": int(m.group("line")), "fn": sys.intern(m.group("fn").strip()),
             "code": m.group("code").strip()}
 
 
@@ -213,6 +214,19 @@ def readable_code(gm: Any) -> str:
         return ""
 
 
+# Note [Equal texts held once per conversion]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A node's target and its constant arguments are display texts made per node: ``repr(2)``, ``"[0]"``,
+# ``"torch.contiguous_format"``, ``"operator.getitem"`` come out as a new string for every node that
+# has them, and the joint, forward and backward graphs repeat them all (Swin: 2,000 copies of ~30
+# texts, 150 kB of its capture). Strings are immutable, so equal ones are held once: the conversion's
+# ``ReadOnce.texts`` maps each text to the first object made for it (a ``setdefault`` per text, no
+# more work per node than one dict operation), for the life of one graph's conversion or one AOT
+# compile's, as the tensors it read (Note [Values read once per conversion]). Lists stay one per node
+# (a node's lists and dicts are its own); the lists built here are copied once to their exact size
+# (``.copy()``: a list comprehension keeps room for 4 items, 24 bytes too many for 1).
+
+
 def graph_from_fx(
     gm_or_graph: Any,
     name: str = "",
@@ -234,17 +248,18 @@ def graph_from_fx(
     fx_graph = gm_or_graph.graph if isinstance(gm_or_graph, torch.fx.GraphModule) else gm_or_graph
     gm = gm_or_graph if isinstance(gm_or_graph, torch.fx.GraphModule) else getattr(fx_graph, "owning_module", None)
     nodes: list[Node] = []
+    keep = seen.texts.setdefault  # See Note [Equal texts held once per conversion]
     for n in fx_graph.nodes:
         target = target_str(n)  # the reads that may say a problem, in the order they always ran
         meta = node_meta(n, seen)
         node = Node(  # positional, in field order: name, op, target, args, kwargs, inputs, users, role, calls, meta
             n.name,
             n.op,
-            target,
-            [a.name if type(a) is fx_node else display(a) for a in n.args],
-            {str(k): display(v) for k, v in n.kwargs.items()},
-            [a.name for a in n.all_input_nodes],
-            [u.name for u in n.users],
+            keep(target, target),
+            [a.name if type(a) is fx_node else keep(t := display(a), t) for a in n.args].copy(),
+            {keep(ks := str(k), ks): keep(t := display(v), t) for k, v in n.kwargs.items()} if n.kwargs else {},
+            [a.name for a in n.all_input_nodes].copy(),
+            [u.name for u in n.users].copy(),
             _default_role(n, gm),
             [],
             meta,

@@ -123,12 +123,14 @@ _PLAIN_TENSOR_TYPES = {"FakeTensor", "FunctionalTensor", "Tensor"}
 # says it again, as before. BERT: 2,256 tensor reads per capture, 1,079 distinct tensors. (Keeping
 # converted ``nn_module_stack`` lists by content was measured too, and was slower than converting.)
 class ReadOnce:
-    """The tensors one conversion (or one AOT compile) already read, by identity, with their meta."""
+    """The tensors one conversion (or one AOT compile) already read, by identity, with their meta; and the
+    display texts it made, each held once (Note [Equal texts held once per conversion] in tracer/_torch/fx_graph.py)."""
 
-    __slots__ = ("tensors",)
+    __slots__ = ("tensors", "texts")
 
     def __init__(self) -> None:
         self.tensors: dict[int, tuple[Any, dict[str, Any]]] = {}
+        self.texts: dict[str, str] = {}
 
 
 def _copy_meta(meta: dict[str, Any]) -> dict[str, Any]:

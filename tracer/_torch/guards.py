@@ -33,6 +33,8 @@ def guards_from_set(guards: Any) -> list[Guard]:
     except Exception:  # except: display text only (the order guards are listed in)
         items = list(guards)
     lines: dict[tuple[Any, Any, Any], str] = {}  # one string per distinct user frame (format_stack)
+    # one string per distinct source and check text: Note [Equal texts held once per conversion] in tracer/_torch/fx_graph.py
+    keep = {}.setdefault
     for g in items:
         try:
             kind = g.create_fn_name()
@@ -40,11 +42,11 @@ def guards_from_set(guards: Any) -> list[Guard]:
             unknown("a guard's kind", e)
             kind = "unknown"
         try:
-            source = str(g.name)
+            source = keep(t := str(g.name), t)
         except Exception as e:  # except: records a problem (source "")
             unknown(f"the source of a {kind} guard", e)
             source = ""
-        code = [str(c) for c in (getattr(g, "code_list", None) or [])]
+        code = [keep(t := str(c), t) for c in (getattr(g, "code_list", None) or [])].copy()  # exact size
         out.append(Guard(kind=str(kind), source=source, code=code, user_stack=format_stack(getattr(g, "user_stack", None), lines)))
     return out
 

@@ -15,7 +15,7 @@ from tracer.model.lazy import lazy_fields
 __all__ = ["BreakGroup", "Guard", "GraphBreak", "Recompile"]
 
 
-@dataclass
+@dataclass(slots=True)  # See Note [Slots on the per-node records]
 class Guard:
     """One guard Dynamo installed on a frame."""
 

@@ -127,17 +127,25 @@ class ReadOnlyGuard(_Frozen, Guard):
     """A ``Guard`` shared by the frames of a read-only capture that logged the same guard tree: as
     :class:`ReadOnlyNode`, every write raises :class:`ReadOnlyError`."""
 
+    __slots__ = ()
     _plain, _fields = Guard, _GUARD_FIELDS
 
     def _what(self) -> str:
         return f"guard {self.kind} {self.source!r}"
 
 
+class _UnfrozenGuard(Guard):
+    """A Guard with ReadOnlyGuard's layout, as ``_Unfrozen`` is for nodes (Note [Read-only nodes built in one call])."""
+
+    __slots__ = ()
+
+
 def read_only_guard(kind: str, source: str, code: Any, user_stack: Any) -> Guard:
     """The ReadOnlyGuard ``freeze_guards`` makes of ``Guard(kind, source, list(code), list(user_stack))`` when
-    ``code`` and ``user_stack`` hold strings: its fields written into its ``__dict__`` at once, in field order."""
-    g = ReadOnlyGuard.__new__(ReadOnlyGuard)
-    g.__dict__.update(kind=kind, source=source, code=_List(code), user_stack=_List(user_stack))
+    ``code`` and ``user_stack`` hold strings: its fields stored by Guard's own ``__init__``, then its class set
+    (Note [Read-only nodes built in one call])."""
+    g = _UnfrozenGuard(kind, source, _List(code), _List(user_stack))
+    g.__class__ = ReadOnlyGuard
     return g
 
 
@@ -175,6 +183,7 @@ class _Unfrozen(Node):
 
 # Note [Read-only nodes built in one call]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# (Guards likewise: ``read_only_guard`` builds an ``_UnfrozenGuard`` and sets its class to ReadOnlyGuard.)
 # A ReadOnlyNode refuses ``__setattr__``, so its ten fields were written one ``object.__setattr__``
 # call each, a tenth of keeping a parse (tracer/trace_log/deferred.py ``_keep``). Instead the node is
 # made as an ``_Unfrozen`` (a Node subclass adding no slot and no method: Node's own ``__init__``
