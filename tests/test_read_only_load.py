@@ -209,3 +209,17 @@ def test_equal_guard_trees_share_read_only_guards(log):
     assert type(mine) is tracer.Guard and g.code != mine.code
     fa.guards.append(mine)  # the frame's own list: this frame only
     assert len(fa.guards) == len(fb.guards) + 1
+
+
+def test_equal_graphs_of_two_read_only_loads_share_one_text_that_is_not_interned(log):
+    """Equal read-only graphs share their code text through the kept parse, not through ``sys.intern``,
+    whose strings are immortal on Python 3.12 (a graph's text would stay for the life of the process)."""
+    import sys
+
+    a, b = load_trace(log, read_only=True), load_trace(log, read_only=True)
+    ga, gb = _shared_pair(a)[0], None
+    for g in _graphs(b):
+        if g.nodes is ga.nodes:
+            gb = g
+    assert gb is not None and gb.code == ga.code and gb.code is ga.code  # one string, also across loads
+    assert sys.intern("".join(ga.code)) is not ga.code  # an equal string is not found in the intern table

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import operator
-import sys
 from collections import OrderedDict
 from typing import Any, Callable, Hashable, NamedTuple, Optional
 
@@ -322,7 +321,7 @@ def parse_finished(problems: list[str], text: str, line: int, name: str, finish:
         problems.extend(f"line {line}: {e}" for e in _errors(out))
         if reads is not None:
             reads()
-    out.graph.code = text
+    out.graph.code = kept.code if read_only else text  # read-only: equal texts one string (Note [Read-only graphs])
     return out
 
 
@@ -342,7 +341,7 @@ def deferred_graph(frame: Frame, text: str, line: int, name: str,
     g = Graph(code=text, name=name)
     read_only = _READ_ONLY.get()
 
-    def parse() -> list[Node]:
+    def parse() -> Optional[Graph]:
         problems = peek(frame, "problems")
         try:
             if key is not None and finish is not None:
@@ -353,17 +352,17 @@ def deferred_graph(frame: Frame, text: str, line: int, name: str,
                     finish(parsed.graph)
         except Exception as e:  # except: records a problem (parsing runs inside whatever view reads the graph first)
             problems.append(f"line {line}: {name or 'output'} graph text not parsed ({type(e).__name__}: {e})"[:300])
-            return []
-        if parsed is None:
-            return []
-        if parsed.children:  # ruled out by Note [Which logged graphs wait]; said, not dropped silently
+            return None
+        if parsed is not None and parsed.children:  # ruled out by Note [Which logged graphs wait]; said, not dropped silently
             problems.append(f"line {line}: {name or 'output'} graph has bodies {sorted(parsed.children)} that were not read")
-        return parsed.graph.nodes
+        return None if parsed is None else parsed.graph
 
     def fill() -> None:
-        nodes = parse()
-        if read_only:  # equal texts of other frames and ranks share one string too
-            g.nodes, g.code = freeze_nodes(nodes), sys.intern(text)  # a shared list is read-only already
+        parsed = parse()
+        nodes = [] if parsed is None else parsed.nodes
+        if read_only:  # a kept parse's text: equal graphs of other frames and ranks share one string too
+            # not ``sys.intern``: interned strings are immortal on Python 3.12, a graph's text would stay for good
+            g.nodes, g.code = freeze_nodes(nodes), parsed.code if parsed is not None and parsed.code == text else text
         else:
             g.nodes = nodes
 
