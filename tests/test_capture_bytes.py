@@ -135,3 +135,27 @@ def test_a_read_only_guard_built_in_one_call_is_the_field_by_field_one():
     assert type(plain) is Guard and plain == g
     plain.code.append("x")
     assert g.code == ["check"]
+
+
+def test_equal_stack_traces_are_one_object_not_interned_and_the_table_is_bounded(cap, monkeypatch):
+    """Note [One object per stack trace] in tracer/_torch/fx_graph.py: the joint, forward and backward
+    graphs' equal traces are one object, not an interned one (immortal on Python 3.12), and the table
+    forgets its oldest traces past its bound."""
+    from tracer._torch import fx_graph
+
+    traces: dict[str, set[int]] = {}
+    for g in (cap.frames[0].graph, *(getattr(cap.frames[0].aot, k) for k in ("joint", "forward", "backward"))):
+        for n in g.nodes:
+            st = n.meta.get("stack_trace")
+            if st:
+                traces.setdefault(st, set()).add(id(st))
+    assert traces and all(len(ids) == 1 for ids in traces.values())
+    one = next(iter(traces))
+    assert sys.intern("".join(one)) is not one  # an equal string is not found in the intern table
+
+    monkeypatch.setattr(fx_graph, "_TRACES", {})
+    monkeypatch.setattr(fx_graph, "_TRACES_MAX", 3)
+    texts = [f"File \"x.py\", line {i}, in f\n    y = {i}" for i in range(5)]
+    assert [fx_graph._one_trace(t) is t for t in texts] == [True] * 5
+    assert list(fx_graph._TRACES) == texts[2:]  # the oldest two forgotten
+    assert fx_graph._one_trace("".join(texts[4])) is texts[4]

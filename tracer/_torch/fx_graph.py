@@ -114,7 +114,28 @@ def source_of(stack_trace: Optional[str]) -> Optional[dict[str, Any]]:
     return dict(src) if src is not None else None
 
 
-@functools.lru_cache(maxsize=8192)
+# Note [One object per stack trace]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The joint, forward and backward graphs carry equal but separate stack-trace strings of 2-5 kB per
+# node; held once, they are a fraction of a capture's bytes. Not by ``sys.intern``: interned strings
+# are immortal on Python 3.12 (PEP 683), so every trace a process ever converted would stay. A table of
+# the last ``_TRACES_MAX`` distinct traces instead, as many as ``_source_of``'s cache keeps as keys
+# anyway (the same objects: it is called with the one from the table), the oldest forgotten first.
+_TRACES: dict[str, str] = {}
+_TRACES_MAX = 8192
+
+
+def _one_trace(st: str) -> str:
+    """The one object held for text ``st`` (Note [One object per stack trace])."""
+    got = _TRACES.get(st)
+    if got is None:
+        while len(_TRACES) >= _TRACES_MAX:
+            _TRACES.pop(next(iter(_TRACES)), None)
+        got = _TRACES.setdefault(st, st)
+    return got
+
+
+@functools.lru_cache(maxsize=_TRACES_MAX)
 def _source_of(stack_trace: str) -> Optional[dict[str, Any]]:
     # Memoized: every node a user line makes carries the same stack_trace string (a layer of a
     # transformer gives dozens of aten nodes per line, and the joint, forward and backward graphs
@@ -178,9 +199,7 @@ def node_meta(node: torch.fx.Node, seen: Optional[ReadOnce] = None) -> dict[str,
         meta = {}
     st = fx_meta.get("stack_trace")
     if isinstance(st, str) and st:
-        # one object per distinct trace: the joint, forward and backward graphs carry equal but separate
-        # strings of 2-5 kB each (interned strings are freed with their last reference)
-        meta["stack_trace"] = st = sys.intern(st) if type(st) is str else st
+        meta["stack_trace"] = st = _one_trace(st) if type(st) is str else st  # Note [One object per stack trace]
         src = source_of(st)
         if src:
             meta["source"] = src
