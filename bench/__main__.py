@@ -277,14 +277,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--zoo", action="store_true", help="only the zoo: capture cost on real transformers architectures (bench/zoo.py)")
     p.add_argument("--zoo-models", default="", help="comma-separated zoo models (default: all)")
     p.add_argument("--zoo-rounds", type=int, default=7, help="alternating rounds per model after a warm-up (default 7)")
-    p.add_argument("--zoo-heap", choices=("frozen", "live"), default="frozen",
-                   help="time each side with the heap frozen (default) or live (Note [The zoo's heap frozen while timed])")
     a = p.parse_args(argv)
     if a.zoo:
         from bench import zoo
 
         names = tuple(n for n in a.zoo_models.split(",") if n) or tuple(zoo.ZOO)
-        res = zoo.run(names, rounds=a.zoo_rounds, heap=a.zoo_heap, log=lambda line: print(line, flush=True))
+        res = zoo.run(names, rounds=a.zoo_rounds, log=lambda line: print(line, flush=True))
         print(json.dumps(res, sort_keys=True, default=str), flush=True)
         return 0
     print(row_text(HEADER), flush=True)

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-__all__ = ["Collections", "Timed", "collections", "fresh", "frozen_heap", "median", "timed"]
+__all__ = ["Collections", "Timed", "collections", "fresh", "median", "timed"]
 
 
 @dataclass
@@ -66,7 +66,8 @@ class Collections:
 
 @contextlib.contextmanager
 def collections() -> Iterator[Collections]:
-    """Count the collector's collections and time them (``gc.callbacks``) while the block runs."""
+    """Count the collector's collections and time them (``gc.callbacks``) while the block runs (Note
+    [Collections counted per side] in bench/zoo.py)."""
     out = Collections()
     started: list[float] = []
 
@@ -82,28 +83,3 @@ def collections() -> Iterator[Collections]:
         yield out
     finally:
         gc.callbacks.remove(on_collect)
-
-
-# Note [The zoo's heap frozen while timed]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# A full collection walks every object the process holds; in the zoo's process that is 170-190k
-# objects of imported modules (~0.2 s of a 1.2 s compile), a cost set by what the *measuring* process
-# imported, not by the compile. Where one falls is decided by the collector's counters, so over 7
-# rounds it lands on one side or the other by chance: the same compiles read 1.05 from
-# ``python -m bench --zoo`` and 1.03 from a bare process (bench/RESULTS.md, 2026-11-27 11:07). Amortised,
-# an object a compile keeps costs about four visits of full collections (one runs when the survivors
-# since the last reach a quarter of the old heap), microseconds per capture, not 0.2 s. So each side is
-# timed with the heap *frozen* (``gc.freeze()`` after ``fresh()``'s collection): collections still run
-# when they would, but walk only the objects that side made, which is what a side's own objects cost.
-# Each side's collections are counted and timed (``collections()``), and ``heap="live"`` measures the
-# unfrozen way, so the difference stays visible.
-@contextlib.contextmanager
-def frozen_heap() -> Iterator[None]:
-    """Collect, then move every object alive into the collector's permanent generation for the block
-    (Note [The zoo's heap frozen while timed]); back to the oldest generation after it."""
-    gc.collect()
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
