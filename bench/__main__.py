@@ -277,12 +277,24 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--zoo", action="store_true", help="only the zoo: capture cost on real transformers architectures (bench/zoo.py)")
     p.add_argument("--zoo-models", default="", help="comma-separated zoo models (default: all)")
     p.add_argument("--zoo-rounds", type=int, default=7, help="alternating rounds per model after a warm-up (default 7)")
+    p.add_argument("--zoo-processes", type=int, default=1,
+                   help="fresh processes per model and backend, their rounds pooled (default 1)")
+    p.add_argument("--zoo-published", action="store_true",
+                   help="only the held bytes of the zoo's architectures at their published sizes (bench/zoo_published.py; "
+                        "needs ~16 GB of memory)")
     a = p.parse_args(argv)
+    if a.zoo_published:
+        from bench import zoo_published
+
+        names = tuple(n for n in a.zoo_models.split(",") if n) or tuple(zoo_published.PUBLISHED)
+        res = zoo_published.run(names, log=lambda line: print(line, flush=True))
+        print(json.dumps(res, sort_keys=True), flush=True)
+        return 0
     if a.zoo:
         from bench import zoo
 
         names = tuple(n for n in a.zoo_models.split(",") if n) or tuple(zoo.ZOO)
-        res = zoo.run(names, rounds=a.zoo_rounds, log=lambda line: print(line, flush=True))
+        res = zoo.run(names, rounds=a.zoo_rounds, processes=a.zoo_processes, log=lambda line: print(line, flush=True))
         print(json.dumps(res, sort_keys=True, default=str), flush=True)
         return 0
     print(row_text(HEADER), flush=True)

@@ -1,8 +1,9 @@
 """``python -m bench --zoo``: capture cost on real architectures, built from ``transformers`` configs with random weights.
 
 Invariant: every model is a real ``transformers`` architecture (GPT-2, BERT, T5, Llama, Mistral,
-Qwen2, Mixtral, ViT, Swin) at a small config, seeded, no download. Per model and round, in rotating
-order from a fresh Dynamo state: plain ``torch.compile(backend=...)`` and ``tracer.capture`` with the
+Qwen2, Mixtral, ViT, Swin) at a small config, seeded, no download. Each model's measurement runs in a
+Python process of its own (Note [Each row in a process of its own]); per round, in rotating order from a
+fresh Dynamo state: plain ``torch.compile(backend=...)`` and ``tracer.capture`` with the
 same backend, each a first call plus ``sum(outputs).backward()`` (a training step's compile); the
 ratio is the median of per-round ratios, wall and CPU, with each side's collections counted (Note
 [Collections counted per side]). Also the bytes a capture holds (what
@@ -18,7 +19,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import tracemalloc
 from typing import Any, Callable
@@ -28,7 +32,8 @@ import torch
 import tracer
 from bench.timing import collections, fresh, median, timed
 
-__all__ = ["HEADER", "ZOO", "INDUCTOR_MODELS", "held_and_report", "make", "measure", "row", "run"]
+__all__ = ["HEADER", "ZOO", "INDUCTOR_MODELS", "held_and_report", "in_fresh_process", "make", "measure", "pooled", "row",
+           "run"]
 
 VOCAB, SEQ, BATCH = 1000, 32, 2
 
@@ -142,7 +147,7 @@ def _sides(model: torch.nn.Module, args: tuple, backend: str) -> dict[str, Calla
 # user's (Note [No cyclic GC while a log is read] in tracer/_no_gc.py) and records differently, so
 # that would measure another capture (2026-11-27 14:30, GPT-2: 1.22 frozen against 1.02 live, when a
 # capture still counted the frozen objects at each of its six recording steps).
-def measure(name: str, *, rounds: int = 7, backend: str = "aot_eager") -> dict[str, Any]:
+def measure(name: str, rounds: int = 7, backend: str = "aot_eager") -> dict[str, Any]:
     """capture ÷ plain (median of per-round ratios, wall and CPU) after one warm-up round; ``gc``: each
     side's collections per generation and their seconds, summed over the rounds (Note [Collections counted per side])."""
     model, args = make(name)
@@ -164,12 +169,27 @@ def measure(name: str, *, rounds: int = 7, backend: str = "aot_eager") -> dict[s
             del t
             model.zero_grad(set_to_none=True)
     fresh()
-    ratio = {kind: median([c / p for c, p in zip(d["capture"], d["plain"], strict=True)])
-             for kind, d in (("wall", wall), ("cpu", cpu))}
+    ratios = {kind: [round(c / p, 4) for c, p in zip(d["capture"], d["plain"], strict=True)]
+              for kind, d in (("wall", wall), ("cpu", cpu))}
     for g in gcs.values():
         g["seconds"] = round(g["seconds"], 3)
-    return {"wall": round(ratio["wall"], 3), "cpu": round(ratio["cpu"], 3), "rounds": rounds,
-            "plain_s": round(median(wall["plain"]), 3), "capture_s": round(median(wall["capture"]), 3), "gc": gcs}
+    return {"wall": round(median(ratios["wall"]), 3), "cpu": round(median(ratios["cpu"]), 3), "rounds": rounds,
+            "plain_s": round(median(wall["plain"]), 3), "capture_s": round(median(wall["capture"]), 3), "gc": gcs,
+            "ratios": ratios, "seconds": {"plain": [round(x, 4) for x in wall["plain"]],
+                                          "capture": [round(x, 4) for x in wall["capture"]]}}
+
+
+def pooled(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """``measure`` results of one model and backend from several processes as one: the median of every
+    round's ratio, the median seconds of every round, the collections and their seconds summed."""
+    ratios = {k: [r for p in parts for r in p["ratios"][k]] for k in ("wall", "cpu")}
+    seconds = {k: [x for p in parts for x in p["seconds"][k]] for k in ("plain", "capture")}
+    gcs = {side: {"collections": [sum(p["gc"][side]["collections"][g] for p in parts) for g in range(3)],
+                  "seconds": round(sum(p["gc"][side]["seconds"] for p in parts), 3)} for side in ("plain", "capture")}
+    return {"wall": round(median(ratios["wall"]), 3), "cpu": round(median(ratios["cpu"]), 3),
+            "rounds": sum(p["rounds"] for p in parts), "processes": len(parts),
+            "per_process_cpu": [p["cpu"] for p in parts], "plain_s": round(median(seconds["plain"]), 3),
+            "capture_s": round(median(seconds["capture"]), 3), "gc": gcs, "ratios": ratios, "seconds": seconds}
 
 
 def held_and_report(name: str) -> dict[str, Any]:
@@ -220,17 +240,44 @@ def row(name: str, res: dict[str, Any]) -> tuple[str, ...]:
             f"{res['load'][0]:.1f}")
 
 
-def run(names: tuple[str, ...] = tuple(ZOO), *, rounds: int = 7, inductor: tuple[str, ...] = INDUCTOR_MODELS,
-        log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Every zoo figure; ``log`` gets the header, then one row per model as it is measured (``load``: the
-    1-, 5- and 15-minute ``os.getloadavg()`` when the model's measurement started)."""
-    out: dict[str, Any] = {"zoo_rounds": rounds, "zoo_load_before": os.getloadavg()[0]}
+# Note [Each row in a process of its own]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Measured one after another in one process, a model's ratio depended on which models ran before it
+# (bench/RESULTS.md, 2026-11-27 17:31-17:50): Mistral read 1.04 alone and 1.08-1.10 after Llama; Llama
+# 1.06 first and 1.02 after T5; ViT under Inductor 1.01 with only Inductor compiles before it and 0.93
+# after its own aot_eager rounds. The plain side's seconds moved with it (Llama's plain compile 1.47 s
+# first, 2.14 s after GPT-2, BERT and T5), so what moved is the state earlier compiles leave in the
+# process (its heap, torch's and transformers' caches that ``torch.compiler.reset()`` does not clear),
+# not the capture. So, as pyperf runs each benchmark in worker processes, every ``measure`` (one model,
+# one backend) and every ``held_and_report`` runs in a fresh Python process that imports only this
+# module; a row no longer depends on the zoo's order, and the two sides within it still alternate.
+def in_fresh_process(fn: str, *args: Any, timeout: float = 1800) -> Any:
+    """``bench.zoo.<fn>(*args)`` run in a new Python process (Note [Each row in a process of its own]); its
+    JSON result. A failing child raises ``RuntimeError`` with the end of its stderr."""
+    code = ("import json, sys; from bench import zoo; "
+            f"print(json.dumps(zoo.{fn}(*json.loads(sys.argv[1]))), flush=True)")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, "-c", code, json.dumps(args)], cwd=root, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"bench.zoo.{fn}{args!r} failed in its process (exit {done.returncode}): {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def run(names: tuple[str, ...] = tuple(ZOO), *, rounds: int = 7, processes: int = 1,
+        inductor: tuple[str, ...] = INDUCTOR_MODELS, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Every zoo figure, each measurement in a process of its own (Note [Each row in a process of its
+    own]), ``rounds`` rounds in each of ``processes`` processes per model and backend, pooled; ``log`` gets
+    the header, then one row per model as it is measured (``load``: the 1-, 5- and 15-minute
+    ``os.getloadavg()`` when the model's measurement started)."""
+    out: dict[str, Any] = {"zoo_rounds": rounds, "zoo_processes": processes, "zoo_load_before": os.getloadavg()[0]}
     log(" | ".join(HEADER))
     for name in names:
-        res: dict[str, Any] = {"load": [round(x, 2) for x in os.getloadavg()], "aot_eager": measure(name, rounds=rounds)}
-        if name in inductor:
-            res["inductor"] = measure(name, rounds=rounds, backend="inductor")
-        res.update(held_and_report(name))
+        res: dict[str, Any] = {"load": [round(x, 2) for x in os.getloadavg()]}
+        for backend in ("aot_eager", "inductor") if name in inductor else ("aot_eager",):
+            res[backend] = pooled([in_fresh_process("measure", name, rounds, backend) for _ in range(processes)])
+        res.update(in_fresh_process("held_and_report", name))
         out[f"zoo_{name}"] = res
         log(" | ".join(row(name, res)))
     out["zoo_load_after"] = os.getloadavg()[0]

@@ -149,6 +149,36 @@ def test_zoo_row_prints_every_figure_and_dashes_what_was_not_measured():
     assert zoo.row("qwen2", res)[2] == "0.98 / 1.00" and len(zoo.row("qwen2", res)) == len(zoo.HEADER)
 
 
+def test_zoo_pools_the_rounds_of_several_processes():
+    """``--zoo-processes N``: the ratio is the median of every round of every process (not a median of
+    medians), the collections are summed."""
+    from bench import zoo
+
+    def part(ratios, plain, full):
+        return {"rounds": len(ratios), "cpu": sorted(ratios)[len(ratios) // 2], "ratios": {"wall": ratios, "cpu": ratios},
+                "seconds": {"plain": plain, "capture": [p * r for p, r in zip(plain, ratios)]},
+                "gc": {"plain": {"collections": [1, 1, full], "seconds": 0.5}, "capture": {"collections": [2, 0, 0], "seconds": 0.25}}}
+
+    res = zoo.pooled([part([1.0, 1.0, 1.2], [2.0, 2.0, 2.0], 1), part([1.1, 1.3, 1.4], [3.0, 3.0, 3.0], 0)])
+    # medians of medians would be 1.1 (1.0 and 1.3 -> either); all six rounds: 1.0 1.0 1.1 1.2 1.3 1.4 -> 1.15
+    assert res["cpu"] == res["wall"] == 1.15 and res["rounds"] == 6 and res["processes"] == 2
+    assert res["per_process_cpu"] == [1.0, 1.3] and res["plain_s"] == 2.5
+    assert res["gc"]["plain"] == {"collections": [2, 2, 1], "seconds": 1.0}
+    assert res["gc"]["capture"] == {"collections": [4, 0, 0], "seconds": 0.5}
+
+
+def test_zoo_measures_each_row_in_a_process_of_its_own():
+    """Note [Each row in a process of its own]: the arguments and result travel as JSON, the work runs in
+    another process, and a failure there says what failed."""
+    from bench import zoo
+
+    res = {"load": [1.0, 1.0, 1.0], "aot_eager": {"wall": 1.0, "cpu": 1.0, "plain_s": 2.0},
+           "held_bytes": 1, "param_bytes": 2, "held_share": 0.5, "report_bytes": 3, "report_s": 0.1}
+    assert zoo.in_fresh_process("row", "bert", res) == list(zoo.row("bert", res))
+    with pytest.raises(RuntimeError, match=r"(?s)bench.zoo.make\('nope',\) failed in its process.*KeyError"):
+        zoo.in_fresh_process("make", "nope")
+
+
 def test_profile_cost_measures_both_parts_and_leaves_nothing_wrapped():
     import tracer._torch.fx_marks as fx_marks
 
@@ -196,3 +226,56 @@ def test_export_overhead_keys_and_table_rows():
     (row,) = [r for r in bench_main.rows(res) if r[0].startswith("tracer.export")]
     assert row[0] == "tracer.export / torch.export.export (mlp; CPU time)" and row[2] == "<= 1.10"
     assert "export_overhead[mlp]" in bench_main.verdicts(res)
+
+
+# Parameter counts of the published checkpoints, as their model cards and papers give them (not read from
+# our output): gpt2 124M (tied head), bert-base-uncased 110M (BertModel, pooler included), t5-small 60M
+# (T5Model), TinyLlama-1.1B, Qwen2-0.5B (tied embeddings), ViT-B/16 86M (ViTModel, pooler included),
+# Swin-T 28.3M with its 1000-class head, 27.5M without (SwinModel).
+_PUBLISHED_PARAMS = {"gpt2": 124_439_808, "bert": 109_482_240, "t5": 60_506_624, "llama": 1_100_048_384,
+                     "qwen2": 494_032_768, "vit": 86_389_248, "swin": 28_288_354 - (768 * 1000 + 1000)}
+
+
+@pytest.mark.parametrize("name", sorted(_PUBLISHED_PARAMS))
+def test_published_configs_have_their_checkpoints_parameter_counts(name):
+    """bench/zoo_published.py builds each architecture at its checkpoint's size: counted on the meta device
+    (no memory), the parameters are the checkpoint's."""
+    import torch
+
+    from bench import zoo_published
+
+    checkpoint, size, build = zoo_published.PUBLISHED[name]
+    assert size == "whole"
+    with torch.device("meta"):
+        model, _ = build()
+    assert sum(p.numel() for p in model.parameters()) == _PUBLISHED_PARAMS[name], checkpoint
+
+
+_HELD_CHILD = """
+import json, sys
+import torch, tracer
+from bench import models, zoo_published
+model, args = models.make("mlp", "tiny")
+cap = tracer.capture(model, *args, backward=True)
+aot = cap.frames[0].aot
+expected = sum(len(g.nodes) for g in (cap.frames[0].graph, aot.joint, aot.forward, aot.backward))
+json_bytes = len(cap.to_json())
+del cap, aot
+torch.compiler.reset()
+print(json.dumps({"expected": expected, "json_bytes": json_bytes, **zoo_published.held(model, args)}))
+"""
+
+
+def test_published_held_counts_every_graphs_nodes():
+    """``zoo_published.held``: the nodes are those of the Dynamo, joint, forward and backward graphs, and
+    the held bytes are what deleting the capture gave back (more than nothing, less than its JSON). In a
+    process of its own: this suite's fixture keeps every capture it sees (Note [No capture has problems])."""
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", _HELD_CHILD], cwd=root, capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=root), check=True).stdout
+    res = json.loads(out.strip().splitlines()[-1])
+    assert res["nodes"] == res["expected"]
+    assert 0 < res["held_bytes"] < 4 * res["json_bytes"]
+    assert res["held_share"] == round(res["held_bytes"] / res["param_bytes"], 4)
