@@ -9,6 +9,7 @@ shifted, so every copy is a distinct compile (nothing is merged away).
 from __future__ import annotations
 
 import glob
+import importlib.metadata
 import json
 import os
 import pathlib
@@ -133,10 +134,20 @@ def _best_wall(cmd: list[str], repeat: int, env: dict[str, str]) -> float:
 
 
 def _tlparse() -> str:
+    """tlparse's executable: on PATH, beside this Python, or where the installed ``tlparse`` distribution put
+    its script (a venv that sees another venv's packages through a ``.pth``, as the fresh-clone test's does,
+    is told tlparse is installed while the binary is in the other venv's ``bin``)."""
     exe = shutil.which("tlparse") or os.path.join(os.path.dirname(sys.executable), "tlparse")
-    if not os.path.exists(exe):
-        raise RuntimeError("tlparse is not installed (pip install 'dynascope[bench]')")
-    return exe
+    if os.path.exists(exe):
+        return exe
+    try:
+        files = importlib.metadata.distribution("tlparse").files or []
+    except importlib.metadata.PackageNotFoundError:
+        files = []
+    for f in files:
+        if f.name == "tlparse" and "bin" in f.parts and os.access(f.locate(), os.X_OK):
+            return os.path.normpath(str(f.locate()))
+    raise RuntimeError("tlparse is not installed (pip install 'dynascope[bench]')")
 
 
 def _read_everything(cap: Any) -> None:
