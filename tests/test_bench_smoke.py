@@ -156,7 +156,7 @@ def test_zoo_pools_the_rounds_of_several_processes():
 
     def part(ratios, plain, full):
         return {"rounds": len(ratios), "cpu": sorted(ratios)[len(ratios) // 2], "ratios": {"wall": ratios, "cpu": ratios},
-                "seconds": {"plain": plain, "capture": [p * r for p, r in zip(plain, ratios)]},
+                "seconds": {"plain": plain, "capture": [p * r for p, r in zip(plain, ratios, strict=True)]},
                 "gc": {"plain": {"collections": [1, 1, full], "seconds": 0.5}, "capture": {"collections": [2, 0, 0], "seconds": 0.25}}}
 
     res = zoo.pooled([part([1.0, 1.0, 1.2], [2.0, 2.0, 2.0], 1), part([1.1, 1.3, 1.4], [3.0, 3.0, 3.0], 0)])
