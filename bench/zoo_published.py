@@ -19,7 +19,7 @@ import torch
 
 import tracer
 from bench.timing import fresh
-from bench.zoo import BATCH, SEQ, make
+from bench.zoo import BATCH, _ids, make
 
 __all__ = ["PUBLISHED", "held", "run"]
 
@@ -35,10 +35,6 @@ __all__ = ["PUBLISHED", "held", "run"]
 # model sees, and the zoo's.
 
 Builder = Callable[[], tuple[torch.nn.Module, tuple]]
-
-
-def _ids() -> torch.Tensor:
-    return torch.randint(0, 1000, (BATCH, SEQ))  # token ids below every vocabulary here
 
 
 def _decoder(cls_name: str, config_name: str, **config: Any) -> Builder:
