@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 
@@ -17,6 +18,19 @@ def model(x, w):
     return torch.relu(big) + 1
 
 
+@contextlib.contextmanager
+def one_thread():
+    """torch on one intra-op thread, restored after. The profile tests rank lines by wall time; with two
+    threads on a loaded two-core machine (CI runs two suites at once) a parallel region waits whenever one
+    of its threads is descheduled, which made a small fused kernel's line outweigh 8 steps of the matmul."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def _line(fn, text: str) -> int:
     lines, start = inspect.getsourcelines(fn)
     return start + next(i for i, ln in enumerate(lines) if text in ln)
@@ -30,7 +44,8 @@ def profiled(tmp_path_factory):
     trace = tmp_path_factory.mktemp("prof") / "trace.json"
     # 8 steps: times are wall time, and one preemption in an elementwise line on a loaded CI machine can
     # outweigh a few steps of the matmul (it did in test_profile_inductor and test_profile_compare)
-    return tracer.profile(model, x, w, steps=8, trace_file=str(trace)), trace
+    with one_thread():
+        return tracer.profile(model, x, w, steps=8, trace_file=str(trace)), trace
 
 
 def test_the_expensive_line_comes_first_forward_and_backward(profiled):

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 import torch
-from test_profile import _line
+from test_profile import _line, one_thread
 
 import tracer
 import viz  # noqa: F401  (registers the ProfileDiff renderer)
@@ -40,8 +40,9 @@ def profiles(tmp_path_factory):
     trace = tmp_path_factory.mktemp("eager") / "trace.json"
     # 8 steps, not 3: times are wall time, and in CI (two suites on two cores) one preemption inside a small
     # elementwise line once outweighed three steps of the matmul (as in test_profile_inductor)
-    eager = tracer.profile(net, x, steps=8, eager=True, trace_file=str(trace))
-    compiled = tracer.profile(net, x, steps=8, backend="inductor")
+    with one_thread():  # See one_thread's docstring
+        eager = tracer.profile(net, x, steps=8, eager=True, trace_file=str(trace))
+        compiled = tracer.profile(net, x, steps=8, backend="inductor")
     return eager, compiled, trace
 
 
