@@ -1,7 +1,7 @@
 # dynascope: two commands on a fresh machine.
 #   make lab   install into .venv (torch 2.13.0 CPU, graphviz's dot) and open JupyterLab on the quickstart
 #   make test  install, then run every test (unit, capture, viz, notebooks via nbval, browser end-to-end)
-#   make compat TORCH=2.15.0   the same suite (browser and Makefile-recipe tests excluded) on another torch, in .venv-torch-2.15.0
+#   make compat TORCH=2.15.0   the same suite (browser, Makefile-recipe and bench-harness tests excluded) on another torch, in .venv-torch-2.15.0
 # Both are idempotent and quiet when everything is already installed. They work as root (containers,
 # cloud notebooks) and as a normal user: apt runs through sudo only for a normal user, and JupyterLab
 # gets --allow-root only for root. `make lab LAB_ARGS="--no-browser --port=8888"` adds JupyterLab options.
@@ -69,7 +69,7 @@ COMPAT_PATHS ?= tests notebooks
 compat: dot
 	@[ -n "$(TORCH)" ] || { echo "usage: make compat TORCH=2.15.0"; exit 2; }
 	@$(MAKE) --no-print-directory .venv-torch-$(TORCH)/.stamp-install
-	@.venv-torch-$(TORCH)/bin/python -m pytest -q -p no:cacheprovider --durations=25 -m "not browser and not tooling" $(COMPAT_PATHS) --nbval \
+	@.venv-torch-$(TORCH)/bin/python -m pytest -q -p no:cacheprovider --durations=25 -m "not browser and not tooling and not bench" $(COMPAT_PATHS) --nbval \
 		--nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
 
 # Rebuild every tutorial notebook from notebooks/src/ and re-execute it (after changing what it shows).

@@ -2,6 +2,9 @@
 
 No timings are asserted: only that each measurement returns its keys, and the facts it reads
 (no real tensor in a Capture, the first view of a big graph is grouped, the notebook is valid).
+The harness measures on the default venv, so ``make compat`` does not repeat these (marker ``bench``);
+what they read of the tracer on every release is tested by the tracer's own tests (no real tensor held:
+tests/test_capture_memory.py; the grouped first view: tests/test_first_view_real.py).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 
 import bench.__main__ as bench_main  # noqa: E402
 from bench import capture_overhead, explorer_scaling, memory, models, pause_latency, profile_cost, saved_split  # noqa: E402
+
+pytestmark = pytest.mark.bench
 
 
 @pytest.fixture(scope="module")
